@@ -1,0 +1,3 @@
+from jaxrl.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,118 @@
+"""Pieces shared by the algorithm objects: hyperparameter checks, 1.x aliases, optimizers."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxrl.core._checks import concrete_value
+
+Schedule = Callable[[jax.Array], jax.Array]
+
+
+def numeric_or_none(value: Any) -> np.ndarray | None:
+    """A concrete numeric value as an array; ``None`` for tracers and placeholders.
+
+    Algorithm objects are pytrees: JAX rebuilds them with tracers (under ``jit``/``vmap``)
+    and occasionally with placeholder objects, so checks look only at real numbers.
+    """
+    if isinstance(value, bool | int | float | np.ndarray | np.number | jax.Array):
+        concrete = concrete_value(value)
+        if concrete is not None and concrete.dtype.kind in "biuf":
+            return concrete
+    return None
+
+
+def check_field(
+    owner: str,
+    name: str,
+    value: Any,
+    low: float,
+    high: float,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> None:
+    """Raise ``ValueError`` naming ``owner.name`` if a concrete value is out of range."""
+    concrete = numeric_or_none(value)
+    if concrete is None:
+        if isinstance(value, str):
+            raise TypeError(f"{owner}.{name} must be a number, got {value!r}")
+        return
+    ok_low = concrete > low if low_open else concrete >= low
+    ok_high = concrete < high if high_open else concrete <= high
+    if not np.all(ok_low & ok_high):
+        left, right = "(" if low_open else "[", ")" if high_open else "]"
+        raise ValueError(f"{owner}.{name} must be in {left}{low}, {high}{right}, got {value!r}")
+
+
+def check_int_field(owner: str, name: str, value: Any, low: int, allow_none: bool = False) -> None:
+    """Raise unless ``value`` is an int ``>= low`` (or None when allowed), naming the field."""
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{owner}.{name} must be an int, got {value!r}")
+    if value < low:
+        raise ValueError(f"{owner}.{name} must be >= {low}, got {value!r}")
+
+
+def accept_aliases(aliases: dict[str, str]) -> Callable[[type], type]:
+    """Class decorator: let ``__init__`` take Tianshou 1.x keyword names as aliases."""
+
+    def decorate(cls: type) -> type:
+        original_init = cls.__init__
+
+        @functools.wraps(original_init)
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            for old, new in aliases.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(
+                            f"{cls.__name__}: pass {new} or its 1.x alias {old}, not both"
+                        )
+                    kwargs[new] = kwargs.pop(old)
+            original_init(self, *args, **kwargs)
+
+        cls.__init__ = __init__
+        cls.ALIASES = dict(aliases)
+        return cls
+
+    return decorate
+
+
+@functools.cache
+def adam_with_injected_lr() -> optax.GradientTransformation:
+    """Adam whose learning rate is optimizer state (set per update; no recompilation).
+
+    Cached so every agent shares one transformation object: train states built by different
+    ``init`` calls have equal static data and hit the same compiled ``update``.
+    """
+    return optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)
+
+
+@functools.cache
+def no_optimizer() -> optax.GradientTransformation:
+    """Placeholder for parameters updated by hand (the natural-gradient actor)."""
+    return optax.set_to_zero()
+
+
+def scheduled_learning_rate(lr: Any, schedule: Schedule | None, count: jax.Array) -> jax.Array:
+    """``lr * schedule(count)``: ``schedule`` is a multiplier of the number of updates so far
+    (Tianshou's ``LambdaLR``-style ``lr_scheduler``, stepped once per update)."""
+    factor = 1.0 if schedule is None else schedule(count)
+    return jnp.asarray(lr, jnp.float32) * factor
+
+
+def set_learning_rate(opt_state: Any, learning_rate: jax.Array) -> Any:
+    """Return ``opt_state`` of :func:`adam_with_injected_lr` with a new learning rate."""
+    hyperparams = dict(opt_state.hyperparams)
+    hyperparams["learning_rate"] = jnp.asarray(
+        learning_rate, jnp.asarray(opt_state.hyperparams["learning_rate"]).dtype
+    )
+    return opt_state._replace(hyperparams=hyperparams)

@@ -1,0 +1,564 @@
+"""Deep Deterministic Policy Gradient (Lillicrap et al. 2015), with Tianshou's semantics.
+
+The actor ``mu(s)`` outputs actions in ``[-1, 1]`` (tanh). At collection, exploration noise is
+added to ``mu(s)``; the noisy, unbounded action ``a`` is what the replay buffer stores and what
+the critic learns on, while the environment receives ``map_action(bound(a))`` (clip, then scale
+to ``[low, high]``). One :meth:`DDPG.update` is one Tianshou ``learn`` call on a sampled batch:
+
+.. math::
+
+    y = \\sum_{i < n'} \\gamma^i r_{t+i}
+        + \\gamma^{n'} (1 - \\mathrm{term}_{t+n'-1}) Q'(s'_{t+n'-1}, \\mu'(s'_{t+n'-1}))
+
+    L_Q = \\mathrm{mean}\\,(Q(s_t, a_t) - y)^2, \\qquad L_\\mu = -\\mathrm{mean}\\,Q(s_t, \\mu(s_t))
+
+with ``n' <= n`` stopping at the first episode end (see :func:`jaxrl.core.nstep_targets`). The
+critic takes an Adam step on ``L_Q``, then the actor one on ``L_mu`` through the updated critic,
+then both target networks are soft-updated: ``theta' <- tau * theta + (1 - tau) * theta'``.
+
+Exploration noise is a small frozen pytree (:class:`GaussianNoise`, :class:`OUNoise`) whose
+parameters are leaves (vmappable). Ornstein-Uhlenbeck noise has a state, kept in
+:attr:`DDPGState.noise_state`; every call that adds noise therefore returns the new train state:
+``state, sample = agent.sample_actions(state, obs, key)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from flax.training.train_state import TrainState
+
+from jaxrl.algorithms._common import (
+    Schedule,
+    accept_aliases,
+    adam_with_injected_lr,
+    check_field,
+    check_int_field,
+    scheduled_learning_rate,
+    set_learning_rate,
+)
+from jaxrl.algorithms.npg import ActionSample
+from jaxrl.core.actions import map_action
+from jaxrl.core.polyak import soft_update
+from jaxrl.core.returns import nstep_targets
+from jaxrl.networks import DeterministicActor, QCritic, check_activation
+from jaxrl.replay import NStepBatch, ReplayBuffer, Transition
+from jaxrl.spaces import SpaceSpec, describe_space
+
+Array = jax.Array
+PyTree = Any
+
+DDPG_BOUND_METHODS: tuple[str | None, ...] = ("clip", None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Exploration noise
+# ---------------------------------------------------------------------------------------------
+
+
+class GaussianNoise(struct.PyTreeNode):
+    """Independent Gaussian noise ``N(mu, sigma^2)`` per action component (stateless).
+
+    Tianshou's ``GaussianNoise``; its noise is added in ``[-1, 1]``-action space here, so on an
+    action space ``[-h, h]`` it moves the environment action by ``h * sigma``.
+    """
+
+    sigma: float | Array = 1.0
+    mu: float | Array = 0.0
+
+    def __post_init__(self) -> None:
+        check_field("GaussianNoise", "sigma", self.sigma, 0.0, math.inf)
+        check_field("GaussianNoise", "mu", self.mu, -math.inf, math.inf)
+
+    def sample(self, key: Array, noise_state: Array, shape: tuple[int, ...]) -> tuple[Array, Array]:
+        """``(noise [shape], noise_state)``; the state is returned unchanged."""
+        noise = self.mu + self.sigma * jax.random.normal(key, shape, jnp.float32)
+        return noise, noise_state
+
+
+class OUNoise(struct.PyTreeNode):
+    """Ornstein-Uhlenbeck noise (Tianshou's ``OUNoise``), one process per action component.
+
+    .. math::
+
+        x \\leftarrow x + \\theta\\,dt\\,(\\mu - x) + \\sigma \\sqrt{dt}\\,\\epsilon,
+        \\qquad \\epsilon \\sim N(0, 1)
+
+    The new ``x`` is both the noise and the new state, which starts at 0. Its stationary
+    variance is ``sigma^2 dt / (1 - (1 - theta dt)^2)`` and its lag-``k`` autocorrelation
+    ``(1 - theta dt)^k``.
+    """
+
+    sigma: float | Array = 0.3
+    theta: float | Array = 0.15
+    dt: float | Array = 0.01
+    mu: float | Array = 0.0
+
+    def __post_init__(self) -> None:
+        check_field("OUNoise", "sigma", self.sigma, 0.0, math.inf)
+        check_field("OUNoise", "theta", self.theta, 0.0, math.inf)
+        check_field("OUNoise", "dt", self.dt, 0.0, math.inf, low_open=True)
+        check_field("OUNoise", "mu", self.mu, -math.inf, math.inf)
+
+    def sample(self, key: Array, noise_state: Array, shape: tuple[int, ...]) -> tuple[Array, Array]:
+        """One OU step from ``noise_state`` (shape ``shape``): ``(x_new, x_new)``."""
+        if tuple(noise_state.shape) != tuple(shape):
+            raise ValueError(
+                f"OU noise state has shape {tuple(noise_state.shape)} but the actions have shape "
+                f"{tuple(shape)}; pass num_envs to DDPG.init or call DDPG.reset_noise(state, "
+                f"{tuple(shape[:-1])})"
+            )
+        epsilon = jax.random.normal(key, shape, jnp.float32)
+        x = (
+            noise_state
+            + self.theta * self.dt * (self.mu - noise_state)
+            + self.sigma * jnp.sqrt(self.dt) * epsilon
+        )
+        x = x.astype(noise_state.dtype)
+        return x, x
+
+
+Noise = GaussianNoise | OUNoise
+
+
+def _resolve_noise(noise: Any) -> Noise | None:
+    if isinstance(noise, str):
+        if noise != "default":
+            raise ValueError(
+                f"DDPG.exploration_noise must be 'default', a GaussianNoise, an OUNoise or None, "
+                f"got {noise!r}"
+            )
+        return GaussianNoise(sigma=0.1)
+    if noise is None or isinstance(noise, GaussianNoise | OUNoise):
+        return noise
+    if type(noise) is object:  # placeholder leaves JAX passes while rebuilding the pytree
+        return noise
+    raise TypeError(
+        "DDPG.exploration_noise must be 'default', a GaussianNoise, an OUNoise or None, "
+        f"got {type(noise).__name__}"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# State
+# ---------------------------------------------------------------------------------------------
+
+
+class DDPGState(struct.PyTreeNode):
+    """Everything DDPG learns and carries (a pytree).
+
+    Attributes:
+      actor: ``TrainState`` of ``mu`` with its Adam state; ``actor.step`` counts actor steps.
+      critic: ``TrainState`` of ``Q`` with its Adam state.
+      actor_target, critic_target: target-network parameters ``mu'``, ``Q'``.
+      noise_state: exploration-noise state, ``[*batch_shape, action_dim]`` (OU's ``x``; unused
+        zeros for Gaussian noise). ``batch_shape`` is ``(num_envs,)`` given to :meth:`DDPG.init`.
+      action_low, action_high: Box bounds ``[action_dim]`` for action mapping.
+      num_updates: number of ``update`` calls so far (drives the learning-rate schedules).
+      observation_space, action_space: static descriptions of the spaces.
+    """
+
+    actor: TrainState
+    critic: TrainState
+    actor_target: PyTree
+    critic_target: PyTree
+    noise_state: Array
+    action_low: Array
+    action_high: Array
+    num_updates: Array
+    observation_space: SpaceSpec = struct.field(pytree_node=False)
+    action_space: SpaceSpec = struct.field(pytree_node=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Algorithm
+# ---------------------------------------------------------------------------------------------
+
+
+@accept_aliases({"estimation_step": "n_step_return_horizon"})
+class DDPG(struct.PyTreeNode):
+    """Deep Deterministic Policy Gradient: a frozen pytree of hyperparameters with jittable
+    methods.
+
+    Numeric hyperparameters are pytree leaves (``jax.vmap`` can sweep them); fields that fix
+    shapes or control flow are static. Tianshou 2.x names; the 1.x name ``estimation_step`` is
+    accepted as a keyword alias of ``n_step_return_horizon``. Learning rates, batch size and
+    buffer size default to Tianshou's DDPG test (Pendulum).
+
+    Learning (leaves):
+      tau: soft-update weight of the target networks, in [0, 1].
+      gamma: discount factor in [0, 1].
+      actor_lr, critic_lr: Adam learning rates (Tianshou test: 1e-4, 1e-3).
+      exploration_noise: ``"default"`` (``GaussianNoise(sigma=0.1)``, Tianshou 1.x), a
+        :class:`GaussianNoise`, an :class:`OUNoise`, or None (no noise). Its parameters are
+        leaves; the noise is added in ``[-1, 1]``-action space.
+    Structure (static):
+      n_step_return_horizon: ``n`` of the n-step critic targets (Tianshou ``estimation_step``).
+      batch_size: transitions per update (:meth:`sample_batch`).
+      buffer_size: total replay capacity over all environments (Tianshou's
+        ``VectorReplayBuffer(buffer_size, num_envs)``; :meth:`init_buffer`).
+      warmup_steps: environment steps (over all envs) of uniformly random actions before the
+        policy acts (Tianshou's ``start_timesteps``; 0 in its Pendulum test). Read by training
+        loops, see :meth:`sample_random_actions`.
+      update_per_step: gradient steps per environment step collected (Tianshou's trainer
+        ``update_per_step``; its test: 8 envs, collect 8 steps, 0.125 -> 1 update per collect).
+        Read by training loops.
+      action_scaling: map bounded actions from ``[-1, 1]`` to ``[low, high]``.
+      action_bound_method: ``"clip"`` or None (DDPG's actor is already tanh-bounded).
+      actor_lr_schedule, critic_lr_schedule: optional ``update_count -> multiplier`` of the
+        learning rates (Tianshou's ``lr_scheduler``, stepped once per update).
+      hidden_sizes, activation: the default networks (Tianshou's ``Net``: MLP, ReLU, [128, 128]).
+      actor_network, critic_network: optional Flax modules (``obs -> action in [-1, 1]``,
+        ``(obs, action) -> Q``) used instead.
+    """
+
+    tau: float | Array = 0.005
+    gamma: float | Array = 0.99
+    actor_lr: float | Array = 1e-4
+    critic_lr: float | Array = 1e-3
+    exploration_noise: Noise | Literal["default"] | None = "default"
+    n_step_return_horizon: int = struct.field(pytree_node=False, default=1)
+    batch_size: int = struct.field(pytree_node=False, default=128)
+    buffer_size: int = struct.field(pytree_node=False, default=20000)
+    warmup_steps: int = struct.field(pytree_node=False, default=0)
+    update_per_step: float = struct.field(pytree_node=False, default=0.125)
+    action_scaling: bool = struct.field(pytree_node=False, default=True)
+    action_bound_method: Literal["clip"] | None = struct.field(pytree_node=False, default="clip")
+    actor_lr_schedule: Schedule | None = struct.field(pytree_node=False, default=None)
+    critic_lr_schedule: Schedule | None = struct.field(pytree_node=False, default=None)
+    hidden_sizes: Sequence[int] = struct.field(pytree_node=False, default=(128, 128))
+    activation: str = struct.field(pytree_node=False, default="relu")
+    actor_network: nn.Module | None = struct.field(pytree_node=False, default=None)
+    critic_network: nn.Module | None = struct.field(pytree_node=False, default=None)
+
+    # ------------------------------------------------------------------ validation
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        if isinstance(self.hidden_sizes, list):
+            object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
+        object.__setattr__(self, "exploration_noise", _resolve_noise(self.exploration_noise))
+        check_field(owner, "tau", self.tau, 0.0, 1.0)
+        check_field(owner, "gamma", self.gamma, 0.0, 1.0)
+        check_field(owner, "actor_lr", self.actor_lr, 0.0, math.inf)
+        check_field(owner, "critic_lr", self.critic_lr, 0.0, math.inf)
+        check_int_field(owner, "n_step_return_horizon", self.n_step_return_horizon, 1)
+        check_int_field(owner, "batch_size", self.batch_size, 1)
+        check_int_field(owner, "buffer_size", self.buffer_size, 1)
+        check_int_field(owner, "warmup_steps", self.warmup_steps, 0)
+        if isinstance(self.update_per_step, bool) or not isinstance(
+            self.update_per_step, int | float | np.integer | np.floating
+        ):
+            raise TypeError(
+                f"{owner}.update_per_step must be a number, got {self.update_per_step!r}"
+            )
+        if not (math.isfinite(self.update_per_step) and self.update_per_step > 0):
+            raise ValueError(f"{owner}.update_per_step must be > 0, got {self.update_per_step!r}")
+        if not isinstance(self.action_scaling, bool):
+            raise TypeError(f"{owner}.action_scaling must be a bool, got {self.action_scaling!r}")
+        if self.action_bound_method not in DDPG_BOUND_METHODS:
+            raise ValueError(
+                f"{owner}.action_bound_method must be 'clip' or None, "
+                f"got {self.action_bound_method!r}"
+            )
+        if not all(
+            isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in self.hidden_sizes
+        ):
+            raise ValueError(f"{owner}.hidden_sizes must be positive ints, got {self.hidden_sizes}")
+        try:
+            check_activation(self.activation)
+        except ValueError as error:
+            raise ValueError(f"{owner}.{error}") from None
+        for name in ("actor_lr_schedule", "critic_lr_schedule"):
+            schedule = getattr(self, name)
+            if schedule is not None and not callable(schedule):
+                raise TypeError(f"{owner}.{name} must be callable (update count -> factor)")
+
+    # ------------------------------------------------------------------ construction
+    def _networks(self, action_dim: int) -> tuple[nn.Module, nn.Module]:
+        actor = self.actor_network or DeterministicActor(
+            action_dim=action_dim,
+            hidden_sizes=tuple(self.hidden_sizes),
+            activation=self.activation,
+        )
+        critic = self.critic_network or QCritic(
+            hidden_sizes=tuple(self.hidden_sizes), activation=self.activation
+        )
+        return actor, critic
+
+    def init(
+        self,
+        key: Array,
+        observation_space: Any,
+        action_space: Any,
+        num_envs: int | None = None,
+    ) -> DDPGState:
+        """Initialize networks (targets as copies), optimizers and the noise state.
+
+        Args:
+          key: PRNG key.
+          observation_space: a gymnasium or gymnax ``Box``.
+          action_space: a gymnasium or gymnax 1-D ``Box`` (DDPG is continuous-only).
+          num_envs: number of parallel environments acted for: the noise state gets shape
+            ``[num_envs, action_dim]`` (``[action_dim]`` when None, for unbatched acting).
+            Only OU noise needs it to match the actions; see :meth:`reset_noise`.
+        """
+        obs_space = describe_space(observation_space, "observation_space")
+        if obs_space.kind != "box":
+            raise TypeError(
+                f"observation_space must be a Box, got {type(observation_space).__name__}"
+            )
+        act_space = describe_space(action_space, "action_space")
+        if act_space.kind != "box":
+            raise TypeError(
+                f"DDPG needs a continuous Box action_space, got {type(action_space).__name__} "
+                "(discrete actions are not supported)"
+            )
+        if len(act_space.shape) != 1:
+            raise ValueError(f"action_space must be a 1-D Box, got shape {act_space.shape}")
+        check_int_field("DDPG.init", "num_envs", num_envs, 1, allow_none=True)
+        low, high = act_space.low_array, act_space.high_array
+        if self.action_scaling and not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+            raise ValueError(
+                "action_scaling=True needs a Box action_space with finite bounds; "
+                "pass action_scaling=False"
+            )
+        action_dim = act_space.shape[0]
+        actor_module, critic_module = self._networks(action_dim)
+        actor_key, critic_key = jax.random.split(key)
+        dummy_obs = jnp.zeros((1, *obs_space.shape), jnp.float32)
+        dummy_action = jnp.zeros((1, action_dim), jnp.float32)
+        # Strongly typed counters and learning rates: the state returned by `update` must match
+        # this one exactly, or `jax.jit(update)` would compile a second time.
+        actor = TrainState.create(
+            apply_fn=actor_module.apply,
+            params=actor_module.init(actor_key, dummy_obs),
+            tx=adam_with_injected_lr(),
+        )
+        actor = actor.replace(
+            step=jnp.zeros((), jnp.int32),
+            opt_state=set_learning_rate(actor.opt_state, self.actor_lr),
+        )
+        critic = TrainState.create(
+            apply_fn=critic_module.apply,
+            params=critic_module.init(critic_key, dummy_obs, dummy_action),
+            tx=adam_with_injected_lr(),
+        )
+        critic = critic.replace(
+            step=jnp.zeros((), jnp.int32),
+            opt_state=set_learning_rate(critic.opt_state, self.critic_lr),
+        )
+        batch_shape = () if num_envs is None else (int(num_envs),)
+        return DDPGState(
+            actor=actor,
+            critic=critic,
+            actor_target=jax.tree_util.tree_map(jnp.array, actor.params),
+            critic_target=jax.tree_util.tree_map(jnp.array, critic.params),
+            noise_state=jnp.zeros((*batch_shape, action_dim), jnp.float32),
+            action_low=jnp.asarray(low),
+            action_high=jnp.asarray(high),
+            num_updates=jnp.zeros((), jnp.int32),
+            observation_space=obs_space,
+            action_space=act_space,
+        )
+
+    def init_buffer(self, state: DDPGState, num_envs: int) -> ReplayBuffer:
+        """An empty :class:`jaxrl.replay.ReplayBuffer` for ``num_envs`` environments holding
+        ``buffer_size // num_envs`` steps each (Tianshou's ``VectorReplayBuffer``)."""
+        check_int_field("DDPG.init_buffer", "num_envs", num_envs, 1)
+        capacity = self.buffer_size // num_envs
+        if capacity < 1:
+            raise ValueError(
+                f"DDPG.buffer_size={self.buffer_size} is smaller than num_envs={num_envs}"
+            )
+        obs = jnp.zeros((num_envs, *state.observation_space.shape), jnp.float32)
+        flags = jnp.zeros((num_envs,), bool)
+        example = Transition(
+            obs=obs,
+            action=jnp.zeros((num_envs, *state.action_space.shape), jnp.float32),
+            reward=jnp.zeros((num_envs,), jnp.float32),
+            terminated=flags,
+            truncated=flags,
+            next_obs=obs,
+        )
+        return ReplayBuffer.create(capacity, example)
+
+    def sample_batch(self, buffer: ReplayBuffer, key: Array) -> NStepBatch:
+        """``buffer.sample(key, batch_size, n_step_return_horizon)``: an update's input."""
+        return buffer.sample(key, self.batch_size, self.n_step_return_horizon)
+
+    def reset_noise(
+        self, state: DDPGState, batch_shape: tuple[int, ...] | None = None
+    ) -> DDPGState:
+        """Reset the noise state to 0 (Tianshou's ``noise.reset()``), optionally with a new
+        batch shape (e.g. ``(num_envs,)``); the state's structure changes with its shape."""
+        shape = state.noise_state.shape[:-1] if batch_shape is None else tuple(batch_shape)
+        return state.replace(
+            noise_state=jnp.zeros((*shape, state.noise_state.shape[-1]), jnp.float32)
+        )
+
+    # ------------------------------------------------------------------ acting
+    def sample_actions(
+        self, state: DDPGState, obs: Array, key: Array, deterministic: bool | Array = False
+    ) -> tuple[DDPGState, ActionSample]:
+        """``mu(s)`` plus exploration noise (none when ``deterministic``) for a batch of obs.
+
+        Args:
+          state: the train state.
+          obs: ``[..., *obs_shape]``.
+          key: PRNG key for the noise.
+          deterministic: a bool (may be traced); True gives ``mu(s)`` and leaves the noise state
+            as it is.
+
+        Returns:
+          ``(state, ActionSample(action, env_action))``: the state with the advanced noise state
+          (unchanged for Gaussian noise or no noise), the raw noisy action ``[..., A]`` to store
+          (unbounded), and the bounded, scaled action for the environment.
+        """
+        action = state.actor.apply_fn(state.actor.params, jnp.asarray(obs, jnp.float32))
+        noise_state = state.noise_state
+        always_deterministic = isinstance(deterministic, bool | np.bool_) and bool(deterministic)
+        if self.exploration_noise is not None and not always_deterministic:
+            noise, advanced = self.exploration_noise.sample(key, noise_state, action.shape)
+            action = jnp.where(deterministic, action, action + noise).astype(action.dtype)
+            noise_state = jnp.where(deterministic, noise_state, advanced)
+        state = state.replace(noise_state=noise_state)
+        return state, ActionSample(action=action, env_action=self.to_env_action(state, action))
+
+    def act(
+        self, state: DDPGState, obs: Array, key: Array, deterministic: bool | Array = False
+    ) -> tuple[DDPGState, Array]:
+        """``(state, env_action)``: :meth:`sample_actions` keeping only the environment action.
+
+        Unlike NPG's ``act``, the state is returned too: OU noise advances with every call.
+        """
+        state, sample = self.sample_actions(state, obs, key, deterministic)
+        return state, sample.env_action
+
+    def sample_random_actions(
+        self, state: DDPGState, key: Array, batch_shape: tuple[int, ...] = ()
+    ) -> ActionSample:
+        """Uniform actions in ``[-1, 1]^A`` (warm-up; Tianshou samples the action space and
+        stores ``map_action_inverse`` of it, the same thing for a scaled Box)."""
+        shape = (*batch_shape, *state.action_space.shape)
+        action = jax.random.uniform(key, shape, jnp.float32, -1.0, 1.0)
+        return ActionSample(action=action, env_action=self.to_env_action(state, action))
+
+    def to_env_action(self, state: DDPGState, action: Array) -> Array:
+        """Bound (``action_bound_method``) and scale (``action_scaling``) raw actions."""
+        return map_action(
+            action,
+            state.action_low,
+            state.action_high,
+            self.action_scaling,
+            self.action_bound_method,
+        )
+
+    # ------------------------------------------------------------------ learning
+    def critic_targets(self, state: DDPGState, batch: NStepBatch) -> Array:
+        """n-step targets ``y [B]`` from the target networks (no gradient).
+
+        ``Q'(s', mu'(s'))`` is evaluated once per sample, at the next observation of the last
+        step inside its window (the first end, or step ``n - 1``), the only place
+        :func:`jaxrl.core.nstep_targets` reads it.
+        """
+        horizon, size = batch.reward.shape
+        ends = jnp.asarray(batch.terminated, bool) | jnp.asarray(batch.truncated, bool)
+        last = jnp.where(jnp.any(ends, axis=0), jnp.argmax(ends, axis=0), horizon - 1)
+        next_obs = jnp.asarray(batch.next_obs, jnp.float32)[last, jnp.arange(size)]
+        actor_apply, critic_apply = state.actor.apply_fn, state.critic.apply_fn
+        next_q = critic_apply(
+            state.critic_target, next_obs, actor_apply(state.actor_target, next_obs)
+        )
+        at_last = jnp.arange(horizon)[:, None] == last[None, :]
+        next_values = jnp.where(at_last, next_q[None, :], 0.0)
+        targets = nstep_targets(
+            batch.reward, next_values, batch.terminated, batch.truncated, self.gamma
+        )
+        return jax.lax.stop_gradient(targets)
+
+    def update(
+        self, state: DDPGState, batch: NStepBatch, key: Array
+    ) -> tuple[DDPGState, dict[str, Array]]:
+        """One DDPG learning step (Tianshou's ``learn``) on a sampled batch.
+
+        Args:
+          state: the train state.
+          batch: an :class:`jaxrl.replay.NStepBatch` with ``B`` samples and windows of
+            ``n = n_step_return_horizon`` steps (:meth:`sample_batch`).
+          key: PRNG key (unused: DDPG's update is deterministic; kept for a uniform API).
+
+        Returns:
+          ``(new_state, {"actor_loss": L_mu, "critic_loss": L_Q})``, scalars; ``L_Q`` is
+          measured before the critic step, ``L_mu`` before the actor step (Tianshou's logs).
+        """
+        del key
+        _check_batch(batch, state, self.n_step_return_horizon)
+        obs = jnp.asarray(batch.obs, jnp.float32)
+        action = jnp.asarray(batch.action, jnp.float32)
+        targets = self.critic_targets(state, batch)
+
+        critic = state.critic.replace(
+            opt_state=set_learning_rate(
+                state.critic.opt_state,
+                scheduled_learning_rate(self.critic_lr, self.critic_lr_schedule, state.num_updates),
+            )
+        )
+        actor = state.actor.replace(
+            opt_state=set_learning_rate(
+                state.actor.opt_state,
+                scheduled_learning_rate(self.actor_lr, self.actor_lr_schedule, state.num_updates),
+            )
+        )
+
+        def critic_loss_fn(params: PyTree) -> Array:
+            return jnp.mean((critic.apply_fn(params, obs, action) - targets) ** 2)
+
+        critic_loss, critic_grads = jax.value_and_grad(critic_loss_fn)(critic.params)
+        critic = critic.apply_gradients(grads=critic_grads)
+
+        def actor_loss_fn(params: PyTree) -> Array:
+            return -jnp.mean(critic.apply_fn(critic.params, obs, actor.apply_fn(params, obs)))
+
+        actor_loss, actor_grads = jax.value_and_grad(actor_loss_fn)(actor.params)
+        actor = actor.apply_gradients(grads=actor_grads)
+
+        new_state = state.replace(
+            actor=actor,
+            critic=critic,
+            actor_target=soft_update(state.actor_target, actor.params, self.tau),
+            critic_target=soft_update(state.critic_target, critic.params, self.tau),
+            num_updates=state.num_updates + 1,
+        )
+        return new_state, {"actor_loss": actor_loss, "critic_loss": critic_loss}
+
+
+def _check_batch(batch: NStepBatch, state: DDPGState, horizon: int) -> None:
+    """Shape checks (static, so they run under ``jit`` too), naming the offending field."""
+    missing = [f for f in NStepBatch._fields if not hasattr(batch, f)]
+    if missing:
+        raise TypeError(f"batch is missing field(s) {missing}; expected a jaxrl NStepBatch")
+    obs_shape, action_shape = state.observation_space.shape, state.action_space.shape
+    reward_shape = tuple(np.shape(batch.reward))
+    if len(reward_shape) != 2 or reward_shape[0] != horizon:
+        raise ValueError(
+            f"batch.reward must have shape [n_step_return_horizon={horizon}, B], got {reward_shape}"
+        )
+    size = reward_shape[1]
+    expected = {
+        "obs": (size, *obs_shape),
+        "action": (size, *action_shape),
+        "terminated": reward_shape,
+        "truncated": reward_shape,
+        "next_obs": (*reward_shape, *obs_shape),
+    }
+    for name, shape in expected.items():
+        got = tuple(np.shape(getattr(batch, name)))
+        if got != shape:
+            raise ValueError(f"batch.{name} must have shape {shape}, got {got}")

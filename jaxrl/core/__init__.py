@@ -1,0 +1,56 @@
+"""The pure functional core of jaxrl.
+
+Small, jittable and vmappable functions with no knowledge of environments or training
+loops; the algorithms in :mod:`jaxrl` are composed from them.
+"""
+
+from jaxrl.core.actions import bound_action, map_action, scale_action, unscale_action
+from jaxrl.core.distributions import (
+    CategoricalParams,
+    DistributionParams,
+    GaussianParams,
+    entropy,
+    kl_divergence,
+    log_prob,
+    mode,
+    sample,
+)
+from jaxrl.core.normalization import RunningMeanStd
+from jaxrl.core.polyak import soft_update
+from jaxrl.core.returns import GAEResult, gae, nstep_targets
+from jaxrl.core.stats import SummaryStats
+from jaxrl.core.trust_region import (
+    ConjugateGradientResult,
+    LineSearchResult,
+    backtracking_line_search,
+    conjugate_gradient,
+    fisher_vector_product,
+    make_fisher_vector_product,
+)
+
+__all__ = [
+    "CategoricalParams",
+    "ConjugateGradientResult",
+    "DistributionParams",
+    "GAEResult",
+    "GaussianParams",
+    "LineSearchResult",
+    "RunningMeanStd",
+    "SummaryStats",
+    "backtracking_line_search",
+    "bound_action",
+    "conjugate_gradient",
+    "entropy",
+    "fisher_vector_product",
+    "gae",
+    "kl_divergence",
+    "log_prob",
+    "make_fisher_vector_product",
+    "map_action",
+    "mode",
+    "nstep_targets",
+    "sample",
+    "scale_action",
+    "soft_update",
+    "unscale_action",
+]

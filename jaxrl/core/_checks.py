@@ -1,0 +1,65 @@
+"""Argument checks shared by the pure core.
+
+The core functions are called both eagerly (research code, tests) and inside
+``jit``/``vmap`` (training runs, hyperparameter sweeps). Range checks can only
+look at concrete values, so every check here silently skips traced values:
+a hyperparameter swept under ``vmap`` is validated by the algorithm object
+that owns it, before tracing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+
+def concrete_value(x: Any) -> np.ndarray | None:
+    """``x`` as a NumPy array, or ``None`` when it is a tracer."""
+    try:
+        return np.asarray(x)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return None
+
+
+def check_in_range(
+    name: str,
+    value: Any,
+    low: float,
+    high: float,
+    *,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+) -> None:
+    """Raise ``ValueError`` naming ``name`` if a concrete ``value`` is outside the interval."""
+    concrete = concrete_value(value)
+    if concrete is None:
+        return
+    if concrete.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    above_low = concrete >= low if low_inclusive else concrete > low
+    below_high = concrete <= high if high_inclusive else concrete < high
+    if not np.all(above_low & below_high):  # NaN fails both comparisons
+        left = "[" if low_inclusive else "("
+        right = "]" if high_inclusive else ")"
+        raise ValueError(f"{name} must be in {left}{low}, {high}{right}, got {value!r}")
+
+
+def check_same_shape(names: Sequence[str], arrays: Sequence[Any]) -> None:
+    """Raise ``ValueError`` naming the first array whose shape differs from the first one."""
+    reference = np.shape(arrays[0])
+    for name, array in zip(names[1:], arrays[1:], strict=True):
+        if np.shape(array) != reference:
+            raise ValueError(
+                f"{name} must have the shape of {names[0]} {reference}, got {np.shape(array)}"
+            )
+
+
+def check_min_rank(name: str, array: Any, rank: int) -> None:
+    """Raise ``ValueError`` if ``array`` has fewer than ``rank`` dimensions."""
+    if np.ndim(array) < rank:
+        raise ValueError(
+            f"{name} must have at least {rank} dimension(s), got shape {np.shape(array)}"
+        )

@@ -1,0 +1,76 @@
+"""The on-policy rollout: what NPG/TRPO ``update`` learns from."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+
+class Rollout(NamedTuple):
+    """A time-major segment of ``T`` steps from ``N`` parallel environments.
+
+    Research code can build one by hand from any environment loop.
+
+    Attributes:
+      obs: ``[T, N, *obs_shape]`` observation at each step.
+      action: the raw policy action taken (``agent.sample_actions(...).action``: before
+        bounding and scaling), ``[T, N, action_dim]`` float for Box action spaces, ``[T, N]``
+        int for Discrete ones.
+      reward: ``[T, N]`` float.
+      terminated: ``[T, N]`` bool; the episode reached a terminal state (no bootstrap).
+      truncated: ``[T, N]`` bool; the episode was cut (time limit), bootstrap kept.
+      next_obs: ``[T, N, *obs_shape]``, the observation after the step (for a step that ended
+        an episode: the final observation of that episode, not the reset one).
+    """
+
+    obs: Any
+    action: Any
+    reward: Any
+    terminated: Any
+    truncated: Any
+    next_obs: Any
+
+
+def check_time_major(
+    rollout: Any, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], discrete: bool
+) -> tuple[int, int]:
+    """Check a rollout's fields, shapes and dtypes; return ``(T, N)``.
+
+    Raises ``TypeError``/``ValueError`` naming the offending field and what was expected.
+    """
+    if not isinstance(rollout, Rollout):
+        missing = [f for f in Rollout._fields if not hasattr(rollout, f)]
+        if missing:
+            raise TypeError(f"rollout is missing field(s) {missing}; expected a jaxrl.Rollout")
+        rollout = Rollout(*(getattr(rollout, f) for f in Rollout._fields))
+    reward_shape = np.shape(rollout.reward)
+    if len(reward_shape) != 2:
+        raise ValueError(f"rollout.reward must have shape [T, N], got {reward_shape}")
+    expected = {
+        "obs": reward_shape + obs_shape,
+        "next_obs": reward_shape + obs_shape,
+        "action": reward_shape + action_shape,
+        "terminated": reward_shape,
+        "truncated": reward_shape,
+    }
+    for name, shape in expected.items():
+        got = np.shape(getattr(rollout, name))
+        if got != shape:
+            raise ValueError(f"rollout.{name} must have shape {list(shape)}, got {list(got)}")
+    kinds = {
+        "obs": "fiub",
+        "next_obs": "fiub",
+        "reward": "fiu",
+        "terminated": "biu",
+        "truncated": "biu",
+        "action": "iu" if discrete else "f",
+    }
+    for name, allowed in kinds.items():
+        dtype = jax.numpy.result_type(getattr(rollout, name))
+        if np.dtype(dtype).kind not in allowed:
+            what = {"f": "float", "i": "int", "u": "unsigned int", "b": "bool"}
+            expected_kinds = " or ".join(what[k] for k in allowed)
+            raise TypeError(f"rollout.{name} must have a {expected_kinds} dtype, got {dtype}")
+    return reward_shape
