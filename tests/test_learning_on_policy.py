@@ -1,0 +1,78 @@
+"""NPG and TRPO learn: Tianshou's Pendulum-v1 bar (>= -250) and CartPole-v1 (>= 475).
+
+Eight seeds train at once (``jax.vmap`` over ``make_train``); at least seven must reach the
+threshold at some evaluation within the budget (Tianshou's criterion: the best test mean
+return). Evaluations (10 episodes each) run every 10 updates, 20,480 env steps.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+import jaxrl
+from jaxrl.training import TrainConfig, make_train
+
+NUM_SEEDS = 8
+# Tianshou's test_{npg,trpo}.py on Pendulum-v1: 16 envs, 2048 steps per collect, repeat 2,
+# full batch, lr 1e-3, gamma 0.95, lambda 0.95, return scaling, advantage normalization,
+# 5 critic iterations, hidden [64, 64] tanh; budget 5 epochs x 50,000 env steps.
+PENDULUM_COMMON = dict(
+    gamma=0.95,
+    gae_lambda=0.95,
+    lr=1e-3,
+    return_scaling=True,
+    advantage_normalization=True,
+    optim_critic_iters=5,
+    repeat=2,
+    batch_size=None,
+    hidden_sizes=(64, 64),
+    activation="tanh",
+)
+PENDULUM_RUN = TrainConfig(num_envs=16, num_steps=128, total_steps=250_000, eval_every=20_480)
+CARTPOLE_COMMON = dict(
+    gamma=0.99,
+    gae_lambda=0.95,
+    lr=1e-3,
+    optim_critic_iters=5,
+    repeat=1,
+    deterministic_eval=True,
+)
+CARTPOLE_RUN = TrainConfig(num_envs=16, num_steps=128, total_steps=300_000, eval_every=20_480)
+
+
+def best_returns(agent, env_id: str, config: TrainConfig) -> np.ndarray:
+    train = jax.jit(jax.vmap(make_train(agent, env_id, config)))
+    _, metrics = train(jax.random.split(jax.random.key(0), NUM_SEEDS))
+    assert int(metrics["eval/env_steps"][0, -1]) <= config.total_steps
+    assert np.all(np.isfinite(np.asarray(metrics["eval/return"])))
+    return np.asarray(metrics["eval/return"]).max(axis=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "agent",
+    [
+        jaxrl.NPG(trust_region_size=0.5, deterministic_eval=True, **PENDULUM_COMMON),
+        jaxrl.TRPO(max_kl=0.005, backtrack_coeff=0.8, max_backtracks=10, **PENDULUM_COMMON),
+    ],
+    ids=["npg", "trpo"],
+)
+def test_solves_pendulum(agent):
+    best = best_returns(agent, "Pendulum-v1", PENDULUM_RUN)
+    assert np.sum(best >= -250) >= 7, f"best evaluation return per seed: {best}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "agent",
+    [
+        jaxrl.NPG(trust_region_size=0.5, **CARTPOLE_COMMON),
+        jaxrl.TRPO(max_kl=0.01, **CARTPOLE_COMMON),
+    ],
+    ids=["npg", "trpo"],
+)
+def test_solves_cartpole(agent):
+    best = best_returns(agent, "CartPole-v1", CARTPOLE_RUN)
+    assert np.sum(best >= 475) >= 7, f"best evaluation return per seed: {best}"
