@@ -1,9 +1,35 @@
 """jaxrl: functional JAX implementations of Tianshou's NPG, TRPO and DDPG."""
 
-from jaxrl import core
-from jaxrl.algorithms import NPG, TRPO, ActionSample, OnPolicyState
+from jaxrl import core, replay
+from jaxrl.algorithms import (
+    DDPG,
+    NPG,
+    TRPO,
+    ActionSample,
+    DDPGState,
+    GaussianNoise,
+    OnPolicyState,
+    OUNoise,
+)
+from jaxrl.replay import NStepBatch, ReplayBuffer, Transition
 from jaxrl.rollout import Rollout
 
 __version__ = "0.1.0"
 
-__all__ = ["NPG", "TRPO", "ActionSample", "OnPolicyState", "Rollout", "core", "__version__"]
+__all__ = [
+    "DDPG",
+    "NPG",
+    "TRPO",
+    "ActionSample",
+    "DDPGState",
+    "GaussianNoise",
+    "NStepBatch",
+    "OUNoise",
+    "OnPolicyState",
+    "ReplayBuffer",
+    "Rollout",
+    "Transition",
+    "__version__",
+    "core",
+    "replay",
+]

@@ -1,0 +1,229 @@
+"""Host driver: gymnasium environments stepped on the host, the agent's jitted functions on
+the accelerator (CleanRL/sbx style). Any gymnasium id works, MuJoCo ones included through the
+``gymnasium[mujoco]`` extra.
+
+Vector environments auto-reset in the same step (``AutoresetMode.SAME_STEP``): when an
+episode ends, ``info["final_obs"]`` holds its final observation, which becomes the
+transition's ``next_obs`` so truncated episodes are bootstrapped correctly.
+
+Observation normalization (Tianshou's MuJoCo setting) keeps a
+:class:`jaxrl.core.RunningMeanStd` of training observations, updated as they arrive; agents
+see ``clip((obs - mean) / sqrt(var + eps), -10, 10)``, and evaluation uses the training
+statistics without updating them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl.core.normalization import RunningMeanStd
+from jaxrl.core.stats import SummaryStats
+from jaxrl.rollout import Rollout
+
+OBS_CLIP = 10.0
+OBS_EPS = float(np.finfo(np.float32).eps)
+
+
+class EnvironmentError_(RuntimeError):
+    """An environment raised or returned malformed data; names the environment and step."""
+
+
+def _make_vector_env(
+    env_id: str, num_envs: int, env_kwargs: dict[str, Any]
+) -> gym.vector.VectorEnv:
+    try:
+        return gym.make_vec(
+            env_id,
+            num_envs=num_envs,
+            vectorization_mode="sync",
+            vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
+            **env_kwargs,
+        )
+    except gym.error.Error as error:
+        raise ValueError(f"env: cannot make gymnasium environment {env_id!r}: {error}") from error
+
+
+@dataclasses.dataclass
+class ObservationNormalizer:
+    """Host-side observation normalization with a running mean/std (or none)."""
+
+    enabled: bool
+    stats: RunningMeanStd | None = None
+
+    def __call__(self, obs: np.ndarray, update: bool) -> np.ndarray:
+        if not self.enabled:
+            return obs.astype(np.float32)
+        if self.stats is None:
+            self.stats = RunningMeanStd.create(obs.shape[1:])
+        if update:
+            self.stats = self.stats.update(jnp.asarray(obs))
+        mean, var = np.asarray(self.stats.mean), np.asarray(self.stats.var)
+        normalized = (obs - mean) / np.sqrt(var + OBS_EPS)
+        return np.clip(normalized, -OBS_CLIP, OBS_CLIP).astype(np.float32)
+
+
+def _checked_step(envs: gym.vector.VectorEnv, env_id: str, step: int, action: np.ndarray) -> tuple:
+    try:
+        obs, reward, terminated, truncated, info = envs.step(action)
+    except Exception as error:  # re-raised with the environment and step named
+        raise EnvironmentError_(
+            f"environment {env_id!r} raised at step {step}: {error!r}"
+        ) from error
+    num_envs = envs.num_envs
+    reward = np.asarray(reward, np.float32)
+    if obs.shape != (num_envs, *envs.single_observation_space.shape):
+        raise EnvironmentError_(
+            f"environment {env_id!r} returned observations of shape {obs.shape} at step {step}, "
+            f"expected {(num_envs, *envs.single_observation_space.shape)}"
+        )
+    if reward.shape != (num_envs,) or not np.all(np.isfinite(reward)):
+        raise EnvironmentError_(
+            f"environment {env_id!r} returned malformed rewards at step {step}: {reward!r}"
+        )
+    if not np.all(np.isfinite(obs)):
+        raise EnvironmentError_(
+            f"environment {env_id!r} returned non-finite observations at step {step}"
+        )
+    final_obs = obs.copy()
+    if "_final_obs" in info:
+        for i in np.flatnonzero(info["_final_obs"]):
+            final_obs[i] = info["final_obs"][i]
+    return obs, reward, np.asarray(terminated, bool), np.asarray(truncated, bool), final_obs
+
+
+def evaluate_gymnasium(
+    agent: Any,
+    state: Any,
+    env_id: str,
+    normalizer: ObservationNormalizer,
+    num_episodes: int,
+    seed: int,
+    env_kwargs: dict[str, Any] | None = None,
+) -> float:
+    """Mean return of ``num_episodes`` episodes run in parallel on fresh environments."""
+    envs = _make_vector_env(env_id, num_episodes, env_kwargs or {})
+    act = jax.jit(agent.act)
+    obs, _ = envs.reset(seed=seed)
+    returns = np.zeros(num_episodes)
+    running = np.ones(num_episodes, bool)
+    key = jax.random.key(seed)
+    step = 0
+    while running.any():
+        key, act_key = jax.random.split(key)
+        action = np.asarray(
+            act(state, normalizer(obs, update=False), act_key, agent.deterministic_eval)
+        )
+        obs, reward, terminated, truncated, _ = _checked_step(envs, env_id, step, action)
+        returns += np.where(running, reward, 0.0)
+        running &= ~(terminated | truncated)
+        step += 1
+    envs.close()
+    return float(returns.mean())
+
+
+def train_gymnasium(
+    agent: Any,
+    env_id: str,
+    *,
+    num_envs: int = 16,
+    num_steps: int = 128,
+    total_steps: int = 100_000,
+    eval_every: int = 20_480,
+    eval_episodes: int = 10,
+    seed: int = 0,
+    normalize_obs: bool = False,
+    env_kwargs: dict[str, Any] | None = None,
+    progress: Callable[[dict], None] | None = None,
+) -> tuple[Any, dict[str, np.ndarray]]:
+    """Train an on-policy agent (NPG, TRPO) on a gymnasium environment.
+
+    Collects ``num_steps`` steps from ``num_envs`` environments with the jitted
+    ``agent.sample_actions``, then calls the jitted ``agent.update``; evaluates every
+    ``eval_every`` env steps (rounded to whole updates) and at the end.
+
+    Returns:
+      ``(state, metrics)`` with per-update arrays (``env_steps``, ``train_return``, the
+      agent's stats means) and per-evaluation arrays ``eval/env_steps``, ``eval/return``.
+    """
+    env_kwargs = env_kwargs or {}
+    envs = _make_vector_env(env_id, num_envs, env_kwargs)
+    normalizer = ObservationNormalizer(normalize_obs)
+    key = jax.random.key(seed)
+    key, init_key = jax.random.split(key)
+    state = agent.init(init_key, envs.single_observation_space, envs.single_action_space)
+    sample_actions = jax.jit(agent.sample_actions)
+    update = jax.jit(agent.update)
+
+    raw_obs, _ = envs.reset(seed=seed)
+    obs = normalizer(raw_obs, update=True)
+    episode_return = np.zeros(num_envs)
+    steps_per_update = num_envs * num_steps
+    num_updates = max(1, total_steps // steps_per_update)
+    updates_per_eval = max(1, round(eval_every / steps_per_update))
+    per_update: list[dict[str, float]] = []
+    per_eval: list[tuple[int, float]] = []
+    env_steps = 0
+    start = time.perf_counter()
+    for update_index in range(num_updates):
+        buffers: dict[str, list] = {name: [] for name in Rollout._fields}
+        finished: list[float] = []
+        for _ in range(num_steps):
+            key, act_key = jax.random.split(key)
+            sample = sample_actions(state, obs, act_key)
+            raw_obs, reward, terminated, truncated, final_obs = _checked_step(
+                envs, env_id, env_steps // num_envs, np.asarray(sample.env_action)
+            )
+            next_obs = normalizer(raw_obs, update=True)
+            # The final observation is normalized with the statistics that saw it arrive.
+            next_for_learning = normalizer(final_obs, update=False)
+            for name, value in zip(
+                Rollout._fields,
+                (obs, np.asarray(sample.action), reward, terminated, truncated, next_for_learning),
+                strict=True,
+            ):
+                buffers[name].append(value)
+            episode_return += reward
+            done = terminated | truncated
+            finished.extend(episode_return[done].tolist())
+            episode_return[done] = 0.0
+            obs = next_obs
+            env_steps += num_envs
+        rollout = Rollout(*(np.stack(buffers[name]) for name in Rollout._fields))
+        key, update_key = jax.random.split(key)
+        state, stats = update(state, rollout, update_key)
+        row = {"env_steps": env_steps, "train_return": np.mean(finished) if finished else np.nan}
+        for name, value in stats.items():
+            row[name] = float(value.mean if isinstance(value, SummaryStats) else value)
+        per_update.append(row)
+        if (update_index + 1) % updates_per_eval == 0 or update_index == num_updates - 1:
+            eval_return = evaluate_gymnasium(
+                agent,
+                state,
+                env_id,
+                normalizer,
+                eval_episodes,
+                seed + 10_000 + update_index,
+                env_kwargs,
+            )
+            per_eval.append((env_steps, eval_return))
+            if progress is not None:
+                progress(
+                    {
+                        "env_steps": env_steps,
+                        "eval_return": eval_return,
+                        "seconds": time.perf_counter() - start,
+                    }
+                )
+    envs.close()
+    metrics = {name: np.asarray([row[name] for row in per_update]) for name in per_update[0]}
+    metrics["eval/env_steps"] = np.asarray([s for s, _ in per_eval])
+    metrics["eval/return"] = np.asarray([r for _, r in per_eval])
+    return state, metrics

@@ -1,0 +1,78 @@
+"""The gymnasium host driver: learning, observation normalization, environment errors."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import jaxrl
+from jaxrl.training.gymnasium_driver import (
+    EnvironmentError_,
+    ObservationNormalizer,
+    train_gymnasium,
+)
+
+SMALL = dict(num_envs=2, num_steps=16, total_steps=64, eval_every=64, eval_episodes=2)
+
+
+@pytest.mark.slow
+def test_trpo_solves_gymnasium_pendulum():
+    agent = jaxrl.TRPO(gamma=0.95, max_kl=0.005, return_scaling=True, repeat=2)
+    _, metrics = train_gymnasium(
+        agent, "Pendulum-v1", num_envs=16, num_steps=128, total_steps=250_000, eval_every=20_480
+    )
+    assert metrics["eval/return"].max() >= -250, metrics["eval/return"]
+
+
+def test_runs_with_observation_normalization_and_reports_metrics():
+    agent = jaxrl.NPG(hidden_sizes=(8,))
+    state, metrics = train_gymnasium(agent, "CartPole-v1", normalize_obs=True, **SMALL)
+    assert metrics["env_steps"].tolist() == [32, 64]
+    assert metrics["eval/env_steps"].tolist() == [64]
+    assert np.isfinite(metrics["eval/return"]).all()
+    assert int(state.num_updates) == 2
+
+
+def test_observation_normalizer_matches_running_statistics():
+    normalizer = ObservationNormalizer(True)
+    batches = [np.random.default_rng(i).normal(3.0, 2.0, (4, 3)) for i in range(3)]
+    for batch in batches:
+        out = normalizer(batch, update=True)
+    data = np.concatenate(batches)
+    expected = (batches[-1] - data.mean(0)) / np.sqrt(data.var(0) + np.finfo(np.float32).eps)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+    frozen = normalizer(batches[0], update=False)
+    assert normalizer.stats.count == 12 and frozen.shape == (4, 3)
+
+
+class BrokenPendulum(gym.Wrapper):
+    def __init__(self, env, fault: str):
+        super().__init__(env)
+        self.fault, self.steps = fault, 0
+
+    def step(self, action):
+        self.steps += 1
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if self.steps == 5:
+            if self.fault == "raise":
+                raise RuntimeError("simulator exploded")
+            if self.fault == "nan":
+                reward = float("nan")
+        return obs, reward, terminated, truncated, info
+
+
+@pytest.mark.parametrize("fault", ["raise", "nan"])
+def test_faulty_environment_names_environment_and_step(fault):
+    gym.register(
+        f"BrokenPendulum-{fault}-v0",
+        entry_point=lambda: BrokenPendulum(gym.make("Pendulum-v1"), fault),
+    )
+    agent = jaxrl.TRPO(hidden_sizes=(8,))
+    with pytest.raises(EnvironmentError_, match=rf"BrokenPendulum-{fault}-v0.*step 4"):
+        train_gymnasium(agent, f"BrokenPendulum-{fault}-v0", **SMALL)
+
+
+def test_unknown_environment_id_is_a_clear_error():
+    with pytest.raises(ValueError, match="NoSuchEnv-v0"):
+        train_gymnasium(jaxrl.TRPO(), "NoSuchEnv-v0", **SMALL)
