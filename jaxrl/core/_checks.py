@@ -58,8 +58,11 @@ def check_same_shape(names: Sequence[str], arrays: Sequence[Any]) -> None:
 
 
 def check_min_rank(name: str, array: Any, rank: int) -> None:
-    """Raise ``ValueError`` if ``array`` has fewer than ``rank`` dimensions."""
+    """Raise ``ValueError`` if ``array`` has fewer than ``rank`` dimensions or an empty
+    leading (time) axis."""
     if np.ndim(array) < rank:
         raise ValueError(
             f"{name} must have at least {rank} dimension(s), got shape {np.shape(array)}"
         )
+    if np.shape(array)[0] == 0:
+        raise ValueError(f"{name} must have at least one step, got shape {np.shape(array)}")

@@ -49,10 +49,13 @@ def check_action_bounds(low: Array, high: Array) -> None:
     low_value, high_value = concrete_value(low), concrete_value(high)
     if low_value is None or high_value is None:
         return
-    if np.shape(low_value) != np.shape(high_value):
+    try:
+        np.broadcast_shapes(np.shape(low_value), np.shape(high_value))
+    except ValueError:
         raise ValueError(
-            f"low and high must have the same shape, got {low_value.shape} and {high_value.shape}"
-        )
+            f"low and high must broadcast together, got shapes {low_value.shape} and "
+            f"{high_value.shape}"
+        ) from None
     if not (np.all(np.isfinite(low_value)) and np.all(np.isfinite(high_value))):
         raise ValueError("action_scaling needs a Box action space with finite low and high bounds")
     if not np.all(low_value < high_value):
@@ -79,4 +82,9 @@ def map_action(
     if not action_scaling:
         return bounded
     check_action_bounds(low, high)
-    return scale_action(bounded, jnp.asarray(low), jnp.asarray(high))
+    low, high = jnp.asarray(low), jnp.asarray(high)
+    scaled = scale_action(bounded, low, high)
+    if action_bound_method is None:
+        return scaled
+    # The affine map can round one ulp past a bound in float32; bounded actions stay inside.
+    return jnp.clip(scaled, low, high)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 from jaxrl.core._checks import check_in_range
 
@@ -34,11 +36,11 @@ def soft_update(target: PyTree, online: PyTree, tau: float | jax.Array) -> PyTre
     for target_leaf, online_leaf in zip(
         jax.tree_util.tree_leaves(target), jax.tree_util.tree_leaves(online), strict=True
     ):
-        if target_leaf.shape != online_leaf.shape:
+        if np.shape(target_leaf) != np.shape(online_leaf):
             raise ValueError(
-                f"online leaf of shape {online_leaf.shape} does not match target leaf "
-                f"of shape {target_leaf.shape}"
+                f"online leaf of shape {np.shape(online_leaf)} does not match target leaf "
+                f"of shape {np.shape(target_leaf)}"
             )
     return jax.tree_util.tree_map(
-        lambda t, o: (tau * o + (1.0 - tau) * t).astype(t.dtype), target, online
+        lambda t, o: jnp.asarray(tau * o + (1.0 - tau) * t, jnp.result_type(t)), target, online
     )

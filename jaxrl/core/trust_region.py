@@ -119,7 +119,7 @@ def conjugate_gradient(
     check_in_range("residual_tol", residual_tol, 0.0, float("inf"))
     x = otu.tree_zeros_like(b)
     rdotr = otu.tree_vdot(b, b)
-    converged = rdotr < residual_tol
+    converged = (rdotr < residual_tol) | (rdotr == 0)
     init = (x, b, b, rdotr, jnp.asarray(0), converged, ~jnp.isfinite(rdotr) | converged)
 
     def keep_going(state: tuple) -> Array:
@@ -203,7 +203,9 @@ def backtracking_line_search(
 
     def try_candidate(state: tuple[Array, Array]) -> tuple[Array, Array]:
         index, _ = state
-        accepted = jnp.asarray(accept_fn(candidate(index)), bool)
+        verdict = jnp.asarray(accept_fn(candidate(index)))
+        # Cast with NaN counted as a rejection (a plain bool cast turns NaN into True).
+        accepted = jnp.where(jnp.isnan(verdict), False, verdict.astype(bool))
         return jnp.where(accepted, index, index + 1), accepted
 
     index, accepted = lax.while_loop(

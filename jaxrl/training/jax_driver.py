@@ -1,8 +1,10 @@
 """A training run on JAX-native (gymnax-interface) environments as one pure function.
 
 ``make_train(agent, env)`` returns ``train(key) -> (final_state, metrics)``: collection from
-``num_envs`` vectorized environments, on-policy updates every ``num_steps`` steps, and
-periodic evaluation, all inside one ``lax.scan`` (PureJaxRL's design). Because ``train`` is
+``num_envs`` vectorized environments, learning after every ``num_steps`` vector steps
+(on-policy: an update on the fresh rollout; off-policy: the transitions go to a replay buffer
+and ``update_per_step`` updates per collected env step follow), and periodic evaluation, all
+inside one ``lax.scan`` (PureJaxRL's design). Because ``train`` is
 pure, ``jax.jit(jax.vmap(train))(keys)`` trains many seeds in one program.
 
 Environments: any gymnax id, or any object with the gymnax interface::
@@ -21,15 +23,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnax
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxrl.algorithms.npg import NPG, OnPolicyState
+from jaxrl.algorithms.ddpg import DDPG
+from jaxrl.algorithms.npg import ActionSample
 from jaxrl.core.stats import SummaryStats
+from jaxrl.replay import Transition
 from jaxrl.rollout import Rollout
 from jaxrl.spaces import describe_space
 
@@ -56,11 +60,11 @@ class TrainConfig:
 
     Attributes:
       num_envs: parallel training environments.
-      num_steps: steps per environment between on-policy updates (Tianshou's
-        ``step_per_collect = num_envs * num_steps``).
+      num_steps: vector steps per collection, between learning phases (Tianshou's
+        ``step_per_collect = num_envs * num_steps``; DDPG's test: 8 envs x 1 step).
       total_steps: env-step budget; the run does ``total_steps // (num_envs * num_steps)``
-        updates, rounded down to a multiple of the evaluation interval.
-      eval_every: env steps between evaluations (rounded to whole updates).
+        collections, rounded down to a multiple of the evaluation interval.
+      eval_every: env steps between evaluations (rounded to whole collections).
       eval_episodes: evaluation episodes (run in parallel).
     """
 
@@ -95,12 +99,26 @@ class TrainConfig:
         return num
 
 
+def _strong_types(tree: Any) -> Any:
+    # gymnax's reset leaves some fields weakly typed and step makes them strong; fixing the
+    # types up front keeps scan carries stable and jit caches warm.
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.asarray(x).dtype), tree)
+
+
+def policy_action(agent: Any, state: Any, obs: Array, key: Array, deterministic: Any) -> Array:
+    """Environment actions from any agent's ``act`` (DDPG's also returns its noise state)."""
+    out = agent.act(state, obs, key, deterministic)
+    return out[1] if isinstance(out, tuple) else out
+
+
 def evaluate(
-    agent: NPG, state: OnPolicyState, env: Any, env_params: Any, key: Array, num_episodes: int
+    agent: Any, state: Any, env: Any, env_params: Any, key: Array, num_episodes: int
 ) -> Array:
-    """Mean undiscounted return of ``num_episodes`` parallel episodes (deterministic actions if
-    ``agent.deterministic_eval``). Each episode runs until its first termination or truncation,
+    """Mean undiscounted return of ``num_episodes`` parallel episodes. NPG/TRPO act
+    deterministically if ``agent.deterministic_eval``; DDPG always acts without noise
+    (Tianshou's test collector). Each episode runs until its first termination or truncation,
     at most ``env_params.max_steps_in_episode`` steps."""
+    deterministic = getattr(agent, "deterministic_eval", True)
     reset_key, run_key = jax.random.split(key)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
         jax.random.split(reset_key, num_episodes), env_params
@@ -109,7 +127,7 @@ def evaluate(
     def step(carry: tuple, step_key: Array) -> tuple[tuple, None]:
         obs, env_state, returns, running = carry
         act_key, env_key = jax.random.split(step_key)
-        action = agent.act(state, obs, act_key, agent.deterministic_eval)
+        action = policy_action(agent, state, obs, act_key, deterministic)
         obs, env_state, reward, terminated, truncated, _ = jax.vmap(
             env.step, in_axes=(0, 0, 0, None)
         )(jax.random.split(env_key, num_episodes), env_state, action, env_params)
@@ -117,24 +135,40 @@ def evaluate(
         running = running & ~(terminated | truncated)
         return (obs, env_state, returns, running), None
 
-    init = (obs, env_state, jnp.zeros(num_episodes), jnp.ones(num_episodes, bool))
+    init = (obs, _strong_types(env_state), jnp.zeros(num_episodes), jnp.ones(num_episodes, bool))
     horizon = int(env_params.max_steps_in_episode)
     (_, _, returns, _), _ = lax.scan(step, init, jax.random.split(run_key, horizon))
     return jnp.mean(returns)
 
 
+class _Carry(NamedTuple):
+    state: Any
+    buffer: Any  # the replay buffer (off-policy) or None
+    obs: Array
+    env_state: Any
+    episode_return: Array
+    env_steps: Array
+
+
+def _mean_stats(stats: dict[str, Any]) -> dict[str, Array]:
+    return {
+        name: (value.mean if isinstance(value, SummaryStats) else value)
+        for name, value in stats.items()
+    }
+
+
 def make_train(
-    agent: NPG,
+    agent: Any,
     env: Any,
     config: TrainConfig = TrainConfig(),
     env_params: Any = None,
     progress: Callable[[dict], None] | None = None,
-) -> Callable[[Array], tuple[OnPolicyState, dict[str, Array]]]:
-    """Build ``train(key) -> (final_state, metrics)`` for an on-policy agent (NPG, TRPO).
+) -> Callable[[Array], tuple[Any, dict[str, Array]]]:
+    """Build ``train(key) -> (final_state, metrics)`` for NPG, TRPO or DDPG.
 
     Args:
-      agent: the algorithm object (its numeric fields may be traced: vmap over agents to
-        sweep hyperparameters).
+      agent: the algorithm object (its numeric fields may be traced: vmap over stacked agents
+        to sweep hyperparameters).
       env: a gymnax id or an environment with the gymnax interface.
       config: the run's shape.
       env_params: environment parameters (default: the environment's defaults).
@@ -143,92 +177,143 @@ def make_train(
         called once per seed).
 
     Returns:
-      ``train(key)``; its metrics hold per-update arrays ``[num_updates]`` (``env_steps``,
-      ``train_return``: mean return of episodes finished during the collection, NaN if none,
-      and the agent's stats means) and per-evaluation arrays under ``eval/`` (``env_steps``,
-      ``return``).
+      ``train(key)``. Its metrics hold per-collection arrays ``[num_collections]``
+      (``env_steps``; ``train_return``: mean return of the episodes that finished during the
+      collection, NaN if none; the means of the agent's stats, averaged over the updates of
+      the collection for off-policy agents) and per-evaluation arrays ``eval/env_steps`` and
+      ``eval/return``.
     """
     env, env_params = make_env(env, env_params)
     num_envs, num_steps = config.num_envs, config.num_steps
     updates_per_eval, num_evals = config.updates_per_eval, config.num_evals
+    off_policy = isinstance(agent, DDPG)
+    if off_policy:
+        updates_per_collect = agent.update_per_step * config.steps_per_update
+        if updates_per_collect < 1 or not float(updates_per_collect).is_integer():
+            raise ValueError(
+                f"DDPG.update_per_step * num_envs * num_steps must be a positive integer "
+                f"(updates per collection), got {agent.update_per_step} * {num_envs} * "
+                f"{num_steps} = {updates_per_collect}"
+            )
+        updates_per_collect = int(updates_per_collect)
     # Described eagerly: gymnax builds space bounds with jnp ops, which would be traced.
     observation_space = describe_space(env.observation_space(env_params), "observation_space")
     action_space = describe_space(env.action_space(env_params), "action_space")
+    vmapped_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
-    def train(key: Array) -> tuple[OnPolicyState, dict[str, Array]]:
-        init_key, reset_key, run_key = jax.random.split(key, 3)
-        state = agent.init(init_key, observation_space, action_space)
+    def init_carry(key: Array) -> _Carry:
+        init_key, reset_key = jax.random.split(key)
+        if off_policy:
+            state = agent.init(init_key, observation_space, action_space, num_envs)
+            buffer = agent.init_buffer(state, num_envs)
+        else:
+            state, buffer = agent.init(init_key, observation_space, action_space), None
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
             jax.random.split(reset_key, num_envs), env_params
         )
-        episode_return = jnp.zeros(num_envs)
-
-        def env_step(carry: tuple, step_key: Array) -> tuple[tuple, tuple]:
-            state, obs, env_state, episode_return = carry
-            act_key, env_key = jax.random.split(step_key)
-            sample = agent.sample_actions(state, obs, act_key)
-            next_obs, env_state, reward, terminated, truncated, info = jax.vmap(
-                env.step, in_axes=(0, 0, 0, None)
-            )(jax.random.split(env_key, num_envs), env_state, sample.env_action, env_params)
-            transition = Rollout(
-                obs=obs,
-                action=sample.action,
-                reward=reward.astype(jnp.float32),
-                terminated=terminated,
-                truncated=truncated,
-                next_obs=info["final_observation"],
-            )
-            episode_return = episode_return + reward
-            done = terminated | truncated
-            finished = (jnp.sum(jnp.where(done, episode_return, 0.0)), jnp.sum(done))
-            episode_return = jnp.where(done, 0.0, episode_return)
-            return (state, next_obs, env_state, episode_return), (transition, finished)
-
-        def update_step(carry: tuple, update_key: Array) -> tuple[tuple, dict]:
-            state, obs, env_state, episode_return = carry
-            collect_key, learn_key = jax.random.split(update_key)
-            (state, obs, env_state, episode_return), (rollout, finished) = lax.scan(
-                env_step,
-                (state, obs, env_state, episode_return),
-                jax.random.split(collect_key, num_steps),
-            )
-            state, stats = agent.update(state, rollout, learn_key)
-            return_sum, episodes = jnp.sum(finished[0]), jnp.sum(finished[1])
-            metrics = {
-                "env_steps": (state.num_updates * num_envs * num_steps).astype(jnp.int32),
-                "train_return": jnp.where(
-                    episodes > 0, return_sum / jnp.maximum(episodes, 1), jnp.nan
-                ),
-                **{
-                    name: (value.mean if isinstance(value, SummaryStats) else value)
-                    for name, value in stats.items()
-                },
-            }
-            return (state, obs, env_state, episode_return), metrics
-
-        def eval_period(carry: tuple, period_key: Array) -> tuple[tuple, tuple]:
-            updates_key, eval_key = jax.random.split(period_key)
-            carry, metrics = lax.scan(
-                update_step, carry, jax.random.split(updates_key, updates_per_eval)
-            )
-            state = carry[0]
-            eval_return = evaluate(agent, state, env, env_params, eval_key, config.eval_episodes)
-            eval_steps = (state.num_updates * num_envs * num_steps).astype(jnp.int32)
-            if progress is not None:
-                jax.debug.callback(
-                    lambda steps, ret: progress(
-                        {"env_steps": int(steps), "eval_return": float(ret)}
-                    ),
-                    eval_steps,
-                    eval_return,
-                )
-            return carry, (metrics, {"eval/env_steps": eval_steps, "eval/return": eval_return})
-
-        carry = (state, obs, env_state, episode_return)
-        carry, (per_update, per_eval) = lax.scan(
-            eval_period, carry, jax.random.split(run_key, num_evals)
+        return _Carry(
+            state,
+            buffer,
+            obs,
+            _strong_types(env_state),
+            jnp.zeros(num_envs),
+            jnp.zeros((), jnp.int32),
         )
-        per_update = jax.tree_util.tree_map(lambda x: x.reshape(-1, *x.shape[2:]), per_update)
-        return carry[0], {**per_update, **per_eval}
+
+    def explore(carry: _Carry, key: Array) -> tuple[Any, ActionSample]:
+        if not off_policy:
+            return carry.state, agent.sample_actions(carry.state, carry.obs, key)
+        act_key, random_key = jax.random.split(key)
+        state, sample = agent.sample_actions(carry.state, carry.obs, act_key)
+        if agent.warmup_steps > 0:  # uniform random actions during the warm-up
+            random = agent.sample_random_actions(state, random_key, (num_envs,))
+            warm = carry.env_steps < agent.warmup_steps
+            sample = jax.tree_util.tree_map(lambda r, s: jnp.where(warm, r, s), random, sample)
+        return state, sample
+
+    def env_step(carry: _Carry, step_key: Array) -> tuple[_Carry, tuple]:
+        act_key, env_key = jax.random.split(step_key)
+        state, sample = explore(carry, act_key)
+        next_obs, env_state, reward, terminated, truncated, info = vmapped_step(
+            jax.random.split(env_key, num_envs), carry.env_state, sample.env_action, env_params
+        )
+        transition = Rollout(
+            obs=carry.obs,
+            action=sample.action,
+            reward=reward.astype(jnp.float32),
+            terminated=terminated,
+            truncated=truncated,
+            next_obs=info["final_observation"],
+        )
+        episode_return = carry.episode_return + reward
+        done = terminated | truncated
+        finished = (jnp.sum(jnp.where(done, episode_return, 0.0)), jnp.sum(done))
+        carry = carry._replace(
+            state=state,
+            obs=next_obs,
+            env_state=env_state,
+            episode_return=jnp.where(done, 0.0, episode_return),
+            env_steps=carry.env_steps + num_envs,
+        )
+        return carry, (transition, finished)
+
+    def learn_off_policy(carry: _Carry, rollout: Rollout, key: Array) -> tuple[_Carry, dict]:
+        buffer = carry.buffer.extend(Transition(*rollout))
+
+        def one_update(state: Any, update_key: Array) -> tuple[Any, dict]:
+            batch_key, step_key = jax.random.split(update_key)
+            new_state, stats = agent.update(state, agent.sample_batch(buffer, batch_key), step_key)
+            if agent.warmup_steps > 0:  # learning starts after the warm-up
+                learning = carry.env_steps >= agent.warmup_steps
+                new_state = jax.tree_util.tree_map(
+                    lambda n, o: jnp.where(learning, n, o), new_state, state
+                )
+            return new_state, stats
+
+        state, stats = lax.scan(one_update, carry.state, jax.random.split(key, updates_per_collect))
+        stats = jax.tree_util.tree_map(jnp.mean, stats)
+        return carry._replace(state=state, buffer=buffer), stats
+
+    def collect_and_learn(carry: _Carry, key: Array) -> tuple[_Carry, dict]:
+        collect_key, learn_key = jax.random.split(key)
+        carry, (rollout, finished) = lax.scan(
+            env_step, carry, jax.random.split(collect_key, num_steps)
+        )
+        if off_policy:
+            carry, stats = learn_off_policy(carry, rollout, learn_key)
+        else:
+            state, stats = agent.update(carry.state, rollout, learn_key)
+            carry = carry._replace(state=state)
+        return_sum, episodes = jnp.sum(finished[0]), jnp.sum(finished[1])
+        metrics = {
+            "env_steps": carry.env_steps,
+            "train_return": jnp.where(episodes > 0, return_sum / jnp.maximum(episodes, 1), jnp.nan),
+            **_mean_stats(stats),
+        }
+        return carry, metrics
+
+    def eval_period(carry: _Carry, period_key: Array) -> tuple[_Carry, tuple]:
+        learn_key, eval_key = jax.random.split(period_key)
+        carry, metrics = lax.scan(
+            collect_and_learn, carry, jax.random.split(learn_key, updates_per_eval)
+        )
+        eval_return = evaluate(agent, carry.state, env, env_params, eval_key, config.eval_episodes)
+        if progress is not None:
+            jax.debug.callback(
+                lambda steps, ret: progress({"env_steps": int(steps), "eval_return": float(ret)}),
+                carry.env_steps,
+                eval_return,
+            )
+        return carry, (metrics, {"eval/env_steps": carry.env_steps, "eval/return": eval_return})
+
+    def train(key: Array) -> tuple[Any, dict[str, Array]]:
+        init_key, run_key = jax.random.split(key)
+        carry, (per_collection, per_eval) = lax.scan(
+            eval_period, init_carry(init_key), jax.random.split(run_key, num_evals)
+        )
+        per_collection = jax.tree_util.tree_map(
+            lambda x: x.reshape(-1, *x.shape[2:]), per_collection
+        )
+        return carry.state, {**per_collection, **per_eval}
 
     return train

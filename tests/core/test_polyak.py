@@ -149,3 +149,9 @@ def test_soft_update_rejects_mismatched_structure():
 def test_soft_update_rejects_mismatched_leaf_shapes():
     with pytest.raises(ValueError, match="online"):
         soft_update({"w": np.zeros((2, 3))}, {"w": np.zeros((3, 2))}, 0.5)
+
+
+def test_soft_update_accepts_python_scalar_leaves():
+    out = soft_update({"a": 1.0, "b": np.ones(2)}, {"a": 3.0, "b": np.zeros(2)}, 0.5)
+    np.testing.assert_allclose(out["a"], 2.0)
+    np.testing.assert_allclose(out["b"], 0.5)

@@ -475,3 +475,11 @@ def test_nstep_rejects_mismatched_shapes(index, name):
     args[index] = args[index][:, :1]
     with pytest.raises(ValueError, match=name):
         nstep_targets(*args, 0.9)
+
+
+def test_empty_segment_is_a_clear_error():
+    empty = np.zeros((0, 3), np.float32)
+    with pytest.raises(ValueError, match="rewards"):
+        gae(empty, empty, empty, empty.astype(bool), empty.astype(bool), 0.9, 0.9)
+    with pytest.raises(ValueError, match="rewards"):
+        nstep_targets(empty, empty, empty.astype(bool), empty.astype(bool), 0.9)

@@ -591,11 +591,6 @@ def test_line_search_rejects_nan_comparisons(variant):
     np.testing.assert_array_equal(all_nan.params, [0.0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: a float NaN predicate is cast with jnp.asarray(pred, bool), and NaN "
-    "casts to True, so the candidate is accepted (the docstring says NaN is rejected)",
-)
 def test_line_search_rejects_a_nan_valued_predicate():
     result = backtracking_line_search(
         lambda c: jnp.float32(jnp.nan), jnp.zeros(1), jnp.ones(1), 1.0, 0.5, 5
