@@ -1,14 +1,25 @@
 """Training drivers: whole runs as compiled programs on JAX environments."""
 
-from jaxrl.training.jax_driver import TrainConfig, evaluate, make_env, make_train
+from jaxrl.training.jax_driver import (
+    TrainCarry,
+    TrainConfig,
+    TrainLoop,
+    evaluate,
+    make_env,
+    make_train,
+    make_train_loop,
+)
 from jaxrl.training.sharding import initialize_distributed, seed_mesh, train_sharded
 
 __all__ = [
+    "TrainCarry",
     "TrainConfig",
+    "TrainLoop",
     "evaluate",
     "initialize_distributed",
     "make_env",
     "make_train",
+    "make_train_loop",
     "seed_mesh",
     "train_sharded",
 ]

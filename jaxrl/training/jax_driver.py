@@ -141,13 +141,35 @@ def evaluate(
     return jnp.mean(returns)
 
 
-class _Carry(NamedTuple):
+class TrainCarry(NamedTuple):
+    """Everything a run carries between evaluation periods (a pytree: checkpoint it to
+    resume a run exactly)."""
+
     state: Any
     buffer: Any  # the replay buffer (off-policy) or None
     obs: Array
     env_state: Any
     episode_return: Array
     env_steps: Array
+    key: Array
+
+
+class TrainLoop(NamedTuple):
+    """A run cut at its evaluations, for drivers that report, checkpoint or resume.
+
+    Attributes:
+      init: ``key -> carry``, the start of a run.
+      run_period: ``carry -> (carry, metrics)``: ``updates_per_eval`` collections with their
+        learning, then one evaluation; ``metrics`` has per-collection arrays and scalar
+        ``eval/env_steps``, ``eval/return``.
+      num_periods: evaluation periods in the whole run.
+      train: ``key -> (final_state, metrics)``, the whole run as one ``lax.scan`` over periods.
+    """
+
+    init: Callable[[Array], TrainCarry]
+    run_period: Callable[[TrainCarry], tuple[TrainCarry, dict[str, Array]]]
+    num_periods: int
+    train: Callable[[Array], tuple[Any, dict[str, Array]]]
 
 
 def _mean_stats(stats: dict[str, Any]) -> dict[str, Array]:
@@ -166,6 +188,21 @@ def make_train(
 ) -> Callable[[Array], tuple[Any, dict[str, Array]]]:
     """Build ``train(key) -> (final_state, metrics)`` for NPG, TRPO or DDPG.
 
+    ``make_train_loop(...).train``; see :func:`make_train_loop` for the arguments and
+    :class:`TrainLoop` to run a training period by period.
+    """
+    return make_train_loop(agent, env, config, env_params, progress).train
+
+
+def make_train_loop(
+    agent: Any,
+    env: Any,
+    config: TrainConfig = TrainConfig(),
+    env_params: Any = None,
+    progress: Callable[[dict], None] | None = None,
+) -> TrainLoop:
+    """Build the :class:`TrainLoop` of a run of NPG, TRPO or DDPG.
+
     Args:
       agent: the algorithm object (its numeric fields may be traced: vmap over stacked agents
         to sweep hyperparameters).
@@ -177,8 +214,8 @@ def make_train(
         called once per seed).
 
     Returns:
-      ``train(key)``. Its metrics hold per-collection arrays ``[num_collections]``
-      (``env_steps``; ``train_return``: mean return of the episodes that finished during the
+      A :class:`TrainLoop`. The metrics of ``train(key)`` hold per-collection arrays
+      ``[num_collections]`` (``env_steps``; ``train_return``: mean return of the episodes that finished during the
       collection, NaN if none; the means of the agent's stats, averaged over the updates of
       the collection for off-policy agents) and per-evaluation arrays ``eval/env_steps`` and
       ``eval/return``.
@@ -201,8 +238,8 @@ def make_train(
     action_space = describe_space(env.action_space(env_params), "action_space")
     vmapped_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
-    def init_carry(key: Array) -> _Carry:
-        init_key, reset_key = jax.random.split(key)
+    def init_carry(key: Array) -> TrainCarry:
+        init_key, reset_key, run_key = jax.random.split(key, 3)
         if off_policy:
             state = agent.init(init_key, observation_space, action_space, num_envs)
             buffer = agent.init_buffer(state, num_envs)
@@ -211,16 +248,17 @@ def make_train(
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
             jax.random.split(reset_key, num_envs), env_params
         )
-        return _Carry(
+        return TrainCarry(
             state,
             buffer,
             obs,
             _strong_types(env_state),
             jnp.zeros(num_envs),
             jnp.zeros((), jnp.int32),
+            run_key,
         )
 
-    def explore(carry: _Carry, key: Array) -> tuple[Any, ActionSample]:
+    def explore(carry: TrainCarry, key: Array) -> tuple[Any, ActionSample]:
         if not off_policy:
             return carry.state, agent.sample_actions(carry.state, carry.obs, key)
         act_key, random_key = jax.random.split(key)
@@ -231,7 +269,7 @@ def make_train(
             sample = jax.tree_util.tree_map(lambda r, s: jnp.where(warm, r, s), random, sample)
         return state, sample
 
-    def env_step(carry: _Carry, step_key: Array) -> tuple[_Carry, tuple]:
+    def env_step(carry: TrainCarry, step_key: Array) -> tuple[TrainCarry, tuple]:
         act_key, env_key = jax.random.split(step_key)
         state, sample = explore(carry, act_key)
         next_obs, env_state, reward, terminated, truncated, info = vmapped_step(
@@ -257,7 +295,9 @@ def make_train(
         )
         return carry, (transition, finished)
 
-    def learn_off_policy(carry: _Carry, rollout: Rollout, key: Array) -> tuple[_Carry, dict]:
+    def learn_off_policy(
+        carry: TrainCarry, rollout: Rollout, key: Array
+    ) -> tuple[TrainCarry, dict]:
         buffer = carry.buffer.extend(Transition(*rollout))
 
         def one_update(state: Any, update_key: Array) -> tuple[Any, dict]:
@@ -274,7 +314,7 @@ def make_train(
         stats = jax.tree_util.tree_map(jnp.mean, stats)
         return carry._replace(state=state, buffer=buffer), stats
 
-    def collect_and_learn(carry: _Carry, key: Array) -> tuple[_Carry, dict]:
+    def collect_and_learn(carry: TrainCarry, key: Array) -> tuple[TrainCarry, dict]:
         collect_key, learn_key = jax.random.split(key)
         carry, (rollout, finished) = lax.scan(
             env_step, carry, jax.random.split(collect_key, num_steps)
@@ -292,10 +332,12 @@ def make_train(
         }
         return carry, metrics
 
-    def eval_period(carry: _Carry, period_key: Array) -> tuple[_Carry, tuple]:
-        learn_key, eval_key = jax.random.split(period_key)
+    def run_period(carry: TrainCarry) -> tuple[TrainCarry, dict[str, Array]]:
+        next_key, learn_key, eval_key = jax.random.split(carry.key, 3)
         carry, metrics = lax.scan(
-            collect_and_learn, carry, jax.random.split(learn_key, updates_per_eval)
+            collect_and_learn,
+            carry._replace(key=next_key),
+            jax.random.split(learn_key, updates_per_eval),
         )
         eval_return = evaluate(agent, carry.state, env, env_params, eval_key, config.eval_episodes)
         if progress is not None:
@@ -304,16 +346,18 @@ def make_train(
                 carry.env_steps,
                 eval_return,
             )
-        return carry, (metrics, {"eval/env_steps": carry.env_steps, "eval/return": eval_return})
+        return carry, {**metrics, "eval/env_steps": carry.env_steps, "eval/return": eval_return}
 
     def train(key: Array) -> tuple[Any, dict[str, Array]]:
-        init_key, run_key = jax.random.split(key)
-        carry, (per_collection, per_eval) = lax.scan(
-            eval_period, init_carry(init_key), jax.random.split(run_key, num_evals)
+        carry, metrics = lax.scan(
+            lambda carry, _: run_period(carry), init_carry(key), None, length=num_evals
         )
-        per_collection = jax.tree_util.tree_map(
-            lambda x: x.reshape(-1, *x.shape[2:]), per_collection
-        )
+        per_collection = {
+            name: value.reshape(-1, *value.shape[2:])
+            for name, value in metrics.items()
+            if not name.startswith("eval/")
+        }
+        per_eval = {name: value for name, value in metrics.items() if name.startswith("eval/")}
         return carry.state, {**per_collection, **per_eval}
 
-    return train
+    return TrainLoop(init_carry, run_period, num_evals, train)
