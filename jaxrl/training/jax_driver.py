@@ -217,8 +217,8 @@ def make_train_loop(
       A :class:`TrainLoop`. The metrics of ``train(key)`` hold per-collection arrays
       ``[num_collections]`` (``env_steps``; ``train_return``: mean return of the episodes
       that finished during the collection, NaN if none; the means of the agent's stats,
-      averaged over the updates of the collection for off-policy agents) and per-evaluation arrays ``eval/env_steps`` and
-      ``eval/return``.
+      averaged over the updates of the collection for off-policy agents) and per-evaluation
+      arrays ``eval/env_steps`` and ``eval/return``.
     """
     env, env_params = make_env(env, env_params)
     num_envs, num_steps = config.num_envs, config.num_steps
