@@ -38,18 +38,43 @@ def _dense(features: int, gain: float) -> nn.Dense:
     )
 
 
+def _torch_default_dense(features: int, fan_in: int) -> nn.Dense:
+    """``torch.nn.Linear``'s default init: kernel and bias uniform in +-1/sqrt(fan_in)
+    (kaiming-uniform with a = sqrt(5)), which Tianshou's DDPG networks keep."""
+    bound = 1.0 / float(fan_in) ** 0.5
+
+    def bias_init(key: jax.Array, shape: tuple[int, ...], dtype: jnp.dtype = jnp.float32):
+        return jax.random.uniform(key, shape, dtype, -bound, bound)
+
+    return nn.Dense(
+        features,
+        kernel_init=nn.initializers.variance_scaling(1.0 / 3.0, "fan_in", "uniform"),
+        bias_init=bias_init,
+    )
+
+
 class MLP(nn.Module):
-    """``len(hidden_sizes)`` dense layers, each followed by the activation (Tianshou's Net)."""
+    """``len(hidden_sizes)`` dense layers, each followed by the activation (Tianshou's Net).
+
+    ``init="orthogonal"`` (with ``gain``, zero biases; Tianshou's on-policy setting) or
+    ``"torch"`` (PyTorch's default ``Linear`` init, as in Tianshou's DDPG).
+    """
 
     hidden_sizes: Sequence[int]
     activation: str = "tanh"
     gain: float = 1.0
+    init: str = "orthogonal"
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         act = ACTIVATIONS[self.activation]
         for size in self.hidden_sizes:
-            x = act(_dense(size, self.gain)(x))
+            layer = (
+                _torch_default_dense(size, x.shape[-1])
+                if self.init == "torch"
+                else _dense(size, self.gain)
+            )
+            x = act(layer(x))
         return x
 
 
@@ -106,7 +131,7 @@ class ValueCritic(nn.Module):
 
 
 class DeterministicActor(nn.Module):
-    """``obs [..., obs_dim] -> tanh(.) in [-1, 1]^A`` (DDPG's mu(s))."""
+    """``obs [..., obs_dim] -> tanh(.) in [-1, 1]^A`` (DDPG's mu(s)); PyTorch default init."""
 
     action_dim: int
     hidden_sizes: Sequence[int] = (128, 128)
@@ -114,17 +139,20 @@ class DeterministicActor(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        features = MLP(self.hidden_sizes, self.activation)(obs)
-        return jnp.tanh(nn.Dense(self.action_dim)(features))
+        features = MLP(self.hidden_sizes, self.activation, init="torch")(obs)
+        return jnp.tanh(_torch_default_dense(self.action_dim, features.shape[-1])(features))
 
 
 class QCritic(nn.Module):
-    """``(obs [..., obs_dim], action [..., A]) -> Q(s, a) [...]`` on the concatenation."""
+    """``(obs [..., obs_dim], action [..., A]) -> Q(s, a) [...]`` on the concatenation;
+    PyTorch default init."""
 
     hidden_sizes: Sequence[int] = (128, 128)
     activation: str = "relu"
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
-        features = MLP(self.hidden_sizes, self.activation)(jnp.concatenate([obs, action], -1))
-        return nn.Dense(1)(features)[..., 0]
+        features = MLP(self.hidden_sizes, self.activation, init="torch")(
+            jnp.concatenate([obs, action], -1)
+        )
+        return _torch_default_dense(1, features.shape[-1])(features)[..., 0]

@@ -1,6 +1,7 @@
 """Host driver: gymnasium environments stepped on the host, the agent's jitted functions on
 the accelerator (CleanRL/sbx style). Any gymnasium id works, MuJoCo ones included through the
-``gymnasium[mujoco]`` extra.
+``gymnasium[mujoco]`` extra. NPG/TRPO update on each fresh rollout; DDPG keeps a jittable
+replay buffer on the device and runs ``update_per_step`` updates per collected env step.
 
 Vector environments auto-reset in the same step (``AutoresetMode.SAME_STEP``): when an
 episode ends, ``info["final_obs"]`` holds its final observation, which becomes the
@@ -25,8 +26,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.core.normalization import RunningMeanStd
-from jaxrl.core.stats import SummaryStats
+from jaxrl.replay import ReplayBuffer, Transition
 from jaxrl.rollout import Rollout
+from jaxrl.spaces import describe_space
+from jaxrl.training.agent_steps import (
+    evaluation_is_deterministic,
+    explore,
+    init_agent,
+    is_off_policy,
+    mean_stats,
+    off_policy_updates,
+    policy_action,
+    updates_per_collect,
+)
 
 OBS_CLIP = 10.0
 OBS_EPS = float(np.finfo(np.float32).eps)
@@ -108,9 +120,14 @@ def evaluate_gymnasium(
     seed: int,
     env_kwargs: dict[str, Any] | None = None,
 ) -> float:
-    """Mean return of ``num_episodes`` episodes run in parallel on fresh environments."""
+    """Mean return of ``num_episodes`` episodes run in parallel on fresh environments (the
+    policy acts deterministically where :func:`evaluation_is_deterministic` says so)."""
     envs = _make_vector_env(env_id, num_episodes, env_kwargs or {})
-    act = jax.jit(agent.act)
+    act = jax.jit(
+        lambda state, obs, key: policy_action(
+            agent, state, obs, key, evaluation_is_deterministic(agent)
+        )
+    )
     obs, _ = envs.reset(seed=seed)
     returns = np.zeros(num_episodes)
     running = np.ones(num_episodes, bool)
@@ -118,9 +135,7 @@ def evaluate_gymnasium(
     step = 0
     while running.any():
         key, act_key = jax.random.split(key)
-        action = np.asarray(
-            act(state, normalizer(obs, update=False), act_key, agent.deterministic_eval)
-        )
+        action = np.asarray(act(state, normalizer(obs, update=False), act_key))
         obs, reward, terminated, truncated, _ = _checked_step(envs, env_id, step, action)
         returns += np.where(running, reward, 0.0)
         running &= ~(terminated | truncated)
@@ -143,74 +158,103 @@ def train_gymnasium(
     env_kwargs: dict[str, Any] | None = None,
     progress: Callable[[dict], None] | None = None,
 ) -> tuple[Any, dict[str, np.ndarray]]:
-    """Train an on-policy agent (NPG, TRPO) on a gymnasium environment.
+    """Train NPG, TRPO or DDPG on a gymnasium environment.
 
-    Collects ``num_steps`` steps from ``num_envs`` environments with the jitted
-    ``agent.sample_actions``, then calls the jitted ``agent.update``; evaluates every
-    ``eval_every`` env steps (rounded to whole updates) and at the end.
+    Collects ``num_steps`` vector steps from ``num_envs`` environments with the agent's jitted
+    exploration, then learns: NPG/TRPO call the jitted ``agent.update`` on the rollout; DDPG
+    adds the transitions to its replay buffer and runs ``update_per_step * num_envs *
+    num_steps`` jitted updates. Evaluates every ``eval_every`` env steps (rounded to whole
+    collections) and at the end.
+
+    Args:
+      progress: optional callback after each evaluation, given a dict with ``env_steps``,
+        ``eval_return``, ``seconds`` and the agent ``state``.
 
     Returns:
-      ``(state, metrics)`` with per-update arrays (``env_steps``, ``train_return``, the
+      ``(state, metrics)`` with per-collection arrays (``env_steps``, ``train_return``, the
       agent's stats means) and per-evaluation arrays ``eval/env_steps``, ``eval/return``.
     """
     env_kwargs = env_kwargs or {}
     envs = _make_vector_env(env_id, num_envs, env_kwargs)
     normalizer = ObservationNormalizer(normalize_obs)
+    off_policy = is_off_policy(agent)
+    steps_per_collect = num_envs * num_steps
+    num_updates = updates_per_collect(agent, steps_per_collect) if off_policy else 1
     key = jax.random.key(seed)
     key, init_key = jax.random.split(key)
-    state = agent.init(init_key, envs.single_observation_space, envs.single_action_space)
-    sample_actions = jax.jit(agent.sample_actions)
-    update = jax.jit(agent.update)
+    state, buffer = init_agent(
+        agent,
+        init_key,
+        describe_space(envs.single_observation_space, "observation_space"),
+        describe_space(envs.single_action_space, "action_space"),
+        num_envs,
+    )
+    explore_jit = jax.jit(lambda state, obs, key, steps: explore(agent, state, obs, key, steps))
+    if off_policy:
+        add = jax.jit(ReplayBuffer.extend)
+        learn = jax.jit(
+            lambda state, buffer, key, steps: off_policy_updates(
+                agent, state, buffer, key, num_updates, steps
+            )
+        )
+    else:
+        update = jax.jit(agent.update)
 
     raw_obs, _ = envs.reset(seed=seed)
     obs = normalizer(raw_obs, update=True)
     episode_return = np.zeros(num_envs)
-    steps_per_update = num_envs * num_steps
-    num_updates = max(1, total_steps // steps_per_update)
-    updates_per_eval = max(1, round(eval_every / steps_per_update))
-    per_update: list[dict[str, float]] = []
+    num_collections = max(1, total_steps // steps_per_collect)
+    collections_per_eval = max(1, round(eval_every / steps_per_collect))
+    per_collection: list[dict[str, float]] = []
     per_eval: list[tuple[int, float]] = []
     env_steps = 0
     start = time.perf_counter()
-    for update_index in range(num_updates):
-        buffers: dict[str, list] = {name: [] for name in Rollout._fields}
+    for collection in range(num_collections):
+        steps: dict[str, list] = {name: [] for name in Rollout._fields}
         finished: list[float] = []
         for _ in range(num_steps):
             key, act_key = jax.random.split(key)
-            sample = sample_actions(state, obs, act_key)
+            state, sample = explore_jit(state, obs, act_key, env_steps)
             raw_obs, reward, terminated, truncated, final_obs = _checked_step(
                 envs, env_id, env_steps // num_envs, np.asarray(sample.env_action)
             )
             next_obs = normalizer(raw_obs, update=True)
             # The final observation is normalized with the statistics that saw it arrive.
             next_for_learning = normalizer(final_obs, update=False)
-            for name, value in zip(
-                Rollout._fields,
-                (obs, np.asarray(sample.action), reward, terminated, truncated, next_for_learning),
-                strict=True,
-            ):
-                buffers[name].append(value)
+            values = (
+                obs,
+                np.asarray(sample.action),
+                reward,
+                terminated,
+                truncated,
+                next_for_learning,
+            )
+            for name, value in zip(Rollout._fields, values, strict=True):
+                steps[name].append(value)
             episode_return += reward
             done = terminated | truncated
             finished.extend(episode_return[done].tolist())
             episode_return[done] = 0.0
             obs = next_obs
             env_steps += num_envs
-        rollout = Rollout(*(np.stack(buffers[name]) for name in Rollout._fields))
-        key, update_key = jax.random.split(key)
-        state, stats = update(state, rollout, update_key)
+        segment = [np.stack(steps[name]) for name in Rollout._fields]
+        key, learn_key = jax.random.split(key)
+        if off_policy:
+            buffer = add(buffer, Transition(*segment))
+            state, stats = learn(state, buffer, learn_key, env_steps - steps_per_collect)
+        else:
+            state, stats = update(state, Rollout(*segment), learn_key)
         row = {"env_steps": env_steps, "train_return": np.mean(finished) if finished else np.nan}
-        for name, value in stats.items():
-            row[name] = float(value.mean if isinstance(value, SummaryStats) else value)
-        per_update.append(row)
-        if (update_index + 1) % updates_per_eval == 0 or update_index == num_updates - 1:
+        row.update({name: float(value) for name, value in mean_stats(stats).items()})
+        per_collection.append(row)
+        if (collection + 1) % collections_per_eval == 0 or collection == num_collections - 1:
             eval_return = evaluate_gymnasium(
                 agent,
                 state,
                 env_id,
                 normalizer,
                 eval_episodes,
-                seed + 10_000 + update_index,
+                seed + 10_000 + collection,
                 env_kwargs,
             )
             per_eval.append((env_steps, eval_return))
@@ -220,10 +264,13 @@ def train_gymnasium(
                         "env_steps": env_steps,
                         "eval_return": eval_return,
                         "seconds": time.perf_counter() - start,
+                        "state": state,
                     }
                 )
     envs.close()
-    metrics = {name: np.asarray([row[name] for row in per_update]) for name in per_update[0]}
+    metrics = {
+        name: np.asarray([row[name] for row in per_collection]) for name in per_collection[0]
+    }
     metrics["eval/env_steps"] = np.asarray([s for s, _ in per_eval])
     metrics["eval/return"] = np.asarray([r for _, r in per_eval])
     return state, metrics

@@ -30,12 +30,19 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxrl.algorithms.ddpg import DDPG
-from jaxrl.algorithms.npg import ActionSample
-from jaxrl.core.stats import SummaryStats
 from jaxrl.replay import Transition
 from jaxrl.rollout import Rollout
 from jaxrl.spaces import describe_space
+from jaxrl.training.agent_steps import (
+    evaluation_is_deterministic,
+    explore,
+    init_agent,
+    is_off_policy,
+    mean_stats,
+    off_policy_updates,
+    policy_action,
+    updates_per_collect,
+)
 
 Array = jax.Array
 
@@ -105,12 +112,6 @@ def _strong_types(tree: Any) -> Any:
     return jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.asarray(x).dtype), tree)
 
 
-def policy_action(agent: Any, state: Any, obs: Array, key: Array, deterministic: Any) -> Array:
-    """Environment actions from any agent's ``act`` (DDPG's also returns its noise state)."""
-    out = agent.act(state, obs, key, deterministic)
-    return out[1] if isinstance(out, tuple) else out
-
-
 def evaluate(
     agent: Any, state: Any, env: Any, env_params: Any, key: Array, num_episodes: int
 ) -> Array:
@@ -118,7 +119,7 @@ def evaluate(
     deterministically if ``agent.deterministic_eval``; DDPG always acts without noise
     (Tianshou's test collector). Each episode runs until its first termination or truncation,
     at most ``env_params.max_steps_in_episode`` steps."""
-    deterministic = getattr(agent, "deterministic_eval", True)
+    deterministic = evaluation_is_deterministic(agent)
     reset_key, run_key = jax.random.split(key)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
         jax.random.split(reset_key, num_episodes), env_params
@@ -172,13 +173,6 @@ class TrainLoop(NamedTuple):
     train: Callable[[Array], tuple[Any, dict[str, Array]]]
 
 
-def _mean_stats(stats: dict[str, Any]) -> dict[str, Array]:
-    return {
-        name: (value.mean if isinstance(value, SummaryStats) else value)
-        for name, value in stats.items()
-    }
-
-
 def make_train(
     agent: Any,
     env: Any,
@@ -223,28 +217,19 @@ def make_train_loop(
     env, env_params = make_env(env, env_params)
     num_envs, num_steps = config.num_envs, config.num_steps
     updates_per_eval, num_evals = config.updates_per_eval, config.num_evals
-    off_policy = isinstance(agent, DDPG)
+    off_policy = is_off_policy(agent)
     if off_policy:
-        updates_per_collect = agent.update_per_step * config.steps_per_update
-        if updates_per_collect < 1 or not float(updates_per_collect).is_integer():
-            raise ValueError(
-                f"DDPG.update_per_step * num_envs * num_steps must be a positive integer "
-                f"(updates per collection), got {agent.update_per_step} * {num_envs} * "
-                f"{num_steps} = {updates_per_collect}"
-            )
-        updates_per_collect = int(updates_per_collect)
+        num_updates = updates_per_collect(agent, config.steps_per_update)
     # Described eagerly: gymnax builds space bounds with jnp ops, which would be traced.
-    observation_space = describe_space(env.observation_space(env_params), "observation_space")
-    action_space = describe_space(env.action_space(env_params), "action_space")
+    # (make_train may itself be called under a trace: vmapped hyperparameter sweeps.)
+    with jax.ensure_compile_time_eval():
+        observation_space = describe_space(env.observation_space(env_params), "observation_space")
+        action_space = describe_space(env.action_space(env_params), "action_space")
     vmapped_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
     def init_carry(key: Array) -> TrainCarry:
         init_key, reset_key, run_key = jax.random.split(key, 3)
-        if off_policy:
-            state = agent.init(init_key, observation_space, action_space, num_envs)
-            buffer = agent.init_buffer(state, num_envs)
-        else:
-            state, buffer = agent.init(init_key, observation_space, action_space), None
+        state, buffer = init_agent(agent, init_key, observation_space, action_space, num_envs)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
             jax.random.split(reset_key, num_envs), env_params
         )
@@ -258,20 +243,9 @@ def make_train_loop(
             run_key,
         )
 
-    def explore(carry: TrainCarry, key: Array) -> tuple[Any, ActionSample]:
-        if not off_policy:
-            return carry.state, agent.sample_actions(carry.state, carry.obs, key)
-        act_key, random_key = jax.random.split(key)
-        state, sample = agent.sample_actions(carry.state, carry.obs, act_key)
-        if agent.warmup_steps > 0:  # uniform random actions during the warm-up
-            random = agent.sample_random_actions(state, random_key, (num_envs,))
-            warm = carry.env_steps < agent.warmup_steps
-            sample = jax.tree_util.tree_map(lambda r, s: jnp.where(warm, r, s), random, sample)
-        return state, sample
-
     def env_step(carry: TrainCarry, step_key: Array) -> tuple[TrainCarry, tuple]:
         act_key, env_key = jax.random.split(step_key)
-        state, sample = explore(carry, act_key)
+        state, sample = explore(agent, carry.state, carry.obs, act_key, carry.env_steps)
         next_obs, env_state, reward, terminated, truncated, info = vmapped_step(
             jax.random.split(env_key, num_envs), carry.env_state, sample.env_action, env_params
         )
@@ -295,32 +269,17 @@ def make_train_loop(
         )
         return carry, (transition, finished)
 
-    def learn_off_policy(
-        carry: TrainCarry, rollout: Rollout, key: Array
-    ) -> tuple[TrainCarry, dict]:
-        buffer = carry.buffer.extend(Transition(*rollout))
-
-        def one_update(state: Any, update_key: Array) -> tuple[Any, dict]:
-            batch_key, step_key = jax.random.split(update_key)
-            new_state, stats = agent.update(state, agent.sample_batch(buffer, batch_key), step_key)
-            if agent.warmup_steps > 0:  # learning starts after the warm-up
-                learning = carry.env_steps >= agent.warmup_steps
-                new_state = jax.tree_util.tree_map(
-                    lambda n, o: jnp.where(learning, n, o), new_state, state
-                )
-            return new_state, stats
-
-        state, stats = lax.scan(one_update, carry.state, jax.random.split(key, updates_per_collect))
-        stats = jax.tree_util.tree_map(jnp.mean, stats)
-        return carry._replace(state=state, buffer=buffer), stats
-
     def collect_and_learn(carry: TrainCarry, key: Array) -> tuple[TrainCarry, dict]:
         collect_key, learn_key = jax.random.split(key)
         carry, (rollout, finished) = lax.scan(
             env_step, carry, jax.random.split(collect_key, num_steps)
         )
         if off_policy:
-            carry, stats = learn_off_policy(carry, rollout, learn_key)
+            buffer = carry.buffer.extend(Transition(*rollout))
+            state, stats = off_policy_updates(
+                agent, carry.state, buffer, learn_key, num_updates, carry.env_steps
+            )
+            carry = carry._replace(state=state, buffer=buffer)
         else:
             state, stats = agent.update(carry.state, rollout, learn_key)
             carry = carry._replace(state=state)
@@ -328,7 +287,7 @@ def make_train_loop(
         metrics = {
             "env_steps": carry.env_steps,
             "train_return": jnp.where(episodes > 0, return_sum / jnp.maximum(episodes, 1), jnp.nan),
-            **_mean_stats(stats),
+            **mean_stats(stats),
         }
         return carry, metrics
 
