@@ -76,3 +76,43 @@ def test_faulty_environment_names_environment_and_step(fault):
 def test_unknown_environment_id_is_a_clear_error():
     with pytest.raises(ValueError, match="NoSuchEnv-v0"):
         train_gymnasium(jaxrl.TRPO(), "NoSuchEnv-v0", **SMALL)
+
+
+@pytest.mark.slow
+def test_ddpg_solves_gymnasium_pendulum():
+    """Tianshou's DDPG test settings through the host driver, one seed, 50k env steps."""
+    agent = jaxrl.DDPG(n_step_return_horizon=3, batch_size=128, update_per_step=0.125)
+    _, metrics = train_gymnasium(
+        agent, "Pendulum-v1", num_envs=8, num_steps=1, total_steps=50_000, eval_every=5_000
+    )
+    assert metrics["eval/return"].max() >= -250, metrics["eval/return"]
+
+
+@pytest.mark.slow
+def test_mujoco_hopper_runs_end_to_end():
+    """Smoke test of a MuJoCo environment with Tianshou's MuJoCo TRPO settings (observation
+    normalization, [64, 64] tanh, gain sqrt(2), last actor layer x0.01, log-std -0.5)."""
+    pytest.importorskip("mujoco", reason="needs the mujoco extra: pip install -e '.[mujoco]'")
+    agent = jaxrl.TRPO(
+        gamma=0.99,
+        max_kl=0.01,
+        return_scaling=True,
+        optim_critic_iters=20,
+        init_gain=2.0**0.5,
+        actor_output_scale=0.01,
+        log_std_init=-0.5,
+    )
+    state, metrics = train_gymnasium(
+        agent,
+        "Hopper-v5",
+        num_envs=4,
+        num_steps=256,
+        total_steps=4096,
+        eval_every=4096,
+        eval_episodes=2,
+        normalize_obs=True,
+    )
+    assert int(state.num_updates) == 4
+    assert np.isfinite(metrics["eval/return"]).all() and metrics["eval/return"][0] > 0
+    for name in ("actor_loss", "vf_loss", "kl"):
+        assert np.isfinite(metrics[name]).all()
