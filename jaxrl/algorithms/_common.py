@@ -116,3 +116,23 @@ def set_learning_rate(opt_state: Any, learning_rate: jax.Array) -> Any:
         learning_rate, jnp.asarray(opt_state.hyperparams["learning_rate"]).dtype
     )
     return opt_state._replace(hyperparams=hyperparams)
+
+
+def all_finite(tree: Any) -> jax.Array:
+    """Whether every element of every leaf of ``tree`` is finite (a boolean scalar)."""
+    leaves = jax.tree_util.tree_leaves(tree)
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves]))
+
+
+def guarded_gradient_step(train_state: Any, loss: jax.Array, grads: Any) -> tuple[Any, jax.Array]:
+    """``train_state.apply_gradients(grads)`` unless the loss, the gradients or the new
+    parameters are non-finite; then the state (parameters and optimizer state) is kept.
+
+    Returns ``(new_state, rejected)`` with ``rejected`` an int32 0/1 for the stats.
+    """
+    stepped = train_state.apply_gradients(grads=grads)
+    finite = jnp.isfinite(loss) & all_finite(grads) & all_finite(stepped.params)
+    kept = jax.tree_util.tree_map(
+        lambda new, old: jnp.where(finite, new, old), stepped, train_state
+    )
+    return kept, (~finite).astype(jnp.int32)

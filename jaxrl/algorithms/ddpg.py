@@ -41,6 +41,7 @@ from jaxrl.algorithms._common import (
     adam_with_injected_lr,
     check_field,
     check_int_field,
+    guarded_gradient_step,
     scheduled_learning_rate,
     set_learning_rate,
 )
@@ -495,8 +496,10 @@ class DDPG(struct.PyTreeNode):
           key: PRNG key (unused: DDPG's update is deterministic; kept for a uniform API).
 
         Returns:
-          ``(new_state, {"actor_loss": L_mu, "critic_loss": L_Q})``, scalars; ``L_Q`` is
-          measured before the critic step, ``L_mu`` before the actor step (Tianshou's logs).
+          ``(new_state, {"actor_loss": L_mu, "critic_loss": L_Q, "rejected_steps": r})``,
+          scalars; ``L_Q`` is measured before the critic step, ``L_mu`` before the actor step
+          (Tianshou's logs); ``r`` counts critic/actor steps refused because their loss,
+          gradients or new parameters were non-finite (those networks keep their parameters).
         """
         del key
         _check_batch(batch, state, self.n_step_return_horizon)
@@ -521,13 +524,14 @@ class DDPG(struct.PyTreeNode):
             return jnp.mean((critic.apply_fn(params, obs, action) - targets) ** 2)
 
         critic_loss, critic_grads = jax.value_and_grad(critic_loss_fn)(critic.params)
-        critic = critic.apply_gradients(grads=critic_grads)
+        # A non-finite loss or step (e.g. NaN rewards in the batch) is refused and counted.
+        critic, critic_rejected = guarded_gradient_step(critic, critic_loss, critic_grads)
 
         def actor_loss_fn(params: PyTree) -> Array:
             return -jnp.mean(critic.apply_fn(critic.params, obs, actor.apply_fn(params, obs)))
 
         actor_loss, actor_grads = jax.value_and_grad(actor_loss_fn)(actor.params)
-        actor = actor.apply_gradients(grads=actor_grads)
+        actor, actor_rejected = guarded_gradient_step(actor, actor_loss, actor_grads)
 
         new_state = state.replace(
             actor=actor,
@@ -536,7 +540,12 @@ class DDPG(struct.PyTreeNode):
             critic_target=soft_update(state.critic_target, critic.params, self.tau),
             num_updates=state.num_updates + 1,
         )
-        return new_state, {"actor_loss": actor_loss, "critic_loss": critic_loss}
+        stats = {
+            "actor_loss": actor_loss,
+            "critic_loss": critic_loss,
+            "rejected_steps": critic_rejected + actor_rejected,
+        }
+        return new_state, stats
 
 
 def _check_batch(batch: NStepBatch, state: DDPGState, horizon: int) -> None:

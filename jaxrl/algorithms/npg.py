@@ -26,8 +26,10 @@ from jaxrl.algorithms._common import (
     Schedule,
     accept_aliases,
     adam_with_injected_lr,
+    all_finite,
     check_field,
     check_int_field,
+    guarded_gradient_step,
     no_optimizer,
     scheduled_learning_rate,
     set_learning_rate,
@@ -83,11 +85,6 @@ class OnPolicyState(struct.PyTreeNode):
 
 def _weighted_mean(x: Array, weights: Array) -> Array:
     return jnp.sum(x * weights) / jnp.sum(weights)
-
-
-def _all_finite(tree: PyTree) -> Array:
-    leaves = jax.tree_util.tree_leaves(tree)
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves]))
 
 
 def minibatch_layout(total: int, batch_size: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -397,7 +394,11 @@ class NPG(struct.PyTreeNode):
         return_rms = state.return_rms
         if self.return_scaling:
             targets = returns / return_std
-            return_rms = return_rms.update(returns.reshape(-1))
+            # Non-finite returns (bad rewards) must not poison the running statistics.
+            updated = return_rms.update(returns.reshape(-1))
+            return_rms = jax.tree_util.tree_map(
+                lambda new, old: jnp.where(all_finite(returns), new, old), updated, return_rms
+            )
         else:
             targets = returns
         advantages, targets = advantages.reshape(total), targets.reshape(total)
@@ -432,7 +433,10 @@ class NPG(struct.PyTreeNode):
             actor_params, actor_stats = self._actor_step(
                 actor_apply, actor_params, minibatch, weights, step_key
             )
-            critic_state, vf_loss = self._critic_steps(critic_state, minibatch, weights)
+            critic_state, vf_loss, critic_rejected = self._critic_steps(
+                critic_state, minibatch, weights
+            )
+            actor_stats["rejected"] = actor_stats["rejected"] + critic_rejected
             return (actor_params, critic_state), {**actor_stats, "vf_loss": vf_loss}
 
         def one_pass(carry: tuple, pass_key: Array) -> tuple[tuple, dict]:
@@ -468,19 +472,23 @@ class NPG(struct.PyTreeNode):
 
     def _critic_steps(
         self, critic: TrainState, minibatch: dict[str, Array], weights: Array
-    ) -> tuple[TrainState, Array]:
+    ) -> tuple[TrainState, Array, Array]:
+        """``optim_critic_iters`` Adam steps; returns the critic, the last loss and the number
+        of steps refused as non-finite."""
+
         def loss_fn(params: PyTree) -> Array:
             prediction = critic.apply_fn(params, minibatch["obs"])
             return _weighted_mean((minibatch["target"] - prediction) ** 2, weights)
 
-        def step(critic: TrainState, _: None) -> tuple[TrainState, Array]:
+        def step(critic: TrainState, _: None) -> tuple[TrainState, tuple[Array, Array]]:
             loss, grads = jax.value_and_grad(loss_fn)(critic.params)
-            return critic.apply_gradients(grads=grads), loss
+            critic, rejected = guarded_gradient_step(critic, loss, grads)
+            return critic, (loss, rejected)
 
         if self.optim_critic_iters == 0:
-            return critic, loss_fn(critic.params)
-        critic, losses = lax.scan(step, critic, None, length=self.optim_critic_iters)
-        return critic, losses[-1]
+            return critic, loss_fn(critic.params), jnp.zeros((), jnp.int32)
+        critic, (losses, rejected) = lax.scan(step, critic, None, length=self.optim_critic_iters)
+        return critic, losses[-1], jnp.sum(rejected)
 
     # The actor's surrogate: NPG's vanilla policy-gradient loss (TRPO overrides it).
     def _surrogate(self, log_prob: Array, minibatch: dict[str, Array], weights: Array) -> Array:
@@ -528,8 +536,9 @@ class NPG(struct.PyTreeNode):
         cg = conjugate_gradient(fvp, grad, self.cg_iters, CG_RESIDUAL_TOL)
         direction = otu.tree_scale(-1.0, cg.x)
         new_params, step_stats = self._step(params, direction, fvp, loss, surrogate, mean_kl)
-        finite = _all_finite(new_params)
-        # A non-finite step (NaN/inf anywhere) is refused: parameters stay as they were.
+        finite = jnp.isfinite(loss) & all_finite(grad) & all_finite(new_params)
+        # A non-finite gradient, direction or step (NaN/inf anywhere) is refused: the
+        # parameters stay as they were and the refusal is counted in `rejected_steps`.
         new_params = otu.tree_where(finite, new_params, params)
         stats = {
             "actor_loss": loss,

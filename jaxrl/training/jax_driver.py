@@ -29,6 +29,7 @@ import gymnax
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.experimental import checkify
 
 from jaxrl.replay import Transition
 from jaxrl.rollout import Rollout
@@ -73,6 +74,9 @@ class TrainConfig:
         collections, rounded down to a multiple of the evaluation interval.
       eval_every: env steps between evaluations (rounded to whole collections).
       eval_episodes: evaluation episodes (run in parallel).
+      check_finite: checked mode: every env step verifies that observations and rewards are
+        finite (``jax.experimental.checkify``); run the train function through
+        :func:`checked_call`, which raises naming the field and the env step.
     """
 
     num_envs: int = 16
@@ -80,6 +84,7 @@ class TrainConfig:
     total_steps: int = 250_000
     eval_every: int = 50_000
     eval_episodes: int = 10
+    check_finite: bool = False
 
     def __post_init__(self) -> None:
         for name in ("num_envs", "num_steps", "total_steps", "eval_every", "eval_episodes"):
@@ -104,6 +109,21 @@ class TrainConfig:
                 f"interval ({self.updates_per_eval * self.steps_per_update} env steps)"
             )
         return num
+
+
+def checked_call(train: Callable[[Array], Any], keys: Array) -> Any:
+    """Run ``train`` jitted under ``checkify`` and raise its first failed check.
+
+    Use it with a train function made with ``TrainConfig(check_finite=True)``: a non-finite
+    observation or reward raises ``checkify.JaxRuntimeError`` naming the field and the env
+    step, instead of a NaN that spreads through the run. With several ``keys`` the seeds run
+    one after another (``lax.map``): checkify cannot check the batched ``while_loop`` s of a
+    vmapped run, and the checked mode is for finding faults, not for speed.
+    """
+    fn = (lambda ks: lax.map(train, ks)) if keys.ndim > 0 else train
+    error, out = jax.jit(checkify.checkify(fn))(keys)
+    error.throw()
+    return out
 
 
 def _strong_types(tree: Any) -> Any:
@@ -257,6 +277,17 @@ def make_train_loop(
             truncated=truncated,
             next_obs=info["final_observation"],
         )
+        if config.check_finite:
+            for field, value in (
+                ("observation", next_obs),
+                ("final observation", info["final_observation"]),
+                ("reward", reward),
+            ):
+                checkify.check(
+                    jnp.all(jnp.isfinite(value)),
+                    f"non-finite {field} from the environment at env step {{step}}",
+                    step=carry.env_steps,
+                )
         episode_return = carry.episode_return + reward
         done = terminated | truncated
         finished = (jnp.sum(jnp.where(done, episode_return, 0.0)), jnp.sum(done))
