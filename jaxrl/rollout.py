@@ -59,18 +59,29 @@ def check_time_major(
         got = np.shape(getattr(rollout, name))
         if got != shape:
             raise ValueError(f"rollout.{name} must have shape {list(shape)}, got {list(got)}")
-    kinds = {
-        "obs": "fiub",
-        "next_obs": "fiub",
-        "reward": "fiu",
-        "terminated": "biu",
-        "truncated": "biu",
-        "action": "iu" if discrete else "f",
-    }
-    for name, allowed in kinds.items():
-        dtype = jax.numpy.result_type(getattr(rollout, name))
-        if np.dtype(dtype).kind not in allowed:
-            what = {"f": "float", "i": "int", "u": "unsigned int", "b": "bool"}
-            expected_kinds = " or ".join(what[k] for k in allowed)
-            raise TypeError(f"rollout.{name} must have a {expected_kinds} dtype, got {dtype}")
+    check_dtypes(
+        "rollout",
+        rollout,
+        {
+            "obs": "fiub",
+            "next_obs": "fiub",
+            "reward": "fiu",
+            "terminated": "biu",
+            "truncated": "biu",
+            "action": "iu" if discrete else "f",
+        },
+    )
     return reward_shape
+
+
+_KIND_NAMES = {"f": "float", "i": "int", "u": "unsigned int", "b": "bool"}
+
+
+def check_dtypes(owner: str, container: Any, allowed: dict[str, str]) -> None:
+    """Raise ``TypeError`` naming ``owner.field`` when a field's dtype kind (NumPy's
+    ``dtype.kind`` letters) is not among the allowed ones."""
+    for name, kinds in allowed.items():
+        dtype = np.dtype(jax.numpy.result_type(getattr(container, name)))
+        if dtype.kind not in kinds:
+            expected = " or ".join(_KIND_NAMES[k] for k in kinds)
+            raise TypeError(f"{owner}.{name} must have a {expected} dtype, got {dtype}")

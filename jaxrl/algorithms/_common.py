@@ -45,6 +45,7 @@ def check_field(
         if isinstance(value, str):
             raise TypeError(f"{owner}.{name} must be a number, got {value!r}")
         return
+    high_open = high_open or high == float("inf")  # an unbounded range still needs a number
     ok_low = concrete > low if low_open else concrete >= low
     ok_high = concrete < high if high_open else concrete <= high
     if not np.all(ok_low & ok_high):

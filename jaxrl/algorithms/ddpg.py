@@ -51,6 +51,7 @@ from jaxrl.core.polyak import soft_update
 from jaxrl.core.returns import nstep_targets
 from jaxrl.networks import DeterministicActor, QCritic, check_activation
 from jaxrl.replay import NStepBatch, ReplayBuffer, Transition
+from jaxrl.rollout import check_dtypes
 from jaxrl.spaces import SpaceSpec, describe_space
 
 Array = jax.Array
@@ -571,3 +572,15 @@ def _check_batch(batch: NStepBatch, state: DDPGState, horizon: int) -> None:
         got = tuple(np.shape(getattr(batch, name)))
         if got != shape:
             raise ValueError(f"batch.{name} must have shape {shape}, got {got}")
+    check_dtypes(
+        "batch",
+        batch,
+        {
+            "obs": "fiub",
+            "next_obs": "fiub",
+            "action": "f",
+            "reward": "fiu",
+            "terminated": "biu",
+            "truncated": "biu",
+        },
+    )

@@ -1,0 +1,203 @@
+"""Property-based fuzzing: random shapes, dtypes, NaN/inf and extreme hyperparameters thrown
+at the core functions and the updates. Every case either works or raises a clear error
+(ValueError/TypeError naming an argument); no update returns non-finite parameters.
+
+Each test counts its cases in ``CASES``; ``test_report_case_count`` prints the total.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reliability_helpers import (
+    ACT_SPACE,
+    OBS_SPACE,
+    ON_POLICY,
+    all_finite,
+    ddpg_update,
+    make_rollout,
+    on_policy_update,
+)
+
+import jaxrl
+from jaxrl import core
+
+CASES: collections.Counter = collections.Counter()
+FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+SPECIALS = st.sampled_from([np.nan, np.inf, -np.inf, 0.0, 1e30, -1e30, 1e-30])
+DTYPES = st.sampled_from([np.float32, np.float64, np.int32, np.bool_, np.float16])
+
+
+def clear_error(error: Exception, *names: str) -> bool:
+    return isinstance(error, ValueError | TypeError) and any(n in str(error) for n in names)
+
+
+@FUZZ
+@given(
+    t=st.integers(0, 5),
+    n=st.integers(1, 3),
+    extra=st.integers(0, 2),
+    gamma=st.floats(-0.5, 1.5, allow_nan=True),
+    lam=st.floats(-0.5, 1.5, allow_nan=True),
+    dtype=DTYPES,
+    mismatch=st.sampled_from([None, "values", "next_values", "terminated", "truncated"]),
+)
+def test_gae_fuzz(t, n, extra, gamma, lam, dtype, mismatch):
+    CASES["gae"] += 1
+    shape = (t, n)
+    arrays = {
+        "rewards": np.ones(shape, dtype),
+        "values": np.zeros(shape, dtype),
+        "next_values": np.zeros(shape, dtype),
+        "terminated": np.zeros(shape, bool),
+        "truncated": np.zeros(shape, bool),
+    }
+    if mismatch:
+        arrays[mismatch] = np.zeros((t, n + extra + 1), arrays[mismatch].dtype)
+    try:
+        result = core.gae(**arrays, gamma=gamma, gae_lambda=lam)
+    except Exception as error:  # must be a clear error naming the argument
+        assert clear_error(error, "gamma", "gae_lambda", "rewards", mismatch or "rewards"), error
+        return
+    assert 0.0 <= gamma <= 1.0 and 0.0 <= lam <= 1.0 and mismatch is None and t > 0
+    assert result.advantages.shape == shape and bool(jnp.all(jnp.isfinite(result.returns)))
+
+
+@FUZZ
+@given(
+    n=st.integers(1, 6),
+    gamma=st.floats(-1.0, 2.0, allow_nan=True),
+    special=SPECIALS,
+    horizon=st.integers(1, 4),
+)
+def test_nstep_targets_fuzz(n, gamma, special, horizon):
+    CASES["nstep_targets"] += 1
+    rewards = np.full((horizon, n), special, np.float32)
+    flags = np.zeros((horizon, n), bool)
+    try:
+        targets = core.nstep_targets(rewards, np.zeros_like(rewards), flags, flags, gamma)
+    except Exception as error:
+        assert clear_error(error, "gamma"), error
+        return
+    assert targets.shape == (n,)
+    if np.isfinite(special) and abs(special) < 1e29:
+        assert bool(jnp.all(jnp.isfinite(targets)))
+
+
+@FUZZ
+@given(
+    size=st.integers(1, 8),
+    seed=st.integers(0, 2**16),
+    kind=st.sampled_from(["spd", "indefinite", "zero", "negative", "nan"]),
+    zero_b=st.booleans(),
+    max_iters=st.integers(0, 12),
+)
+def test_conjugate_gradient_fuzz(size, seed, kind, zero_b, max_iters):
+    CASES["conjugate_gradient"] += 1
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(size, size))
+    matrix = {
+        "spd": x @ x.T + np.eye(size),
+        "indefinite": x + x.T,
+        "zero": np.zeros((size, size)),
+        "negative": -np.eye(size),
+        "nan": np.full((size, size), np.nan),
+    }[kind].astype(np.float32)
+    b = np.zeros(size, np.float32) if zero_b else rng.normal(size=size).astype(np.float32)
+    result = core.conjugate_gradient(lambda v: matrix @ v, jnp.asarray(b), max_iters, 1e-10)
+    assert bool(jnp.all(jnp.isfinite(result.x))), (kind, result)
+    assert int(result.iterations) <= max_iters
+
+
+@FUZZ
+@given(
+    verdicts=st.lists(st.sampled_from([0.0, 1.0, np.nan]), min_size=1, max_size=6),
+    step=st.floats(0.0, 1e3),
+    coeff=st.floats(-0.5, 1.5, allow_nan=False),
+)
+def test_line_search_fuzz(verdicts, step, coeff):
+    CASES["backtracking_line_search"] += 1
+    table = jnp.asarray(verdicts, jnp.float32)
+    params = {"w": jnp.zeros(2)}
+
+    def accept(candidate):
+        index = jnp.round(jnp.log(jnp.maximum(candidate["w"][0], 1e-30) / step) / jnp.log(coeff))
+        return table[jnp.clip(index.astype(jnp.int32), 0, len(verdicts) - 1)]
+
+    try:
+        result = core.backtracking_line_search(
+            accept, params, {"w": jnp.ones(2)}, step, coeff, len(verdicts)
+        )
+    except Exception as error:
+        assert clear_error(error, "backtrack_coeff"), error
+        return
+    assert bool(jnp.all(jnp.isfinite(result.params["w"])))
+    if not bool(result.accepted):
+        assert float(result.step_size) == 0.0 and bool(jnp.all(result.params["w"] == 0))
+
+
+@FUZZ
+@given(
+    name=st.sampled_from(sorted(ON_POLICY)),
+    gamma=st.floats(0.0, 1.0),
+    lam=st.floats(0.0, 1.0),
+    step=st.floats(1e-8, 1e3),
+    max_kl=st.floats(1e-8, 1e3),
+    lr=st.floats(0.0, 1e3),
+    damping=st.floats(0.0, 1e3),
+    faults=st.lists(
+        st.tuples(st.sampled_from(["reward", "obs", "next_obs"]), st.integers(0, 7), SPECIALS),
+        max_size=3,
+    ),
+    reward_scale=st.sampled_from([0.0, 1.0, 1e6]),
+)
+def test_on_policy_update_fuzz(name, gamma, lam, step, max_kl, lr, damping, faults, reward_scale):
+    CASES["npg/trpo update"] += 1
+    agent = ON_POLICY[name].replace(
+        gamma=gamma, gae_lambda=lam, trust_region_size=step, lr=lr, damping=damping
+    )
+    if isinstance(agent, jaxrl.TRPO):
+        agent = agent.replace(max_kl=max_kl)
+    state = agent.init(jax.random.key(0), OBS_SPACE, ACT_SPACE)
+    rollout = make_rollout(jax.random.key(1))
+    rollout = rollout._replace(reward=rollout.reward * reward_scale)
+    for field, t, value in faults:
+        data = getattr(rollout, field)
+        rollout = rollout._replace(**{field: data.at[t, 0].set(value)})
+    for i in range(2):
+        state, _ = on_policy_update(agent, state, rollout, jax.random.key(2 + i))
+        assert all_finite(state.actor.params) and all_finite(state.critic.params)
+        assert all_finite(state.return_rms)
+
+
+@FUZZ
+@given(
+    tau=st.floats(0.0, 1.0),
+    gamma=st.floats(0.0, 1.0),
+    actor_lr=st.floats(0.0, 1e3),
+    critic_lr=st.floats(0.0, 1e3),
+    special=SPECIALS,
+    field=st.sampled_from(["reward", "obs", "next_obs", "action"]),
+)
+def test_ddpg_update_fuzz(ddpg, tau, gamma, actor_lr, critic_lr, special, field):
+    CASES["ddpg update"] += 1
+    agent, state, buffer = ddpg
+    agent = agent.replace(tau=tau, gamma=gamma, actor_lr=actor_lr, critic_lr=critic_lr)
+    batch = agent.sample_batch(buffer, jax.random.key(3))
+    data = getattr(batch, field)
+    batch = batch._replace(**{field: data.at[(0,) * (data.ndim - 1)].set(special)})
+    for i in range(2):
+        state, _ = ddpg_update(agent, state, batch, jax.random.key(i))
+        assert all_finite(state.actor.params) and all_finite(state.critic.params)
+        assert all_finite(state.actor_target) and all_finite(state.critic_target)
+
+
+def test_report_case_count(capsys):
+    total = sum(CASES.values())
+    with capsys.disabled():
+        print(f"\nfuzz cases tried (this process): {total} {dict(CASES)}")
