@@ -47,7 +47,9 @@ def best_returns(agent, env_id: str, config: TrainConfig) -> np.ndarray:
     _, metrics = train(jax.random.split(jax.random.key(0), NUM_SEEDS))
     assert int(metrics["eval/env_steps"][0, -1]) <= config.total_steps
     assert np.all(np.isfinite(np.asarray(metrics["eval/return"])))
-    return np.asarray(metrics["eval/return"]).max(axis=1)
+    best = np.asarray(metrics["eval/return"]).max(axis=1)
+    print(f"\n{type(agent).__name__} {env_id}: best evaluation return per seed {np.round(best, 1)}")
+    return best
 
 
 @pytest.mark.slow
