@@ -16,6 +16,7 @@ statistics without updating them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -111,6 +112,13 @@ def _checked_step(envs: gym.vector.VectorEnv, env_id: str, step: int, action: np
     return obs, reward, np.asarray(terminated, bool), np.asarray(truncated, bool), final_obs
 
 
+@functools.cache
+def _evaluation_policy(agent: Any) -> Callable:
+    """The jitted evaluation policy of ``agent``, built once per agent (not per evaluation)."""
+    deterministic = evaluation_is_deterministic(agent)
+    return jax.jit(lambda state, obs, key: policy_action(agent, state, obs, key, deterministic))
+
+
 def evaluate_gymnasium(
     agent: Any,
     state: Any,
@@ -123,11 +131,7 @@ def evaluate_gymnasium(
     """Mean return of ``num_episodes`` episodes run in parallel on fresh environments (the
     policy acts deterministically where :func:`evaluation_is_deterministic` says so)."""
     envs = _make_vector_env(env_id, num_episodes, env_kwargs or {})
-    act = jax.jit(
-        lambda state, obs, key: policy_action(
-            agent, state, obs, key, evaluation_is_deterministic(agent)
-        )
-    )
+    act = _evaluation_policy(agent)
     obs, _ = envs.reset(seed=seed)
     returns = np.zeros(num_episodes)
     running = np.ones(num_episodes, bool)
