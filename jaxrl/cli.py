@@ -1,100 +1,617 @@
-"""``jaxrl`` console command: train an agent on a JAX environment and report results.
+"""The ``jaxrl`` command: train, watch, compare and resume runs without writing code.
 
-jaxrl train trpo --env Pendulum-v1 --num-seeds 4 --total-steps 100000
+::
+
+    jaxrl train trpo --env Pendulum-v1             # Tianshou's tuned settings, 4 seeds
+    jaxrl train ddpg --env Pendulum-v1 --tau 0.01  # any hyperparameter by its name
+    jaxrl train trpo --resume runs/trpo-...        # continue from the last checkpoint
+    jaxrl evaluate runs/trpo-...                   # evaluation returns of the final policy
+    jaxrl plot runs/trpo-... runs/npg-...          # learning curves in one figure
+
+Every run writes a run directory (:mod:`jaxrl.io.run_dir`): ``config.json``, metrics as CSV
+and TensorBoard events, ``learning_curve.png`` and orbax checkpoints. Bad arguments end with
+one line on stderr naming the problem and exit status 2.
 """
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
+import difflib
+import json
+import os
+import signal
 import sys
-import time
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
 
-import jax
-import numpy as np
+import tyro
 
-from jaxrl.algorithms import NPG, TRPO
-from jaxrl.training import TrainConfig, make_train
-
-# Tianshou's tuned Pendulum-v1 test settings (test/continuous/test_{npg,trpo}.py).
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "npg": dict(
-        gamma=0.95,
-        lr=1e-3,
-        return_scaling=True,
-        repeat=2,
-        trust_region_size=0.5,
-        deterministic_eval=True,
-    ),
-    "trpo": dict(gamma=0.95, lr=1e-3, return_scaling=True, repeat=2, max_kl=0.005),
+PROG = "jaxrl"
+COMMANDS = ("train", "evaluate", "plot")
+ALGORITHM_NAMES = ("ddpg", "npg", "trpo")
+ALGORITHM_TITLES = {
+    "ddpg": "DDPG (Deep Deterministic Policy Gradient)",
+    "npg": "NPG (Natural Policy Gradient)",
+    "trpo": "TRPO (Trust Region Policy Optimization)",
 }
-ALGORITHMS = {"npg": NPG, "trpo": TRPO}
+# Settings a resumed run may change; every other one is the run's own.
+RESUME_OVERRIDES = ("total_steps", "checkpoint_every")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, no usage dump, exit 2
-        sys.stderr.write(f"jaxrl: error: {message}\n")
-        raise SystemExit(2)
+class UsageError(Exception):
+    """A problem with the command line or the run it names (one line, exit status 2)."""
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="jaxrl", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    train = commands.add_parser("train", help="train an agent")
-    train.add_argument("algo", choices=sorted(ALGORITHMS))
-    train.add_argument("--env", default="Pendulum-v1", help="gymnax environment id")
-    train.add_argument("--num-seeds", type=int, default=4)
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--total-steps", type=int, default=100_000)
-    train.add_argument("--eval-every", type=int, default=20_480)
-    train.add_argument("--num-envs", type=int, default=16)
-    train.add_argument("--num-steps", type=int, default=128)
-    return parser
+# ---------------------------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------------------------
 
 
-def train_command(args: argparse.Namespace) -> int:
-    agent = ALGORITHMS[args.algo](**DEFAULTS[args.algo])
-    config = TrainConfig(
-        num_envs=args.num_envs,
-        num_steps=args.num_steps,
-        total_steps=args.total_steps,
-        eval_every=args.eval_every,
-    )
-    if args.num_seeds < 1:
-        raise ValueError(f"--num-seeds must be >= 1, got {args.num_seeds}")
-    start = time.perf_counter()
+def _arg(help: str | None, **kwargs: Any) -> Any:
+    return tyro.conf.arg(help=help, **kwargs)
 
-    def progress(info: dict) -> None:
-        print(
-            f"  [{time.perf_counter() - start:6.1f}s] env steps {info['env_steps']:>9,d}  "
-            f"eval return {info['eval_return']:9.1f}",
-            flush=True,
+
+@dataclasses.dataclass(frozen=True)
+class EvaluateCommand:
+    """Load the final policy of a run and report its evaluation returns."""
+
+    run_dir: Annotated[str, tyro.conf.Positional, _arg("the run directory", metavar="RUN_DIR")]
+    episodes: Annotated[int, _arg("evaluation episodes per seed")] = 10
+    seed: Annotated[int, _arg("seed of the evaluation episodes")] = 0
+    step: Annotated[
+        int | None, _arg("checkpoint to load (an evaluation period); None: the newest")
+    ] = None
+    json: Annotated[bool, _arg("print the result as JSON")] = False
+
+
+@dataclasses.dataclass(frozen=True)
+class PlotCommand:
+    """Draw the learning curves of one or more runs in one figure."""
+
+    run_dirs: Annotated[
+        tuple[str, ...],
+        tyro.conf.Positional,
+        _arg("one or more run directories", metavar="RUN_DIR..."),
+    ]
+    output: Annotated[
+        str | None,
+        _arg(
+            "image file; None: RUN_DIR/learning_curve.png for one run, "
+            "learning_curves.png for several",
+            aliases=("-o",),
+        ),
+    ] = None
+    title: Annotated[str | None, _arg("figure title")] = None
+    spread: Annotated[
+        Literal["std", "minmax", "none"], _arg("shading across seeds: std, minmax or none")
+    ] = "std"
+
+
+def _run_fields(algo: str) -> list[tuple[str, Any, Any, str]]:
+    from jaxrl.io.config import RUN_DEFAULTS
+
+    defaults = RUN_DEFAULTS[algo]
+    return [
+        (
+            "env",
+            str,
+            "Pendulum-v1",
+            "environment id: gymnax ids run in the jitted driver, other gymnasium ids on the host",
+        ),
+        (
+            "backend",
+            Literal["auto", "jax", "gymnasium"],
+            "auto",
+            "driver: auto uses jax for gymnax ids and gymnasium for the rest",
+        ),
+        (
+            "num_seeds",
+            int | None,
+            None,
+            "seeds trained together; None: 4 on JAX environments (vmapped in one program), "
+            "1 on gymnasium",
+        ),
+        ("seed", int, 0, "base seed: the seeds are jax.random.split(key(seed), num_seeds)"),
+        ("total_steps", int, defaults["total_steps"], "env-step budget per seed"),
+        ("num_envs", int, defaults["num_envs"], "parallel training environments"),
+        (
+            "num_steps",
+            int,
+            defaults["num_steps"],
+            "vector steps per collection (learning follows every num_envs x num_steps steps)",
+        ),
+        (
+            "eval_every",
+            int,
+            defaults["eval_every"],
+            "env steps between evaluations (one evaluation period)",
+        ),
+        ("eval_episodes", int, 10, "episodes per evaluation"),
+        (
+            "checkpoint_every",
+            int,
+            1,
+            "evaluation periods between checkpoints (0: only at the end)",
+        ),
+        ("run_dir", str | None, None, "run directory; None: runs/ALGO-ENV-DATE-TIME"),
+        ("resume", str | None, None, "continue the run in this directory from its last checkpoint"),
+        (
+            "stop_after_periods",
+            int | None,
+            None,
+            "stop after this many evaluation periods, as an interruption would (for testing)",
+        ),
+    ]
+
+
+_METAVARS = {"run_dir": "RUN_DIR", "resume": "RUN_DIR"}
+
+
+def _train_command_type(algo: str) -> type:
+    """``jaxrl train ALGO``'s options: the run settings and every hyperparameter of the
+    algorithm (a dataclass built from the algorithm's fields)."""
+    from jaxrl.io.config import hyperparameters
+
+    name = algo.upper()
+    hyper_fields = []
+    for spec in hyperparameters(algo):
+        help_text = spec.help
+        if spec.aliases:
+            help_text += " (1.x: " + ", ".join("--" + a.replace("_", "-") for a in spec.aliases)
+            help_text += ")"
+        hyper_fields.append(
+            (
+                spec.name,
+                Annotated[spec.type, _arg(help_text)],
+                dataclasses.field(default=spec.default),
+            )
         )
-
-    train = jax.jit(jax.vmap(make_train(agent, args.env, config, progress=progress)))
-    keys = jax.random.split(jax.random.key(args.seed), args.num_seeds)
-    print(
-        f"Training {args.algo.upper()} on {args.env}: {args.num_seeds} seed(s) in one program, "
-        f"{config.num_evals * config.updates_per_eval * config.steps_per_update:,d} env steps "
-        "each (compiling first)...",
-        flush=True,
+    hyper = dataclasses.make_dataclass(f"{name}Hyperparameters", hyper_fields, frozen=True)
+    hyper.__doc__ = (
+        f"{name} hyperparameters: Tianshou 2.x names, defaults from Tianshou's Pendulum test"
     )
-    _, metrics = train(keys)
-    returns = np.asarray(jax.device_get(metrics["eval/return"]))
-    elapsed = time.perf_counter() - start
-    print(f"\nDone in {elapsed:.1f}s. Evaluation return per seed (last / best):")
-    for seed, row in enumerate(returns):
-        print(f"  seed {args.seed + seed}: {row[-1]:9.1f} / {row.max():9.1f}")
-    print(f"Mean over seeds: last {returns[:, -1].mean():.1f}, best {returns.max(1).mean():.1f}")
+    run_fields = [
+        (
+            field_name,
+            Annotated[
+                kind,
+                _arg(
+                    help_text,
+                    **({"metavar": _METAVARS[field_name]} if field_name in _METAVARS else {}),
+                ),
+            ],
+            dataclasses.field(default=default),
+        )
+        for field_name, kind, default, help_text in _run_fields(algo)
+    ]
+    run_fields.append(
+        (
+            "hyperparameters",
+            Annotated[hyper, tyro.conf.OmitArgPrefixes, _arg(None, name=algo)],
+            dataclasses.field(default_factory=hyper),
+        )
+    )
+    command = dataclasses.make_dataclass(f"Train{name}", run_fields, frozen=True)
+    command.__doc__ = f"Train {ALGORITHM_TITLES[algo]}; defaults: Tianshou's tuned settings."
+    command.algo = algo
+    return command
+
+
+def _command_type() -> Any:
+    """The whole command line as a tyro type: subcommands train ALGO, evaluate, plot."""
+    train = Union[  # noqa: UP007 (tyro reads the subcommands from a typing.Union)
+        tuple(
+            Annotated[_train_command_type(a), tyro.conf.subcommand(a, prefix_name=False)]
+            for a in ALGORITHM_NAMES
+        )
+    ]
+    return Union[  # noqa: UP007
+        Annotated[
+            train,
+            tyro.conf.subcommand(
+                "train",
+                description="Train an agent; metrics, plots and checkpoints go to a run directory.",
+            ),
+        ],
+        Annotated[EvaluateCommand, tyro.conf.subcommand("evaluate")],
+        Annotated[PlotCommand, tyro.conf.subcommand("plot")],
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing with one-line errors
+# ---------------------------------------------------------------------------------------------
+
+
+def _flag(argument: Any) -> str:
+    try:
+        lowered = argument.lowered
+        if argument.is_positional() or not lowered.name_or_flags:
+            return str(lowered.metavar)
+        return "/".join(lowered.name_or_flags)
+    except AttributeError:
+        return "an argument"
+
+
+def _known_flags(argv: list[str]) -> list[str]:
+    if len(argv) >= 2 and argv[0] == "train" and argv[1] in ALGORITHM_NAMES:
+        from jaxrl.io.config import hyperparameters
+
+        names = [f[0] for f in _run_fields(argv[1])]
+        names += [h.name for h in hyperparameters(argv[1])]
+        return ["--" + n.replace("_", "-") for n in names]
+    return []
+
+
+def _parse_error_message(event: Any, argv: list[str]) -> str:
+    """One line for a tyro parse-error event."""
+    from tyro import _errors as events
+
+    if argv[:1] == ["train"]:
+        command = " ".join([PROG, *argv[:2]])
+    else:
+        command = f"{PROG} {argv[0]}" if argv and argv[0] in COMMANDS else PROG
+    if isinstance(event, events.UnrecognizedArgs):
+        options = [t for t in event.tokens if t.startswith("-")]
+        if options:
+            option = options[0].split("=", 1)[0]
+            if len(argv) >= 2 and argv[0] == "train":
+                close = difflib.get_close_matches(option, _known_flags(argv), n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                return (
+                    f"unknown hyperparameter or option {option} for {command}{hint} "
+                    f"(see {command} --help)"
+                )
+            return f"unknown option {option} for {command} (see {command} --help)"
+        return f"unexpected argument {event.tokens[0]!r} for {command}"
+    if isinstance(event, events.InvalidChoice):
+        choices = ", ".join(sorted(event.choices))
+        return f"invalid value {event.value!r} for {_flag(event.argument)} (choose from {choices})"
+    if isinstance(event, events.InstantiationFailure):
+        message = event.message.strip().splitlines()[0] if event.message.strip() else "invalid"
+        where = _flag(event.argument) if event.argument is not None else command
+        return f"invalid value for {where}: {message}"
+    if isinstance(event, events.BadValue):
+        return f"{_flag(event.argument)} expects a value"
+    if isinstance(event, events.MissingArgs):
+        names = [_flag(a.arg) for a in event.missing_arguments]
+        return f"missing {', '.join(names)} for {command} (see {command} --help)"
+    if isinstance(event, events.MissingSubcommand):
+        names = ", ".join(sorted(event.subcommand_spec.parser_from_name))
+        return f"missing subcommand for {command}: choose from {names}"
+    return f"invalid arguments for {command} (see {command} --help)"
+
+
+def _precheck(argv: list[str]) -> None:
+    """Command and algorithm names, checked before anything heavy is imported."""
+    if not argv:
+        raise UsageError(f"missing command: choose from {', '.join(COMMANDS)} (see jaxrl --help)")
+    head = argv[0]
+    if head.startswith("-"):
+        return
+    if head not in COMMANDS:
+        close = difflib.get_close_matches(head, COMMANDS, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise UsageError(f"unknown command {head!r}: choose from {', '.join(COMMANDS)}{hint}")
+    if head == "train":
+        if len(argv) < 2 or argv[1].startswith("-"):
+            if not any(a in ("-h", "--help") for a in argv[1:]):
+                raise UsageError(
+                    f"missing algorithm: jaxrl train ALGO with ALGO one of "
+                    f"{', '.join(ALGORITHM_NAMES)}"
+                )
+        elif argv[1] not in ALGORITHM_NAMES:
+            raise UsageError(
+                f"unknown algorithm {argv[1]!r}: choose from {', '.join(ALGORITHM_NAMES)}"
+            )
+
+
+def _rewrite_aliases(argv: list[str]) -> list[str]:
+    """Tianshou 1.x option names (``--discount-factor``) to their 2.x fields (``--gamma``)."""
+    if len(argv) < 2 or argv[0] != "train" or argv[1] not in ALGORITHM_NAMES:
+        return argv
+    from jaxrl.io.config import hyperparameters
+
+    aliases = {}
+    for spec in hyperparameters(argv[1]):
+        for alias in spec.aliases:
+            for spelling in (alias, alias.replace("_", "-")):
+                aliases["--" + spelling] = "--" + spec.name.replace("_", "-")
+    rewritten = []
+    for token in argv:
+        option, equals, value = token.partition("=")
+        rewritten.append(aliases[option] + equals + value if option in aliases else token)
+    return rewritten
+
+
+def parse(argv: list[str]) -> Any:
+    """Parse ``argv`` (without the program name) into a command object.
+
+    Raises:
+      UsageError: with one line naming the problem.
+      SystemExit: for ``--help`` (status 0).
+    """
+    _precheck(argv)
+    argv = _rewrite_aliases(argv)
+    command_type = _command_type()
+
+    def on_error(event: Any) -> None:
+        raise UsageError(_parse_error_message(event, argv))
+
+    try:
+        from tyro._errors import on_parse_error
+    except ImportError:  # tyro's hook is private: without it tyro prints its own error box
+        return tyro.cli(command_type, prog=PROG, args=argv)
+    with on_parse_error(on_error):
+        return tyro.cli(command_type, prog=PROG, args=argv)
+
+
+def _given_options(argv: list[str]) -> set[str]:
+    """Field names of the options written on the command line (``--no-x`` counts as x)."""
+    given = set()
+    for token in argv:
+        if token.startswith("--"):
+            name = token[2:].split("=", 1)[0].replace("-", "_")
+            given.add(name)
+            if name.startswith("no_"):
+                given.add(name[3:])
+    return given
+
+
+# ---------------------------------------------------------------------------------------------
+# train
+# ---------------------------------------------------------------------------------------------
+
+
+def _enable_compilation_cache() -> None:
+    """Keep compiled programs between runs (JAX's persistent cache), so a repeated or resumed
+    run starts in seconds. ``JAX_COMPILATION_CACHE_DIR`` chooses another place."""
+    import jax
+
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    path = root / "jaxrl" / "jax-compilation-cache"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return
+    jax.config.update("jax_compilation_cache_dir", str(path))
+
+
+def _check_positive(values: dict[str, Any]) -> None:
+    for name in ("total_steps", "num_envs", "num_steps", "eval_every", "eval_episodes"):
+        if values[name] < 1:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag} must be a positive integer, got {values[name]}")
+    for name, low in (("num_seeds", 1), ("stop_after_periods", 1), ("checkpoint_every", 0)):
+        if values[name] is not None and values[name] < low:
+            flag = "--" + name.replace("_", "-")
+            kind = "a positive integer" if low else "a non-negative integer"
+            raise UsageError(f"{flag} must be {kind}, got {values[name]}")
+
+
+def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
+    """The run's configuration and directory (created or opened), and whether to resume."""
+    from jaxrl.io.config import DEFAULT_NUM_SEEDS, RunConfig
+    from jaxrl.io.run_dir import RunDir, default_run_path
+    from jaxrl.io.runner import check_config, resolve_backend
+
+    algo = type(args).algo
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
+    hyper = dataclasses.asdict(values.pop("hyperparameters"))
+    _check_positive(values)
+    if values["resume"] is not None:
+        run_dir = RunDir.open(values["resume"])
+        saved = RunConfig.load(run_dir.config)
+        if saved.algo != algo:
+            raise UsageError(
+                f"{values['resume']} is a {saved.algo} run; resume it with jaxrl train "
+                f"{saved.algo} --resume {values['resume']}"
+            )
+        given = _given_options(_rewrite_aliases(argv))
+        current = {
+            **saved.to_dict()["run"],
+            **saved.hyperparameters,
+            "env": saved.env,
+            "backend": saved.backend,
+        }
+        wanted = {**values, **hyper}
+        for name in sorted(given & set(current)):
+            new, old = wanted[name], current[name]
+            if isinstance(new, tuple):
+                new = list(new)
+            if name == "backend" and new == "auto":
+                continue
+            if new != old and name not in RESUME_OVERRIDES:
+                allowed = ", ".join("--" + o.replace("_", "-") for o in RESUME_OVERRIDES)
+                raise UsageError(
+                    f"--{name.replace('_', '-')} {new} differs from the resumed run's {old}: a "
+                    f"resumed run keeps its configuration (only {allowed} may change)"
+                )
+        config = dataclasses.replace(
+            saved, **{name: values[name] for name in RESUME_OVERRIDES if name in given}
+        )
+        check_config(config)
+        return config, run_dir, True
+    backend = resolve_backend(values["env"], values["backend"])
+    num_seeds = values["num_seeds"] or DEFAULT_NUM_SEEDS[backend]
+    config = RunConfig(
+        algo=algo,
+        env=values["env"],
+        backend=backend,
+        hyperparameters=hyper,
+        num_seeds=num_seeds,
+        **{name: values[name] for name in RunConfig.RUN_FIELDS if name != "num_seeds"},
+    )
+    check_config(config)
+    path = values["run_dir"] or default_run_path(algo, values["env"])
+    return config, RunDir.create(path), False
+
+
+def _interrupt_on_sigterm() -> None:
+    """Treat SIGTERM (a cluster's preemption, ``kill``) like Ctrl-C: pending checkpoint
+    writes finish and the run stays resumable."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread
+        pass
+
+
+def _format_seconds(seconds: float) -> str:
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
+
+
+def _train(args: Any, argv: list[str]) -> int:
+    import numpy as np
+
+    from jaxrl.io.plots import learning_curve
+    from jaxrl.io.runner import train_run
+
+    _enable_compilation_cache()
+    try:
+        config, run_dir, resume = _resolve_train(args, argv)
+    except (ValueError, TypeError) as error:
+        raise UsageError(str(error)) from None
+    resume_cmd = f"jaxrl train {config.algo} --resume {run_dir.path}"
+    _interrupt_on_sigterm()
+    try:
+        result = train_run(
+            config,
+            run_dir,
+            resume=resume,
+            stop_after_periods=args.stop_after_periods,
+            on_setup=lambda message: print(message, file=sys.stderr, flush=True),
+        )
+    except KeyboardInterrupt:
+        print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
+        return 130
+    returns = result.eval_returns
+    seeds = f"{config.num_seeds} seed{'s' if config.num_seeds != 1 else ''}"
+    if resume and result.finished and not np.any(np.isfinite(returns)):
+        print(
+            f"{run_dir.path} has finished all {result.num_periods} evaluation periods; raise "
+            f"--total-steps to extend it, or see it with: jaxrl evaluate {run_dir.path}"
+        )
+        return 0
+    state = "Finished" if result.finished else "Stopped"
+    print(
+        f"{state} {config.algo.upper()} on {config.env}: {seeds} x {result.env_steps:,} env steps "
+        f"(period {result.period}/{result.num_periods}) in {_format_seconds(result.seconds)}."
+    )
+    if len(returns) and np.all(np.isfinite(returns)):
+        per_seed = ", ".join(f"{r:.1f}" for r in returns)
+        spread = f" +- {returns.std():.1f}" if len(returns) > 1 else ""
+        print(f"Final evaluation return: {returns.mean():.1f}{spread} (per seed: {per_seed})")
+        steps, history, _ = learning_curve(run_dir.evals_csv)
+        if len(steps) > 1:
+            means = np.nanmean(history, axis=1)
+            best = int(np.nanargmax(means))
+            print(
+                f"Best mean evaluation return: {means[best]:.1f} "
+                f"(after {int(steps[best]):,} env steps)"
+            )
+    print(f"Learning curve: {result.plot}")
+    print(f"Checkpoint:     {result.checkpoint if result.checkpoint else '(none yet)'}")
+    print(f"Metrics:        {run_dir.updates_csv}, {run_dir.evals_csv}")
+    print(f"TensorBoard:    tensorboard --logdir {run_dir.tensorboard}")
+    if result.finished:
+        print(f"Evaluate:       jaxrl evaluate {run_dir.path}")
+    else:
+        print(f"Continue:       {resume_cmd}")
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+# ---------------------------------------------------------------------------------------------
+# evaluate, plot
+# ---------------------------------------------------------------------------------------------
+
+
+def _evaluate(args: EvaluateCommand) -> int:
+    from jaxrl.io.checkpoints import CheckpointError
+    from jaxrl.io.run_dir import RunDirError
+    from jaxrl.io.runner import evaluate_run
+
+    if args.episodes < 1:
+        raise UsageError(f"--episodes must be a positive integer, got {args.episodes}")
+    _enable_compilation_cache()
     try:
-        return train_command(args)
-    except (ValueError, TypeError) as error:
-        sys.stderr.write(f"jaxrl: error: {error}\n")
+        loaded, returns = evaluate_run(args.run_dir, args.episodes, args.seed, args.step)
+    except (RunDirError, CheckpointError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    config = loaded.config
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "run_dir": args.run_dir,
+                    "algo": config.algo,
+                    "env": config.env,
+                    "checkpoint": loaded.step,
+                    "env_steps": loaded.metadata.get("env_steps"),
+                    "episodes": args.episodes,
+                    "returns": [float(r) for r in returns],
+                    "mean": float(returns.mean()),
+                    "std": float(returns.std()),
+                }
+            )
+        )
+        return 0
+    print(
+        f"{config.algo.upper()} on {config.env}, checkpoint {loaded.step} "
+        f"({loaded.metadata.get('env_steps', 0):,} env steps per seed), "
+        f"{args.episodes} episodes per seed:"
+    )
+    for seed, value in enumerate(returns):
+        print(f"  seed {seed}: {value:10.1f}")
+    spread = f" +- {returns.std():.1f}" if len(returns) > 1 else ""
+    print(f"Mean evaluation return: {returns.mean():.1f}{spread}")
+    return 0
+
+
+def _plot(args: PlotCommand) -> int:
+    from jaxrl.io.plots import plot_runs
+
+    if not args.run_dirs:
+        raise UsageError("jaxrl plot needs at least one RUN_DIR")
+    for run_dir in args.run_dirs:
+        if not (Path(run_dir) / "evals.csv").is_file():
+            problem = "does not exist" if not Path(run_dir).exists() else "has no evals.csv"
+            raise UsageError(f"run directory {run_dir!r} {problem}")
+    if args.output is not None:
+        output = Path(args.output)
+    elif len(args.run_dirs) == 1:
+        output = Path(args.run_dirs[0]) / "learning_curve.png"
+    else:
+        output = Path("learning_curves.png")
+    path = plot_runs(args.run_dirs, output, title=args.title, spread=args.spread)
+    print(f"Learning curves: {path}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# main
+# ---------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``jaxrl`` command; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parse(argv)
+        if isinstance(args, EvaluateCommand):
+            return _evaluate(args)
+        if isinstance(args, PlotCommand):
+            return _plot(args)
+        return _train(args, argv)
+    except UsageError as error:
+        message = " ".join(str(error).split())
+        sys.stderr.write(f"{PROG}: error: {message}\n")
         return 2
 
 

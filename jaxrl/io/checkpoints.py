@@ -1,0 +1,229 @@
+"""Checkpoints of any pytree with orbax, written atomically.
+
+A checkpoint is one orbax step directory holding the pytree's leaves (typed PRNG keys as
+their key data) and a small JSON of metadata. orbax writes each step into a temporary
+directory and renames it when complete (``commit_success.txt`` marks it), so an interrupted
+save leaves only a temporary directory; :meth:`CheckpointStore.steps` lists finalized steps
+only, and :meth:`CheckpointStore.prune_after` removes anything newer than the step a run
+resumes from (incomplete directories included) before new checkpoints are written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+COMMIT_MARKER = "commit_success.txt"
+_TREE, _META = "tree", "meta"
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, incomplete or does not fit the run."""
+
+
+def _quiet_orbax() -> None:
+    # orbax logs every save and restore through absl at INFO/WARNING level.
+    for name in ("absl", "orbax", "orbax.checkpoint"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def _is_key(x: Any) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def encode(tree: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Flatten ``tree`` into ``{"00000": leaf, ...}`` of plain arrays (typed PRNG keys as
+    ``jax.random.key_data``) and a JSON description: leaf paths, shapes, dtypes, key impls."""
+    leaves_with_paths, _ = jax.tree_util.tree_flatten_with_path(tree)
+    flat, described = {}, []
+    for index, (path, leaf) in enumerate(leaves_with_paths):
+        impl = None
+        if _is_key(leaf):
+            impl = str(jax.random.key_impl(leaf))
+            leaf = jax.random.key_data(leaf)
+        flat[f"{index:05d}"] = leaf
+        described.append(
+            {
+                "path": jax.tree_util.keystr(path),
+                "shape": list(np.shape(leaf)),
+                "dtype": str(np.asarray(leaf).dtype) if impl is None else str(leaf.dtype),
+                "key_impl": impl,
+            }
+        )
+    return flat, {"leaves": described}
+
+
+def _abstract(tree: Any) -> tuple[dict[str, Any], list[Any], Any]:
+    """Abstract flat dict (ShapeDtypeStruct leaves, keys as key data) of a template tree."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    flat = {}
+    for index, leaf in enumerate(leaves):
+        if _is_key(leaf):
+            data = jax.eval_shape(jax.random.key_data, leaf)
+            flat[f"{index:05d}"] = jax.ShapeDtypeStruct(data.shape, data.dtype)
+        else:
+            flat[f"{index:05d}"] = jax.ShapeDtypeStruct(np.shape(leaf), leaf.dtype)
+    return flat, leaves, treedef
+
+
+def decode(flat: dict[str, Any], like: Any, description: dict[str, Any]) -> Any:
+    """Rebuild a tree shaped like ``like`` from :func:`encode`'s flat dict and description."""
+    leaves, treedef = jax.tree_util.tree_flatten(like)
+    restored = []
+    for index, (template, entry) in enumerate(zip(leaves, description["leaves"], strict=True)):
+        value = flat[f"{index:05d}"]
+        if _is_key(template):
+            value = jax.random.wrap_key_data(value, impl=entry["key_impl"])
+        restored.append(value)
+    return jax.tree_util.tree_unflatten(treedef, restored)
+
+
+class CheckpointStore:
+    """The checkpoints of one run: a directory of orbax steps.
+
+    Args:
+      directory: where the steps live (created on the first save).
+      max_to_keep: finalized checkpoints kept (older ones are deleted by orbax).
+    """
+
+    def __init__(self, directory: str | Path, max_to_keep: int = 2) -> None:
+        self.directory = Path(directory).absolute()
+        self.max_to_keep = max_to_keep
+        self._manager: Any = None
+
+    # ------------------------------------------------------------------ listing
+    def steps(self) -> list[int]:
+        """Finalized steps, oldest first (temporary and unmarked directories are skipped)."""
+        if not self.directory.is_dir():
+            return []
+        return sorted(
+            int(path.name)
+            for path in self.directory.iterdir()
+            if path.is_dir() and path.name.isdigit() and (path / COMMIT_MARKER).is_file()
+        )
+
+    def latest_step(self) -> int | None:
+        """The newest finalized step, or None."""
+        steps = self.steps()
+        return steps[-1] if steps else None
+
+    def path(self, step: int) -> Path:
+        """The directory of ``step``."""
+        return self.directory / str(step)
+
+    def prune_after(self, step: int | None) -> list[Path]:
+        """Delete step directories newer than ``step`` and every incomplete one (temporary
+        directories of interrupted saves, step directories without the commit marker), so a
+        resumed run writes its next checkpoints on a clean slate. Returns what was removed."""
+        self.close()
+        removed = []
+        if not self.directory.is_dir():
+            return removed
+        finalized = set(self.steps())
+        for path in sorted(self.directory.iterdir()):
+            if not path.is_dir():
+                continue
+            name = path.name
+            head = name.split(".", 1)[0]
+            newer = head.isdigit() and step is not None and int(head) > step
+            incomplete = not name.isdigit() or int(name) not in finalized
+            if (head.isdigit() and (newer or incomplete)) or ".orbax-checkpoint-tmp" in name:
+                shutil.rmtree(path)
+                removed.append(path)
+        return removed
+
+    # ------------------------------------------------------------------ saving
+    def _get_manager(self) -> Any:
+        if self._manager is None:
+            import orbax.checkpoint as ocp
+
+            _quiet_orbax()
+            options = ocp.CheckpointManagerOptions(max_to_keep=self.max_to_keep, create=True)
+            self._manager = ocp.CheckpointManager(self.directory, options=options)
+        return self._manager
+
+    def save(self, step: int, tree: Any, metadata: dict[str, Any] | None = None) -> Path:
+        """Start writing ``tree`` and ``metadata`` (JSON) as ``step``; the write finishes in
+        the background (:meth:`wait` or :meth:`close` to finish it)."""
+        import orbax.checkpoint as ocp
+
+        flat, description = encode(tree)
+        meta = {**(metadata or {}), "step": step, **description}
+        self._get_manager().save(
+            step,
+            args=ocp.args.Composite(
+                **{_TREE: ocp.args.StandardSave(flat), _META: ocp.args.JsonSave(meta)}
+            ),
+            force=True,
+        )
+        return self.path(step)
+
+    def wait(self) -> None:
+        """Block until pending saves are finalized."""
+        if self._manager is not None:
+            self._manager.wait_until_finished()
+
+    def close(self) -> None:
+        """Finish pending saves and release orbax's resources."""
+        if self._manager is not None:
+            self._manager.wait_until_finished()
+            self._manager.close()
+            self._manager = None
+
+    def __enter__(self) -> CheckpointStore:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ loading
+    def metadata(self, step: int) -> dict[str, Any]:
+        """The JSON metadata of ``step``."""
+        path = self.path(step) / _META / "metadata"
+        if not path.is_file():
+            raise CheckpointError(f"checkpoint {self.path(step)} has no metadata")
+        return json.loads(path.read_text())
+
+    def restore(self, like: Any, step: int | None = None) -> tuple[Any, dict[str, Any]]:
+        """Load ``step`` (default: the latest finalized one) into a tree shaped like ``like``
+        (a tree of arrays or ``jax.ShapeDtypeStruct``).
+
+        Raises:
+          CheckpointError: no finalized checkpoint, or one that does not fit ``like``.
+        """
+        import orbax.checkpoint as ocp
+
+        _quiet_orbax()
+        step = self.latest_step() if step is None else step
+        if step is None or step not in self.steps():
+            raise CheckpointError(f"no finalized checkpoint in {self.directory}")
+        meta = self.metadata(step)
+        abstract, leaves, _ = _abstract(like)
+        saved = meta.get("leaves", [])
+        if len(saved) != len(leaves):
+            raise CheckpointError(
+                f"checkpoint {self.path(step)} holds {len(saved)} arrays, the run needs "
+                f"{len(leaves)}: it was written by a different configuration"
+            )
+        for index, (entry, template) in enumerate(zip(saved, abstract.values(), strict=True)):
+            if tuple(entry["shape"]) != tuple(template.shape) or (entry["key_impl"] is None) != (
+                not _is_key(leaves[index])
+            ):
+                raise CheckpointError(
+                    f"checkpoint {self.path(step)}: {entry['path']} has shape "
+                    f"{tuple(entry['shape'])}, the run needs {tuple(template.shape)} "
+                    f"(array {index})"
+                )
+        with ocp.CheckpointManager(self.directory) as manager:
+            restored = manager.restore(
+                step,
+                args=ocp.args.Composite(**{_TREE: ocp.args.StandardRestore(abstract)}),
+            )
+        return decode(restored[_TREE], like, meta), meta

@@ -1,0 +1,334 @@
+"""What a run is: the algorithms the command line knows, their tuned defaults, and the
+resolved configuration of a run (saved as ``config.json`` in its run directory).
+
+Every hyperparameter of an algorithm is a field of its dataclass (:class:`jaxrl.NPG`,
+:class:`jaxrl.TRPO`, :class:`jaxrl.DDPG`); :func:`hyperparameters` lists the ones that can be
+given on the command line, with a command-line type, the default and a help text read from
+the class docstring. Fields that hold Python objects are spelled as strings there:
+``exploration_noise`` (``"gaussian:0.1"``, ``"ou:0.3"``, ``"none"``) and the learning-rate
+schedules (``"constant"`` or ``"linear"`` decay to zero over the run). Custom networks
+(``actor_network``, ``critic_network``) are for Python code only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import types
+import typing
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import jax.numpy as jnp
+
+from jaxrl.algorithms import DDPG, NPG, TRPO, GaussianNoise, OUNoise
+from jaxrl.networks import ACTIVATIONS
+
+ALGORITHMS: dict[str, type] = {"ddpg": DDPG, "npg": NPG, "trpo": TRPO}
+"""Command-line algorithm names and their classes."""
+
+Backend = Literal["jax", "gymnasium"]
+
+# Tianshou's tuned Pendulum-v1 test settings (test/continuous/test_{npg,trpo,ddpg}.py).
+ALGORITHM_DEFAULTS: dict[str, dict[str, Any]] = {
+    "npg": {
+        "gamma": 0.95,
+        "lr": 1e-3,
+        "return_scaling": True,
+        "repeat": 2,
+        "trust_region_size": 0.5,
+        "deterministic_eval": True,
+    },
+    "trpo": {"gamma": 0.95, "lr": 1e-3, "return_scaling": True, "repeat": 2, "max_kl": 0.005},
+    "ddpg": {
+        "n_step_return_horizon": 3,
+        "batch_size": 128,
+        "actor_lr": 1e-4,
+        "critic_lr": 1e-3,
+        "exploration_noise": "gaussian:0.1",
+        "hidden_sizes": (128, 128),
+    },
+}
+
+# Run shapes: Tianshou's collection sizes, and budgets that finish in a few minutes on a
+# 2-core CPU with 4 seeds in one program.
+RUN_DEFAULTS: dict[str, dict[str, int]] = {
+    "npg": {"num_envs": 16, "num_steps": 128, "total_steps": 150_000, "eval_every": 20_480},
+    "trpo": {"num_envs": 16, "num_steps": 128, "total_steps": 150_000, "eval_every": 20_480},
+    "ddpg": {"num_envs": 8, "num_steps": 1, "total_steps": 50_000, "eval_every": 5_000},
+}
+DEFAULT_NUM_SEEDS: dict[str, int] = {"jax": 4, "gymnasium": 1}
+
+# Fields that hold Python objects (networks): set them from Python, not the command line.
+PYTHON_ONLY = frozenset({"actor_network", "critic_network"})
+# Fields an algorithm accepts but ignores (TRPO keeps NPG's step size for Tianshou parity).
+IGNORED = {"trpo": frozenset({"trust_region_size", "normalize_step"})}
+SCHEDULES = ("lr_schedule", "actor_lr_schedule", "critic_lr_schedule")
+ScheduleName = Literal["constant", "linear"]
+
+# Help texts where the class docstring describes several fields at once or a Python object.
+HELP_OVERRIDES: dict[str, str] = {
+    "deterministic_eval": "evaluate with the policy's mode instead of sampling",
+    "action_scaling": "scale bounded actions from [-1, 1] to the action space's [low, high]",
+    "action_bound_method": "bound raw actions before scaling: clip, tanh or None",
+    "hidden_sizes": "hidden layer sizes of the actor and critic MLPs",
+    "activation": "activation of the hidden layers",
+    "init_gain": "orthogonal-initialization gain of the hidden layers",
+    "actor_output_scale": "scale of the actor's last-layer initialization",
+    "log_std_init": "initial state-independent log standard deviation of the policy",
+    "lr_schedule": "critic learning-rate schedule: constant, or linear decay to 0 over the run",
+    "actor_lr_schedule": "actor learning-rate schedule: constant, or linear decay to 0",
+    "critic_lr_schedule": "critic learning-rate schedule: constant, or linear decay to 0",
+    "exploration_noise": (
+        "exploration noise: gaussian[:SIGMA], ou[:SIGMA] (Ornstein-Uhlenbeck) or none"
+    ),
+    "actor_lr": "actor Adam learning rate",
+    "critic_lr": "critic Adam learning rate",
+}
+DDPG_HELP_OVERRIDES: dict[str, str] = {
+    "action_bound_method": "bound raw actions before scaling: clip or None",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Hyperparameter:
+    """One algorithm field as the command line sees it.
+
+    Attributes:
+      name: the field name (Tianshou 2.x), ``--name-with-dashes`` on the command line.
+      type: the command-line type (float, int, bool, ``int | None``, a Literal, ...).
+      default: the default of the command (Tianshou's tuned value where it has one).
+      help: one line of help.
+      aliases: Tianshou 1.x names accepted for it.
+    """
+
+    name: str
+    type: Any
+    default: Any
+    help: str
+    aliases: tuple[str, ...] = ()
+
+
+def _field_docs(cls: type) -> dict[str, str]:
+    """``field: description`` entries of the docstrings of ``cls`` and its bases."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        text = klass.__dict__.get("__doc__") or ""
+        entries: list[tuple[list[str], list[str], int]] = []
+        for line in text.splitlines():
+            match = re.match(r"^(\s*)([a-z_][a-z0-9_]*(?:, [a-z_][a-z0-9_]*)*): (.+)$", line)
+            if match:
+                names = match.group(2).split(", ")
+                entries.append((names, [match.group(3).strip()], len(match.group(1))))
+            elif entries and line.strip() and len(line) - len(line.lstrip()) > entries[-1][2]:
+                entries[-1][1].append(line.strip())
+            elif entries and not line.strip():
+                entries.append(([], [], 0))
+        for names, words, _ in entries:
+            for name in names:
+                docs[name] = " ".join(words).replace("``", "")
+    return docs
+
+
+def _first_sentence(text: str) -> str:
+    text = re.sub(r":(?:meth|class|func):`([^`]*)`", r"\1", text)
+    return re.split(r"(?<=[a-z)])\. ", text, maxsplit=1)[0].rstrip(".")
+
+
+def _cli_type(hint: Any) -> Any:
+    """The command-line type of a dataclass field's type hint."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint in (bool, int, float, str):
+        return hint
+    if origin is Literal:
+        return hint
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        if float in members:  # "float | Array": a number on the command line
+            return float
+        if len(members) == 1:
+            inner = _cli_type(members[0])
+            return inner | None if len(members) < len(args) else inner
+    if origin in (Sequence, tuple, list) and args and args[0] is int:
+        return tuple[int, ...]
+    raise TypeError(f"no command-line type for {hint!r}")
+
+
+def hyperparameters(algo: str) -> list[Hyperparameter]:
+    """The command-line hyperparameters of ``algo`` (``"npg"``, ``"trpo"``, ``"ddpg"``)."""
+    cls = ALGORITHMS[algo]
+    hints = typing.get_type_hints(cls)
+    docs = _field_docs(cls)
+    aliases: dict[str, list[str]] = {}
+    for old, new in getattr(cls, "ALIASES", {}).items():
+        aliases.setdefault(new, []).append(old)
+    defaults = ALGORITHM_DEFAULTS[algo]
+    result = []
+    for field in dataclasses.fields(cls):
+        name = field.name
+        if name in PYTHON_ONLY or name in IGNORED.get(algo, ()):
+            continue
+        if name in SCHEDULES:
+            kind: Any = ScheduleName
+            default: Any = "constant"
+        elif name == "exploration_noise":
+            kind, default = str, "gaussian:0.1"
+        elif name == "activation":
+            kind, default = Literal[tuple(sorted(ACTIVATIONS))], field.default
+        else:
+            kind, default = _cli_type(hints[name]), field.default
+        default = defaults.get(name, default)
+        overrides = {**HELP_OVERRIDES, **(DDPG_HELP_OVERRIDES if algo == "ddpg" else {})}
+        help_text = overrides.get(name) or _first_sentence(docs.get(name, ""))
+        result.append(Hyperparameter(name, kind, default, help_text, tuple(aliases.get(name, ()))))
+    return result
+
+
+def _json_value(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def parse_noise(spec: str) -> GaussianNoise | OUNoise | None:
+    """``"gaussian[:SIGMA]"``, ``"ou[:SIGMA]"``, ``"none"`` (or ``"default"``) as DDPG noise."""
+    kind, _, sigma = str(spec).strip().lower().partition(":")
+    try:
+        value = float(sigma) if sigma else None
+    except ValueError:
+        value = math.nan
+    if kind in ("none", "") and not sigma:
+        return None
+    if kind == "default" and not sigma:
+        return GaussianNoise(sigma=0.1)
+    if kind in ("gaussian", "ou") and (value is None or math.isfinite(value)):
+        noise = GaussianNoise if kind == "gaussian" else OUNoise
+        return noise() if value is None else noise(sigma=value)
+    raise ValueError(
+        f"DDPG.exploration_noise must be gaussian[:SIGMA], ou[:SIGMA] or none, got {spec!r}"
+    )
+
+
+def linear_schedule(num_updates: int) -> Callable[[Any], Any]:
+    """Learning-rate multiplier decaying linearly from 1 to 0 over ``num_updates`` updates
+    (Tianshou's MuJoCo ``LambdaLR`` schedule)."""
+    total = max(1, int(num_updates))
+    return lambda count: jnp.maximum(0.0, 1.0 - count / total)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """The resolved configuration of a run: everything needed to repeat or resume it.
+
+    Attributes:
+      algo: ``"npg"``, ``"trpo"`` or ``"ddpg"``.
+      env: environment id.
+      backend: ``"jax"`` (a gymnax id, the jitted driver) or ``"gymnasium"`` (host driver).
+      num_envs, num_steps: parallel environments and vector steps per collection.
+      total_steps: env-step budget per seed.
+      eval_every: env steps between evaluations (one evaluation period).
+      eval_episodes: episodes per evaluation.
+      seed: base seed; the run's seeds are ``jax.random.split(key(seed), num_seeds)``.
+      num_seeds: seeds trained together (vmapped in one program on JAX environments).
+      checkpoint_every: evaluation periods between checkpoints (0: only at the end).
+      hyperparameters: every command-line hyperparameter of the algorithm, JSON values.
+    """
+
+    algo: str
+    env: str
+    backend: Backend
+    num_envs: int
+    num_steps: int
+    total_steps: int
+    eval_every: int
+    eval_episodes: int
+    seed: int
+    num_seeds: int
+    checkpoint_every: int
+    hyperparameters: dict[str, Any]
+
+    RUN_FIELDS: typing.ClassVar[tuple[str, ...]] = (
+        "num_envs",
+        "num_steps",
+        "total_steps",
+        "eval_every",
+        "eval_episodes",
+        "seed",
+        "num_seeds",
+        "checkpoint_every",
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "hyperparameters",
+            {name: _json_value(value) for name, value in self.hyperparameters.items()},
+        )
+
+    @property
+    def steps_per_update(self) -> int:
+        """Env steps per collection (``num_envs * num_steps``)."""
+        return self.num_envs * self.num_steps
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict (what ``config.json`` holds)."""
+        return {
+            "algo": self.algo,
+            "env": self.env,
+            "backend": self.backend,
+            "run": {name: getattr(self, name) for name in self.RUN_FIELDS},
+            "hyperparameters": dict(self.hyperparameters),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            algo=data["algo"],
+            env=data["env"],
+            backend=data["backend"],
+            hyperparameters=dict(data["hyperparameters"]),
+            **{name: data["run"][name] for name in cls.RUN_FIELDS},
+        )
+
+    def save(self, path: Path) -> None:
+        """Write :meth:`to_dict` as JSON (atomically: a temporary file renamed)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> RunConfig:
+        """Read a config written by :meth:`save`."""
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def num_agent_updates(self) -> int:
+        """Calls of ``agent.update`` over the whole run (sets linear schedules)."""
+        collections = max(1, self.total_steps // self.steps_per_update)
+        if self.algo == "ddpg":
+            per_step = self.hyperparameters.get("update_per_step", 0.125)
+            return max(1, round(collections * self.steps_per_update * per_step))
+        return collections
+
+    def make_agent(self) -> Any:
+        """The algorithm object (raises the constructor's ValueError/TypeError, naming the
+        field, for invalid values)."""
+        cls = ALGORITHMS[self.algo]
+        kwargs = dict(self.hyperparameters)
+        for name in SCHEDULES:
+            if name in kwargs:
+                kind = kwargs[name]
+                if kind not in ("constant", "linear"):
+                    raise ValueError(
+                        f"{cls.__name__}.{name} must be 'constant' or 'linear', got {kind!r}"
+                    )
+                kwargs[name] = (
+                    linear_schedule(self.num_agent_updates()) if kind == "linear" else None
+                )
+        if "exploration_noise" in kwargs:
+            kwargs["exploration_noise"] = parse_noise(kwargs["exploration_noise"])
+        if "hidden_sizes" in kwargs:
+            kwargs["hidden_sizes"] = tuple(kwargs["hidden_sizes"])
+        return cls(**kwargs)

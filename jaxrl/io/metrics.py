@@ -1,0 +1,186 @@
+"""Metrics of a run on disk: CSV tables (one row per seed and update, one per seed and
+evaluation) and TensorBoard event files (one run per seed).
+
+``updates.csv`` columns: ``seed, period, update, env_steps, train_return`` and the means of
+the agent's statistics (``actor_loss``, ``vf_loss``, ``kl``, ...). ``evals.csv`` columns:
+``seed, period, env_steps, eval_return, wall_time``. ``seed`` is the index of the seed in
+the run, ``period`` the evaluation period (1-based) the row belongs to.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+UPDATE_COLUMNS = ("seed", "period", "update", "env_steps", "train_return")
+EVAL_COLUMNS = ("seed", "period", "env_steps", "eval_return", "wall_time")
+
+
+def summary_writer_class() -> type:
+    """``tensorboardX.SummaryWriter``, imported without torch.
+
+    tensorboardX imports torch when it is installed (seconds of start-up) only to accept
+    torch tensors; these logs are floats, so torch is hidden during the import unless
+    something imported it already.
+    """
+    if "torch" in sys.modules:
+        from tensorboardX import SummaryWriter
+
+        return SummaryWriter
+    sys.modules["torch"] = None  # type: ignore[assignment]  # "import torch" fails fast
+    try:
+        from tensorboardX import SummaryWriter
+    finally:
+        del sys.modules["torch"]
+    return SummaryWriter
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, float | np.floating):
+        value = float(value)
+        return "" if math.isnan(value) else repr(value)
+    if isinstance(value, np.integer | np.bool_):
+        return int(value)
+    return value
+
+
+def read_csv(path: str | Path) -> dict[str, np.ndarray]:
+    """A CSV written here as ``{column: float array}`` (empty cells are NaN)."""
+    with open(path, newline="") as file:
+        reader = csv.reader(file)
+        header = next(reader, None)
+        rows = list(reader)
+    if header is None:
+        return {}
+    data = np.full((len(rows), len(header)), np.nan)
+    for i, row in enumerate(rows):
+        for j, cell in enumerate(row):
+            if cell != "":
+                data[i, j] = float(cell)
+    return {name: data[:, j] for j, name in enumerate(header)}
+
+
+def truncate_csv(path: Path, last_period: int) -> None:
+    """Keep the header and the rows of periods ``<= last_period`` (a resumed run rewrites
+    what came after its checkpoint)."""
+    if not path.exists():
+        return
+    with open(path, newline="") as file:
+        rows = list(csv.reader(file))
+    if not rows:
+        return
+    period = rows[0].index("period")
+    kept = [rows[0]] + [row for row in rows[1:] if int(row[period]) <= last_period]
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as file:
+        csv.writer(file).writerows(kept)
+    tmp.replace(path)
+
+
+class CsvTable:
+    """An append-only CSV file whose columns are fixed by the first row written (or by the
+    existing header when the file exists)."""
+
+    def __init__(self, path: Path, leading: Sequence[str]) -> None:
+        self.path = Path(path)
+        self.leading = tuple(leading)
+        self.columns: tuple[str, ...] | None = None
+        if self.path.exists() and self.path.stat().st_size > 0:
+            with open(self.path, newline="") as file:
+                self.columns = tuple(next(csv.reader(file)))
+
+    def append(self, rows: Iterable[dict[str, Any]]) -> None:
+        """Append rows (dicts); columns not in the header are dropped, missing ones empty."""
+        rows = list(rows)
+        if not rows:
+            return
+        new_file = self.columns is None
+        if new_file:
+            extra = sorted(set(rows[0]) - set(self.leading))
+            self.columns = (*self.leading, *extra)
+        with open(self.path, "a", newline="") as file:
+            writer = csv.writer(file)
+            if new_file:
+                writer.writerow(self.columns)
+            for row in rows:
+                writer.writerow([_cell(row.get(name, "")) for name in self.columns])
+
+
+class MetricsLogger:
+    """Writes a run's metrics: ``updates.csv``, ``evals.csv`` and TensorBoard events under
+    ``tensorboard/seed_<i>`` (scalars ``train/<name>`` and ``eval/return`` against env steps).
+
+    Args:
+      directory: the run directory.
+      num_seeds: seeds in the run.
+      resume_period: when resuming, the period of the checkpoint: rows of later periods are
+        removed from the CSVs and TensorBoard discards events from ``resume_steps`` on.
+      resume_steps: env steps (per seed) at the checkpoint resumed from.
+      tensorboard: write TensorBoard event files.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        num_seeds: int,
+        resume_period: int | None = None,
+        resume_steps: int = 0,
+        tensorboard: bool = True,
+    ) -> None:
+        directory = Path(directory)
+        self.updates_path = directory / "updates.csv"
+        self.evals_path = directory / "evals.csv"
+        if resume_period is not None:
+            truncate_csv(self.updates_path, resume_period)
+            truncate_csv(self.evals_path, resume_period)
+        self.updates = CsvTable(self.updates_path, UPDATE_COLUMNS)
+        self.evals = CsvTable(self.evals_path, EVAL_COLUMNS)
+        self.writers: list[Any] = []
+        if tensorboard:
+            writer_class = summary_writer_class()
+            purge = resume_steps + 1 if resume_period is not None else None
+            self.writers = [
+                writer_class(str(directory / "tensorboard" / f"seed_{seed}"), purge_step=purge)
+                for seed in range(num_seeds)
+            ]
+
+    def log_updates(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Rows with ``seed``, ``period``, ``update``, ``env_steps``, ``train_return`` and
+        the agent's statistics."""
+        self.updates.append(rows)
+        for row in rows:
+            if not self.writers:
+                break
+            writer, step = self.writers[int(row["seed"])], int(row["env_steps"])
+            for name, value in row.items():
+                if name not in ("seed", "period", "update", "env_steps"):
+                    value = float(value)
+                    if math.isfinite(value):
+                        writer.add_scalar(f"train/{name}", value, step)
+
+    def log_evals(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Rows with ``seed``, ``period``, ``env_steps``, ``eval_return``, ``wall_time``."""
+        self.evals.append(rows)
+        for row in rows:
+            if self.writers:
+                self.writers[int(row["seed"])].add_scalar(
+                    "eval/return", float(row["eval_return"]), int(row["env_steps"])
+                )
+        self.flush()
+
+    def flush(self) -> None:
+        """Flush the TensorBoard writers."""
+        for writer in self.writers:
+            writer.flush()
+
+    def close(self) -> None:
+        """Flush and close the TensorBoard writers."""
+        for writer in self.writers:
+            writer.close()
+        self.writers = []

@@ -1,0 +1,128 @@
+"""Live progress of a run on stderr: a rich progress bar in a terminal (env steps, steps/s,
+latest evaluation return, elapsed and remaining time), one plain line per evaluation when
+stderr is a file or a pipe (logs, CI)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+
+def _format_rate(rate: float | None) -> str:
+    if rate is None:
+        return "- steps/s"
+    if rate >= 1e4:
+        return f"{rate / 1e3:,.0f}k steps/s"
+    if rate >= 1e3:
+        return f"{rate / 1e3:,.1f}k steps/s"
+    return f"{rate:,.0f} steps/s"
+
+
+def _format_elapsed(seconds: float) -> str:
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}"
+
+
+class RunProgress:
+    """Progress of one run.
+
+    Args:
+      description: what is trained, e.g. ``"TRPO Pendulum-v1 x4"``.
+      total_steps: env steps per seed at the end of the run.
+      num_seeds: seeds trained together (steps/s counts the env steps of all of them).
+      start_steps: env steps per seed already done (a resumed run).
+      console: a ``rich.console.Console`` (default: stderr).
+    """
+
+    def __init__(
+        self,
+        description: str,
+        total_steps: int,
+        num_seeds: int = 1,
+        start_steps: int = 0,
+        console: Any = None,
+    ) -> None:
+        from rich.console import Console
+
+        self.console = console or Console(stderr=True)
+        self.description = description
+        self.total = total_steps
+        self.num_seeds = num_seeds
+        self.steps = start_steps
+        self.eval_text = "-"
+        self.rate: float | None = None
+        self._start = time.perf_counter()
+        self._last = (self._start, start_steps)
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> RunProgress:
+        if self.console.is_terminal:
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(
+                SpinnerColumn(),
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed:,.0f}/{task.total:,.0f} env steps"),
+                TextColumn("[cyan]{task.fields[rate]}"),
+                TextColumn("eval [bold green]{task.fields[eval]}"),
+                TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
+                console=self.console,
+            )
+            self._bar.__enter__()
+            self._task = self._bar.add_task(
+                self.description,
+                total=self.total,
+                completed=self.steps,
+                rate="compiling",
+                eval=self.eval_text,
+            )
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+            self._bar = None
+
+    def update(
+        self, env_steps: int, eval_return: float | None = None, eval_std: float | None = None
+    ) -> None:
+        """Record progress: env steps per seed so far and, after an evaluation, its mean
+        return across seeds (and the standard deviation across seeds)."""
+        now = time.perf_counter()
+        last_time, last_steps = self._last
+        if env_steps > last_steps and now > last_time:
+            self.rate = (env_steps - last_steps) * self.num_seeds / (now - last_time)
+        self._last = (now, env_steps)
+        self.steps = env_steps
+        if eval_return is not None:
+            self.eval_text = f"{eval_return:,.1f}"
+            if eval_std is not None and self.num_seeds > 1:
+                self.eval_text += f" +- {eval_std:,.1f}"
+        if self._bar is not None:
+            self._bar.update(
+                self._task, completed=env_steps, rate=_format_rate(self.rate), eval=self.eval_text
+            )
+        elif eval_return is not None:
+            self.console.print(
+                f"{self.description} | env steps {env_steps:,}/{self.total:,} | "
+                f"{_format_rate(self.rate)} | eval return {self.eval_text} | "
+                f"{_format_elapsed(now - self._start)}",
+                highlight=False,
+                soft_wrap=True,
+            )
+
+    def print(self, text: str) -> None:
+        """A message above the bar (or a plain line)."""
+        self.console.print(text, highlight=False, soft_wrap=True)

@@ -1,0 +1,618 @@
+"""Training, resuming and evaluating runs kept in a run directory (:mod:`jaxrl.io.run_dir`).
+
+JAX (gymnax) environments run in the jitted driver: ``loop = make_train_loop(...)``, all
+seeds vmapped in one program, and the host calls ``run_period`` once per evaluation period.
+After each period it writes the metrics, updates the progress bar and, every
+``checkpoint_every`` periods and at the end, checkpoints the whole ``TrainCarry`` (agent
+state, replay buffer, environment states, PRNG key). A resumed run restores the carry and the
+period index and calls the same compiled ``run_period``, so it ends with exactly the
+parameters of an uninterrupted run.
+
+Gymnasium environments run in the host driver
+(:func:`jaxrl.training.gymnasium_driver.train_gymnasium`), one seed per process. Evaluations
+(and the checkpoints taken then) are written as the driver reports them; its per-update
+metrics arrive when the driver returns, so a gymnasium run killed mid-way keeps its
+evaluations and checkpoints but not the update rows of that process. Checkpoints hold the
+agent state only: a resumed gymnasium run restores the networks, optimizer state and return
+statistics and trains for the remaining env steps with fresh environments, an empty replay
+buffer and a seed offset, so it is not bit-identical to an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl.io.checkpoints import CheckpointError, CheckpointStore
+from jaxrl.io.config import Backend, RunConfig
+from jaxrl.io.metrics import MetricsLogger
+from jaxrl.io.plots import plot_runs
+from jaxrl.io.progress import RunProgress
+from jaxrl.io.run_dir import RunDir
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainResult:
+    """What a call of :func:`train_run` did.
+
+    Attributes:
+      run_dir: the run directory.
+      config: the run's configuration.
+      period: evaluation periods completed (in total, over all resumes).
+      num_periods: evaluation periods of the whole run.
+      env_steps: env steps per seed completed.
+      eval_returns: the latest evaluation return of each seed.
+      checkpoint: the newest checkpoint directory (None if none was written).
+      plot: the learning-curve image.
+      seconds: wall time of this call.
+    """
+
+    run_dir: RunDir
+    config: RunConfig
+    period: int
+    num_periods: int
+    env_steps: int
+    eval_returns: np.ndarray
+    checkpoint: Path | None
+    plot: Path
+    seconds: float
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run reached its last period."""
+        return self.period >= self.num_periods
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedRun:
+    """A run's policy loaded from a checkpoint (:func:`load_run`).
+
+    Attributes:
+      config: the run's configuration.
+      agent: the algorithm object.
+      state: the agent state; on JAX runs every leaf has a leading seed axis.
+      carry: the whole ``TrainCarry`` of a JAX run (None for gymnasium runs).
+      metadata: the checkpoint's metadata (``period``, ``env_steps``, ...).
+      step: the checkpoint step (the period it was written after).
+    """
+
+    config: RunConfig
+    agent: Any
+    state: Any
+    carry: Any
+    metadata: dict[str, Any]
+    step: int
+
+
+# ---------------------------------------------------------------------------------------------
+# Environments
+# ---------------------------------------------------------------------------------------------
+
+
+def resolve_backend(env: str, backend: str = "auto") -> Backend:
+    """``"jax"`` for gymnax ids, ``"gymnasium"`` for other registered gymnasium ids (or any
+    id when ``backend="gymnasium"``).
+
+    Raises:
+      ValueError: an id neither library knows, naming the closest known ids.
+    """
+    import gymnasium as gym
+    import gymnax
+
+    jax_ids = list(gymnax.registered_envs)
+    gym_ids = list(gym.envs.registry)
+    if backend == "jax":
+        if env not in jax_ids:
+            close = difflib.get_close_matches(env, jax_ids, n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise ValueError(f"unknown gymnax environment id {env!r}{hint}")
+        return "jax"
+    if backend == "auto" and env in jax_ids:
+        return "jax"
+    if env in gym_ids or ":" in env:  # "module:EnvId" ids register on import
+        return "gymnasium"
+    close = difflib.get_close_matches(env, jax_ids + gym_ids, n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise ValueError(
+        f"unknown environment id {env!r}: neither a gymnax nor a registered gymnasium id{hint}"
+    )
+
+
+def _gymnasium_spaces(env_id: str) -> tuple[Any, Any]:
+    import gymnasium as gym
+
+    try:
+        env = gym.make(env_id)
+    except gym.error.Error as error:
+        raise ValueError(f"cannot make gymnasium environment {env_id!r}: {error}") from error
+    spaces = env.observation_space, env.action_space
+    env.close()
+    return spaces
+
+
+def _check_gymnasium(config: RunConfig, agent: Any) -> tuple[Any, Any]:
+    if config.num_seeds != 1:
+        raise ValueError(
+            f"gymnasium environments train one seed per process: got --num-seeds "
+            f"{config.num_seeds} for {config.env!r} (run one command per --seed)"
+        )
+    return _gymnasium_spaces(config.env)
+
+
+def _gymnasium_state_template(
+    config: RunConfig, agent: Any, observation_space: Any, action_space: Any
+) -> Any:
+    """Shapes and dtypes of the agent state the host driver builds (nothing is computed)."""
+    from jaxrl.spaces import describe_space
+    from jaxrl.training.agent_steps import init_agent
+
+    observation_spec = describe_space(observation_space, "observation_space")
+    action_spec = describe_space(action_space, "action_space")
+    return jax.eval_shape(
+        lambda key: init_agent(agent, key, observation_spec, action_spec, config.num_envs)[0],
+        jax.random.key(0),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def seed_keys(config: RunConfig) -> jax.Array:
+    """The PRNG keys of the run's seeds: ``jax.random.split(key(seed), num_seeds)``."""
+    return jax.random.split(jax.random.key(config.seed), config.num_seeds)
+
+
+def _canonical(tree: Any) -> Any:
+    """Strongly typed leaves committed to the default device, so fresh, continued and
+    restored carries all call the same compiled ``run_period``."""
+    tree = jax.tree_util.tree_map(
+        lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, tree
+    )
+    return jax.device_put(tree, jax.devices()[0])
+
+
+def _train_config(config: RunConfig) -> Any:
+    from jaxrl.training import TrainConfig
+
+    return TrainConfig(
+        num_envs=config.num_envs,
+        num_steps=config.num_steps,
+        total_steps=config.total_steps,
+        eval_every=config.eval_every,
+        eval_episodes=config.eval_episodes,
+    )
+
+
+class _Run:
+    """Shared bookkeeping of a training call: metrics, checkpoints, progress, plot."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        run_dir: RunDir,
+        store: CheckpointStore,
+        start_period: int,
+        start_steps: int,
+        elapsed: float,
+        resumed: bool,
+        num_periods: int,
+        total_steps: int,
+        progress: bool,
+    ) -> None:
+        self.config, self.run_dir, self.store = config, run_dir, store
+        self.period, self.env_steps = start_period, start_steps
+        self.num_periods = num_periods
+        self.elapsed0, self.start = elapsed, time.perf_counter()
+        self.metrics = MetricsLogger(
+            run_dir.path,
+            config.num_seeds,
+            resume_period=start_period if resumed else None,
+            resume_steps=start_steps,
+        )
+        self.eval_returns = np.full(config.num_seeds, np.nan)
+        self.checkpoint: Path | None = (
+            run_dir.checkpoints / str(start_period) if start_period in store.steps() else None
+        )
+        self.saved_period = start_period if self.checkpoint is not None else -1
+        description = f"{config.algo.upper()} {config.env}" + (
+            f" x{config.num_seeds}" if config.num_seeds > 1 else ""
+        )
+        self.progress = RunProgress(
+            description, total_steps, config.num_seeds, start_steps=start_steps
+        )
+        if not progress:
+            self.progress.console.quiet = True
+
+    def wall_time(self) -> float:
+        return self.elapsed0 + time.perf_counter() - self.start
+
+    def end_period(
+        self, update_rows: list[dict[str, Any]], eval_returns: np.ndarray, env_steps: int
+    ) -> None:
+        """Log one evaluation period (``self.period`` already advanced)."""
+        self.env_steps = env_steps
+        self.eval_returns = np.asarray(eval_returns, np.float64)
+        wall = self.wall_time()
+        self.metrics.log_updates(update_rows)
+        self.metrics.log_evals(
+            [
+                {
+                    "seed": seed,
+                    "period": self.period,
+                    "env_steps": env_steps,
+                    "eval_return": float(value),
+                    "wall_time": round(wall, 3),
+                }
+                for seed, value in enumerate(self.eval_returns)
+            ]
+        )
+        per_seed = jnp.asarray(self.eval_returns)
+        self.progress.update(env_steps, float(jnp.mean(per_seed)), float(jnp.std(per_seed)))
+
+    def checkpoint_due(self) -> bool:
+        every = self.config.checkpoint_every
+        return self.period >= self.num_periods or (every > 0 and self.period % every == 0)
+
+    def save(self, tree: Any) -> None:
+        """Checkpoint ``tree`` as this period (in the background) and redraw the plot."""
+        self.store.save(
+            self.period,
+            tree,
+            {
+                "period": self.period,
+                "env_steps": self.env_steps,
+                "elapsed": self.wall_time(),
+                "algo": self.config.algo,
+                "env": self.config.env,
+                "backend": self.config.backend,
+            },
+        )
+        self.checkpoint = self.run_dir.checkpoints / str(self.period)
+        self.saved_period = self.period
+        self.plot()
+
+    def plot(self) -> Path:
+        return plot_runs([self.run_dir.path], self.run_dir.plot)
+
+    def close(self) -> None:
+        self.store.close()
+        self.metrics.close()
+
+    def result(self) -> TrainResult:
+        return TrainResult(
+            run_dir=self.run_dir,
+            config=self.config,
+            period=self.period,
+            num_periods=self.num_periods,
+            env_steps=self.env_steps,
+            eval_returns=self.eval_returns,
+            checkpoint=self.checkpoint,
+            plot=self.run_dir.plot,
+            seconds=time.perf_counter() - self.start,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------
+
+
+def train_run(
+    config: RunConfig,
+    run_dir: RunDir,
+    *,
+    resume: bool = False,
+    stop_after_periods: int | None = None,
+    progress: bool = True,
+    on_setup: Callable[[str], None] | None = None,
+) -> TrainResult:
+    """Train (or resume) the run ``config`` in ``run_dir``.
+
+    Args:
+      config: the run's configuration (saved to ``config.json`` first).
+      run_dir: its directory.
+      resume: continue from the newest finalized checkpoint (from scratch if there is none).
+      stop_after_periods: end after this many evaluation periods of this call, as an
+        interruption would (the run stays resumable from its last checkpoint).
+      progress: show the progress bar / progress lines on stderr.
+      on_setup: called with a message once the run is set up (before compiling).
+
+    Raises:
+      ValueError, TypeError: invalid configuration (before anything is trained).
+      KeyboardInterrupt: after finishing pending checkpoint writes.
+    """
+    agent = config.make_agent()
+    config.save(run_dir.config)
+    if config.backend == "jax":
+        return _train_jax(config, agent, run_dir, resume, stop_after_periods, progress, on_setup)
+    return _train_gymnasium(config, agent, run_dir, resume, stop_after_periods, progress, on_setup)
+
+
+def check_config(config: RunConfig) -> None:
+    """Build what the run needs (agent, environment, driver) without training.
+
+    Raises:
+      ValueError, TypeError: the problem, naming the field or setting.
+    """
+    agent = config.make_agent()
+    if config.backend == "jax":
+        loop = _jax_loop(config, agent)
+        jax.eval_shape(loop.init, jax.random.key(config.seed))  # the agent accepts the spaces
+    else:
+        spaces = _check_gymnasium(config, agent)
+        _gymnasium_state_template(config, agent, *spaces)
+
+
+def _jax_loop(config: RunConfig, agent: Any) -> Any:
+    from jaxrl.training import make_train_loop
+
+    return make_train_loop(agent, config.env, _train_config(config))
+
+
+def _resume_point(
+    store: CheckpointStore, like: Any, resume: bool
+) -> tuple[Any, dict[str, Any] | None]:
+    if not resume or store.latest_step() is None:
+        store.prune_after(0)
+        return None, None
+    tree, meta = store.restore(like)
+    store.prune_after(meta["period"])
+    return tree, meta
+
+
+def _train_jax(
+    config: RunConfig,
+    agent: Any,
+    run_dir: RunDir,
+    resume: bool,
+    stop_after_periods: int | None,
+    progress: bool,
+    on_setup: Callable[[str], None] | None,
+) -> TrainResult:
+    loop = _jax_loop(config, agent)
+    train_config = _train_config(config)
+    keys = seed_keys(config)
+    init = jax.jit(jax.vmap(loop.init))
+    run_period = jax.jit(jax.vmap(loop.run_period))
+    store = CheckpointStore(run_dir.checkpoints)
+    restored, meta = _resume_point(store, jax.eval_shape(init, keys), resume)
+    carry = _canonical(init(keys) if restored is None else restored)
+    run = _Run(
+        config,
+        run_dir,
+        store,
+        start_period=meta["period"] if meta else 0,
+        start_steps=meta["env_steps"] if meta else 0,
+        elapsed=meta["elapsed"] if meta else 0.0,
+        resumed=resume,
+        num_periods=loop.num_periods,
+        total_steps=loop.num_periods * train_config.updates_per_eval * config.steps_per_update,
+        progress=progress,
+    )
+    if on_setup is not None:
+        on_setup(_setup_message(run, train_config.updates_per_eval))
+    periods_done = 0
+    try:
+        with run.progress:
+            while run.period < loop.num_periods:
+                carry, metrics = run_period(carry)
+                carry = _canonical(carry)
+                run.period += 1
+                periods_done += 1
+                metrics = jax.device_get(metrics)
+                run.end_period(
+                    _jax_update_rows(metrics, run.period),
+                    metrics["eval/return"],
+                    int(metrics["eval/env_steps"][0]),
+                )
+                if run.checkpoint_due():
+                    run.save(carry)
+                if stop_after_periods is not None and periods_done >= stop_after_periods:
+                    break
+        run.plot()
+    finally:
+        run.close()
+    return run.result()
+
+
+def _jax_update_rows(metrics: dict[str, np.ndarray], period: int) -> list[dict[str, Any]]:
+    per_update = {k: np.asarray(v) for k, v in metrics.items() if not k.startswith("eval/")}
+    num_seeds, updates = per_update["env_steps"].shape
+    rows = []
+    for seed in range(num_seeds):
+        for index in range(updates):
+            row = {name: value[seed, index] for name, value in per_update.items()}
+            row.update(seed=seed, period=period, update=(period - 1) * updates + index + 1)
+            rows.append(row)
+    return rows
+
+
+def _setup_message(run: _Run, updates_per_eval: int) -> str:
+    config = run.config
+    where = (
+        f"resuming at period {run.period}/{run.num_periods} ({run.env_steps:,} env steps)"
+        if run.period
+        else f"{run.num_periods} evaluation periods of {updates_per_eval} update(s)"
+    )
+    seeds = f"{config.num_seeds} seed{'s' if config.num_seeds != 1 else ''}"
+    driver = "in one jitted program" if config.backend == "jax" else "on the host driver"
+    return (
+        f"{config.algo.upper()} on {config.env}: {seeds} {driver}, {where}; "
+        f"run directory {run.run_dir.path}"
+    )
+
+
+def _starting_from(agent: Any, state: Any) -> Any:
+    """A copy of ``agent`` whose ``init`` returns ``state`` (a resumed run's restored state).
+    It is an instance of a subclass of the agent's class, so drivers treat it the same."""
+
+    class Resumed(type(agent)):  # type: ignore[misc, valid-type]
+        def init(self, *args: Any, **kwargs: Any) -> Any:
+            return state
+
+    Resumed.__name__ = Resumed.__qualname__ = type(agent).__name__
+    return Resumed(**{f.name: getattr(agent, f.name) for f in dataclasses.fields(agent)})
+
+
+def _gymnasium_update_rows(
+    metrics: dict[str, np.ndarray],
+    start_steps: int,
+    start_period: int,
+    start_update: int,
+    updates_per_eval: int,
+) -> list[dict[str, Any]]:
+    per_update = {k: np.asarray(v) for k, v in metrics.items() if not k.startswith("eval/")}
+    rows = []
+    for index in range(len(per_update["env_steps"])):
+        row = {name: value[index] for name, value in per_update.items()}
+        row.update(
+            seed=0,
+            period=start_period + index // updates_per_eval + 1,
+            update=start_update + index + 1,
+            env_steps=start_steps + int(per_update["env_steps"][index]),
+        )
+        rows.append(row)
+    return rows
+
+
+def _train_gymnasium(
+    config: RunConfig,
+    agent: Any,
+    run_dir: RunDir,
+    resume: bool,
+    stop_after_periods: int | None,
+    progress: bool,
+    on_setup: Callable[[str], None] | None,
+) -> TrainResult:
+    from jaxrl.training.gymnasium_driver import train_gymnasium
+
+    observation_space, action_space = _check_gymnasium(config, agent)
+    template = _gymnasium_state_template(config, agent, observation_space, action_space)
+    store = CheckpointStore(run_dir.checkpoints)
+    restored, meta = _resume_point(store, {"state": template}, resume)
+    start_steps = meta["env_steps"] if meta else 0
+    start_period = meta["period"] if meta else 0
+    steps_per_update = config.steps_per_update
+    num_updates = max(1, config.total_steps // steps_per_update)
+    updates_per_eval = max(1, round(config.eval_every / steps_per_update))
+    num_periods = -(-num_updates // updates_per_eval)
+    run = _Run(
+        config,
+        run_dir,
+        store,
+        start_period=start_period,
+        start_steps=start_steps,
+        elapsed=meta["elapsed"] if meta else 0.0,
+        resumed=resume,
+        num_periods=num_periods,
+        total_steps=num_updates * steps_per_update,
+        progress=progress,
+    )
+    start_update = start_steps // steps_per_update
+    updates = num_updates - start_update
+    if stop_after_periods is not None:  # end early at a period boundary, as if interrupted
+        updates = min(updates, stop_after_periods * updates_per_eval)
+    if restored is not None:
+        agent = _starting_from(agent, restored["state"])
+
+    def on_evaluation(info: dict[str, Any]) -> None:
+        run.period += 1
+        run.end_period([], np.asarray([info["eval_return"]]), start_steps + info["env_steps"])
+        if run.checkpoint_due():
+            run.save({"state": info["state"]})
+
+    if on_setup is not None:
+        on_setup(_setup_message(run, updates_per_eval))
+    try:
+        with run.progress:
+            if updates > 0:
+                state, metrics = train_gymnasium(
+                    agent,
+                    config.env,
+                    num_envs=config.num_envs,
+                    num_steps=config.num_steps,
+                    total_steps=updates * steps_per_update,
+                    eval_every=config.eval_every,
+                    eval_episodes=config.eval_episodes,
+                    seed=config.seed + start_steps,
+                    progress=on_evaluation,
+                )
+                # The driver returns its per-update metrics at the end of the segment.
+                run.metrics.log_updates(
+                    _gymnasium_update_rows(
+                        metrics, start_steps, start_period, start_update, updates_per_eval
+                    )
+                )
+                if run.period >= num_periods and run.saved_period != run.period:
+                    run.save({"state": state})
+        run.plot()
+    finally:
+        run.close()
+    return run.result()
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading and evaluation
+# ---------------------------------------------------------------------------------------------
+
+
+def load_run(run_dir: str | Path | RunDir, step: int | None = None) -> LoadedRun:
+    """Load a run's policy from its newest finalized checkpoint (or ``step``).
+
+    Raises:
+      CheckpointError: the run has no finalized checkpoint (or none at ``step``).
+    """
+    run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
+    config = RunConfig.load(run_dir.config)
+    agent = config.make_agent()
+    store = CheckpointStore(run_dir.checkpoints)
+    if store.latest_step() is None:
+        raise CheckpointError(f"run {str(run_dir.path)!r} has no finished checkpoint yet")
+    if config.backend == "jax":
+        loop = _jax_loop(config, agent)
+        like = jax.eval_shape(jax.vmap(loop.init), seed_keys(config))
+        carry, meta = store.restore(like, step)
+        return LoadedRun(config, agent, carry.state, carry, meta, meta["step"])
+    observation_space, action_space = _gymnasium_spaces(config.env)
+    like = _gymnasium_state_template(config, agent, observation_space, action_space)
+    tree, meta = store.restore({"state": like}, step)
+    return LoadedRun(config, agent, tree["state"], None, meta, meta["step"])
+
+
+def evaluate_run(
+    run_dir: str | Path | RunDir, episodes: int = 10, seed: int = 0, step: int | None = None
+) -> tuple[LoadedRun, np.ndarray]:
+    """Evaluate a run's checkpointed policy: ``(loaded run, mean return per seed)``.
+
+    Each seed's policy plays ``episodes`` episodes (deterministically where the algorithm
+    evaluates so: DDPG always, NPG/TRPO with ``deterministic_eval``).
+    """
+    loaded = load_run(run_dir, step)
+    config, agent = loaded.config, loaded.agent
+    if config.backend == "jax":
+        from jaxrl.training import evaluate, make_env
+
+        env, env_params = make_env(config.env)
+        keys = jax.random.split(jax.random.key(seed), config.num_seeds)
+
+        def one(state: Any, key: jax.Array) -> jax.Array:
+            return evaluate(agent, state, env, env_params, key, episodes)
+
+        returns = jax.jit(jax.vmap(one))(loaded.state, keys)
+        return loaded, np.asarray(jax.device_get(returns), np.float64)
+    from jaxrl.training.gymnasium_driver import ObservationNormalizer, evaluate_gymnasium
+
+    value = evaluate_gymnasium(
+        agent, loaded.state, config.env, ObservationNormalizer(False), episodes, seed
+    )
+    return loaded, np.asarray([value], np.float64)

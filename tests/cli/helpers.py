@@ -1,0 +1,51 @@
+"""Shared pieces of the ``jaxrl`` command tests."""
+
+from __future__ import annotations
+
+import dataclasses
+
+# Tiny runs: 2 seeds, 4 environments x 32 steps per update, one update per evaluation period.
+TINY = [
+    *("--num-envs", "4", "--num-steps", "32", "--eval-every", "128", "--eval-episodes", "2"),
+    *("--hidden-sizes", "8", "--num-seeds", "2"),
+]
+TRPO_RUN = ["train", "trpo", *TINY, "--total-steps", "512", "--checkpoint-every", "2"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """A finished command."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def check(self) -> Result:
+        assert self.returncode == 0, f"exit {self.returncode}\n{self.stdout}\n{self.stderr}"
+        return self
+
+
+def single_error_line(result: Result) -> str:
+    """The one stderr line of a rejected command (asserting exit 2 and no traceback)."""
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("jaxrl: error: ")
+    return lines[0]
+
+
+def leaves_equal(a: object, b: object) -> bool:
+    """Bitwise equality of two pytrees (typed PRNG keys compared by their key data)."""
+    import jax
+    import numpy as np
+
+    def data(x: object) -> np.ndarray:
+        if jax.dtypes.issubdtype(getattr(x, "dtype", np.float32), jax.dtypes.prng_key):
+            x = jax.random.key_data(x)
+        return np.asarray(x)
+
+    left, right = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    return len(left) == len(right) and all(
+        np.array_equal(data(x), data(y)) for x, y in zip(left, right, strict=True)
+    )

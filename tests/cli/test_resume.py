@@ -1,0 +1,65 @@
+"""The ``jaxrl`` command, run as a subprocess: interrupted runs resumed from their checkpoints."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxrl.io import CheckpointStore, load_run, read_csv
+
+from .helpers import TRPO_RUN, leaves_equal
+
+
+def test_resumed_run_equals_the_uninterrupted_run(trpo_run, jaxrl, tmp_path):
+    reference, _ = trpo_run
+    run_dir = tmp_path / "interrupted"
+    stopped = jaxrl(*TRPO_RUN, "--run-dir", run_dir, "--stop-after-periods", "3").check()
+    assert "Stopped TRPO" in stopped.stdout and f"--resume {run_dir}" in stopped.stdout
+    checkpoints = run_dir / "checkpoints"
+    assert CheckpointStore(checkpoints).steps() == [2]  # period 3 ran after the checkpoint
+    assert 384 in read_csv(run_dir / "evals.csv")["env_steps"]
+
+    # An interrupted save leaves a temporary directory; a non-atomic file system could leave
+    # an unmarked step directory. Neither counts as a checkpoint.
+    (checkpoints / "3.orbax-checkpoint-tmp-1234567" / "tree").mkdir(parents=True)
+    (checkpoints / "3.orbax-checkpoint-tmp-1234567" / "tree" / "junk").write_text("partial")
+    (checkpoints / "9" / "tree").mkdir(parents=True)
+    assert CheckpointStore(checkpoints).latest_step() == 2
+
+    resumed = jaxrl("train", "trpo", "--resume", run_dir).check()
+    assert "resuming at period 2/4 (256 env steps)" in resumed.stderr
+    assert "Finished TRPO" in resumed.stdout
+    assert CheckpointStore(checkpoints).steps() == [2, 4]
+    assert not (checkpoints / "9").exists()
+    assert not list(checkpoints.glob("*orbax-checkpoint-tmp*"))
+
+    # Same final carry (parameters, optimizer state, env states, key), bit for bit.
+    expected, got = load_run(reference), load_run(run_dir)
+    assert leaves_equal(expected.carry, got.carry)
+    # The metrics were rewritten from the checkpoint on: same rows as the uninterrupted run.
+    for name in ("updates.csv", "evals.csv"):
+        a, b = read_csv(reference / name), read_csv(run_dir / name)
+        for column in a:
+            if column != "wall_time":
+                np.testing.assert_array_equal(a[column], b[column], err_msg=column)
+
+
+def test_gymnasium_run_resumes_from_its_agent_state(jaxrl, tmp_path):
+    """DDPG on gymnasium's Pendulum (the host driver), interrupted and resumed."""
+    run_dir = tmp_path / "gym"
+    args = ["train", "ddpg", "--env", "Pendulum-v1", "--backend", "gymnasium"]
+    args += ["--num-envs", "2", "--num-steps", "4", "--total-steps", "64", "--eval-every", "16"]
+    args += ["--eval-episodes", "1", "--hidden-sizes", "8", "--buffer-size", "64"]
+    args += ["--batch-size", "8", "--update-per-step", "0.25"]
+    stopped = jaxrl(*args, "--run-dir", run_dir, "--stop-after-periods", "2").check()
+    assert "Stopped DDPG on Pendulum-v1: 1 seed x 32 env steps (period 2/4)" in stopped.stdout
+    resumed = jaxrl("train", "ddpg", "--resume", run_dir).check()
+    assert "Finished DDPG on Pendulum-v1: 1 seed x 64 env steps (period 4/4)" in resumed.stdout
+    assert read_csv(run_dir / "evals.csv")["env_steps"].tolist() == [16, 32, 48, 64]
+    updates = read_csv(run_dir / "updates.csv")
+    assert updates["update"].tolist() == list(range(1, 9))
+    assert updates["period"].tolist() == [1, 1, 2, 2, 3, 3, 4, 4]
+    loaded = load_run(run_dir)
+    assert loaded.config.backend == "gymnasium" and loaded.carry is None
+    # 8 collections with 2 gradient steps each, half before the interruption: the agent state
+    # was restored, not initialized afresh.
+    assert int(loaded.state.num_updates) == 16

@@ -1,0 +1,135 @@
+"""The ``jaxrl`` command, run as a subprocess: a run's directory (config, CSV, TensorBoard,
+plot, checkpoints), ``jaxrl evaluate`` and ``jaxrl plot``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from jaxrl.io import CheckpointStore, RunConfig, load_run, read_csv
+from jaxrl.io.metrics import EVAL_COLUMNS, UPDATE_COLUMNS
+
+
+def read_png(path: Path) -> np.ndarray:
+    import matplotlib.image
+
+    return matplotlib.image.imread(path)
+
+
+def tensorboard_scalars(directory: Path) -> dict[str, list[tuple[int, float]]]:
+    """``{tag: [(step, value), ...]}`` from the TFRecord event files in ``directory``."""
+    from jaxrl.io.metrics import summary_writer_class
+
+    summary_writer_class()  # imports tensorboardX (and its protos) without torch
+    from tensorboardX.proto import event_pb2
+
+    scalars: dict[str, list[tuple[int, float]]] = {}
+    files = sorted(directory.glob("events.out.tfevents.*"))
+    assert files, f"no event file in {directory}"
+    for file in files:
+        data = file.read_bytes()
+        offset = 0
+        while offset < len(data):
+            (length,) = struct.unpack("<Q", data[offset : offset + 8])
+            record = data[offset + 12 : offset + 12 + length]
+            offset += 12 + length + 4
+            event = event_pb2.Event.FromString(record)
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+    return scalars
+
+
+def test_train_writes_a_complete_run_directory(trpo_run):
+    run_dir, result = trpo_run
+    result.check()
+    assert f"Learning curve: {run_dir / 'learning_curve.png'}" in result.stdout
+    assert f"Checkpoint:     {run_dir / 'checkpoints' / '4'}" in result.stdout
+    assert "Finished TRPO on Pendulum-v1: 2 seeds x 512 env steps" in result.stdout
+
+    # config.json: the resolved configuration, round-tripping through RunConfig.
+    saved = json.loads((run_dir / "config.json").read_text())
+    config = RunConfig.load(run_dir / "config.json")
+    assert config.to_dict() == saved
+    assert RunConfig.from_dict(saved) == config
+    assert (config.algo, config.env, config.backend, config.num_seeds) == (
+        "trpo",
+        "Pendulum-v1",
+        "jax",
+        2,
+    )
+    # Tianshou's tuned TRPO settings are the defaults; the command line overrode the net.
+    hyper = saved["hyperparameters"]
+    assert (hyper["max_kl"], hyper["gamma"], hyper["repeat"], hyper["return_scaling"]) == (
+        0.005,
+        0.95,
+        2,
+        True,
+    )
+    assert hyper["hidden_sizes"] == [8]
+    assert config.make_agent().hidden_sizes == (8,)
+
+    # CSVs: one row per seed and update / evaluation.
+    updates = read_csv(run_dir / "updates.csv")
+    header = (run_dir / "updates.csv").read_text().splitlines()[0].split(",")
+    assert tuple(header[: len(UPDATE_COLUMNS)]) == UPDATE_COLUMNS
+    assert {"actor_loss", "vf_loss", "kl", "step_size"} <= set(header)
+    assert len(updates["seed"]) == 2 * 4
+    assert sorted(set(updates["update"])) == [1, 2, 3, 4]
+    assert np.isfinite(updates["kl"]).all()
+    evals = read_csv(run_dir / "evals.csv")
+    eval_header = (run_dir / "evals.csv").read_text().splitlines()[0].split(",")
+    assert tuple(eval_header) == EVAL_COLUMNS
+    assert sorted(set(evals["env_steps"])) == [128, 256, 384, 512]
+    assert sorted(set(evals["seed"])) == [0, 1]
+    assert np.isfinite(evals["eval_return"]).all()
+
+    # The learning curve is a readable PNG.
+    image = read_png(run_dir / "learning_curve.png")
+    assert image.ndim == 3 and image.shape[0] > 200 and image.shape[1] > 300
+
+    # TensorBoard: one run per seed with the evaluation returns against env steps.
+    for seed in (0, 1):
+        scalars = tensorboard_scalars(run_dir / "tensorboard" / f"seed_{seed}")
+        steps = [step for step, _ in scalars["eval/return"]]
+        assert steps == [128, 256, 384, 512]
+        expected = evals["eval_return"][evals["seed"] == seed]
+        np.testing.assert_allclose([v for _, v in scalars["eval/return"]], expected, rtol=1e-6)
+        assert "train/kl" in scalars
+
+    # Checkpoints: the newest two periods, finalized; the final one loads.
+    assert CheckpointStore(run_dir / "checkpoints").steps() == [2, 4]
+    loaded = load_run(run_dir)
+    assert loaded.step == 4 and loaded.metadata["env_steps"] == 512
+    assert int(loaded.carry.env_steps[0]) == 512
+    kernels = [x for x in jax.tree_util.tree_leaves(loaded.state.actor.params)]
+    assert kernels and all(x.shape[0] == 2 and np.isfinite(x).all() for x in kernels)
+    assert load_run(run_dir, step=2).metadata["env_steps"] == 256
+
+
+def test_evaluate_reports_returns_of_the_final_policy(trpo_run, jaxrl):
+    run_dir, _ = trpo_run
+    result = jaxrl("evaluate", run_dir, "--episodes", "2", "--json").check()
+    report = json.loads(result.stdout)
+    assert report["checkpoint"] == 4 and report["env_steps"] == 512
+    assert len(report["returns"]) == 2 and np.isfinite(report["returns"]).all()
+    assert report["mean"] == pytest.approx(np.mean(report["returns"]))
+
+
+def test_plot_draws_several_runs_in_one_figure(trpo_run, jaxrl, tmp_path):
+    run_dir, _ = trpo_run
+    other = tmp_path / "other"
+    other.mkdir()
+    for name in ("config.json", "evals.csv"):
+        shutil.copy(run_dir / name, other / name)
+    output = tmp_path / "compare.png"
+    result = jaxrl("plot", run_dir, other, "-o", output, "--spread", "minmax").check()
+    assert str(output) in result.stdout
+    assert read_png(output).shape[0] > 200
+    single = jaxrl("plot", other).check()
+    assert (other / "learning_curve.png").exists(), single.stdout
