@@ -143,7 +143,8 @@ def test_update_matches_manual_ddpg_step(agent, setup):
     critic_params, actor_params, loss_q, loss_mu = jax.jit(manual_update, static_argnums=0)(
         agent, state, batch
     )
-    assert set(stats) == {"actor_loss", "critic_loss"}
+    assert set(stats) == {"actor_loss", "critic_loss", "rejected_steps"}
+    assert int(stats["rejected_steps"]) == 0
     np.testing.assert_allclose(stats["critic_loss"], loss_q, rtol=1e-5)
     np.testing.assert_allclose(stats["actor_loss"], loss_mu, rtol=1e-5, atol=1e-6)
     tree_allclose(new_state.critic.params, critic_params, rtol=1e-4, atol=1e-6)
