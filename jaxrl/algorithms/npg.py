@@ -394,10 +394,12 @@ class NPG(struct.PyTreeNode):
         return_rms = state.return_rms
         if self.return_scaling:
             targets = returns / return_std
-            # Non-finite returns (bad rewards) must not poison the running statistics.
+            # Non-finite returns (bad rewards), or finite ones so large that the variance
+            # overflows (1e30**2), must not poison the running statistics.
             updated = return_rms.update(returns.reshape(-1))
+            keep = all_finite(returns) & all_finite(updated)
             return_rms = jax.tree_util.tree_map(
-                lambda new, old: jnp.where(all_finite(returns), new, old), updated, return_rms
+                lambda new, old: jnp.where(keep, new, old), updated, return_rms
             )
         else:
             targets = returns
