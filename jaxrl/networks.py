@@ -8,7 +8,9 @@ their place.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -30,12 +32,35 @@ def check_activation(activation: str) -> None:
         raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
 
 
+def orthogonal(scale: float = 1.0) -> Callable:
+    """``flax.linen.initializers.orthogonal(scale)`` (QR of a Gaussian matrix), whose values
+    it returns unchanged, but never batched when vmapped: a batch of keys is mapped one key
+    at a time (``lax.map``).
+
+    Why: jaxlib >= 0.10 splits a batched LAPACK QR over XLA's CPU thread pool and waits for
+    the parts *on* a pool thread. When as many batched QRs run at once as the pool has
+    threads (actor and critic layers initialized side by side, ``vmap`` over seeds, a 2-core
+    machine), every thread waits for work that no thread is free to run: the process hangs.
+    Initialization runs once per run, so doing it one seed at a time costs nothing.
+    """
+    flax_orthogonal = nn.initializers.orthogonal(scale)
+
+    def init(key: jax.Array, shape: tuple[int, ...], dtype: Any = jnp.float32) -> jax.Array:
+        @jax.custom_batching.custom_vmap
+        def one(key: jax.Array) -> jax.Array:
+            return flax_orthogonal(key, shape, dtype)
+
+        @one.def_vmap
+        def _one_at_a_time(axis_size: int, in_batched: list[bool], key: jax.Array):
+            return jax.lax.map(one, key), True
+
+        return one(key)
+
+    return init
+
+
 def _dense(features: int, gain: float) -> nn.Dense:
-    return nn.Dense(
-        features,
-        kernel_init=nn.initializers.orthogonal(gain),
-        bias_init=nn.initializers.zeros,
-    )
+    return nn.Dense(features, kernel_init=orthogonal(gain), bias_init=nn.initializers.zeros)
 
 
 def _torch_default_dense(features: int, fan_in: int) -> nn.Dense:
@@ -156,3 +181,23 @@ class QCritic(nn.Module):
             jnp.concatenate([obs, action], -1)
         )
         return _torch_default_dense(1, features.shape[-1])(features)[..., 0]
+
+
+def stable_apply(module: nn.Module) -> Callable:
+    """``module.apply``, one and the same function for equal modules.
+
+    ``TrainState.apply_fn`` is a static (non-pytree) field, so it is part of jit's cache key
+    and of the tree structure. A bound method compares equal only for the *same* module
+    object, so each ``init`` would build a state that jit treats as new (a recompile) and
+    that ``jax.tree.map`` refuses to pair with another state. Equal modules (flax modules
+    hash and compare by their fields) share the first instance seen here instead.
+    """
+    try:
+        return _first_equal_module(module).apply
+    except TypeError:  # an unhashable user module: identity is all we have
+        return module.apply
+
+
+@functools.cache
+def _first_equal_module(module: nn.Module) -> nn.Module:
+    return module
