@@ -186,8 +186,12 @@ def test_jitted_update_compiles_once(agent, setup):
     for i in range(5):
         batch = agent.sample_batch(buffer, jax.random.key(i))
         state, stats = update(state, batch, jax.random.key(100 + i))
-    assert update._cache_size() == 1
     assert np.isfinite(stats["critic_loss"]) and np.isfinite(stats["actor_loss"])
+    # A second `init` gives a state of the same type: same structure, no recompile.
+    fresh = agent.init(jax.random.key(1), OBS_SPACE, ACTION_SPACE, num_envs=4)
+    assert jax.tree_util.tree_structure(fresh) == jax.tree_util.tree_structure(state)
+    update(fresh, agent.sample_batch(buffer, jax.random.key(9)), jax.random.key(10))
+    assert update._cache_size() == 1
 
 
 def test_learning_rate_schedules(setup):
@@ -327,6 +331,9 @@ def test_ou_noise_through_sample_actions_carries_state():
     with pytest.raises(ValueError, match="reset_noise"):
         agent.sample_actions(state, obs[:3], jax.random.key(0))
     agent.sample_actions(state, obs[:3], jax.random.key(0), deterministic=True)
+    # A traced flag builds the noisy branch too; the error says to pass a Python bool.
+    with pytest.raises(ValueError, match="Python bool"):
+        jax.jit(agent.sample_actions)(state, obs[:3], jax.random.key(0), jnp.bool_(True))
     reset = agent.reset_noise(state, (3,))
     assert reset.noise_state.shape == (3, ACTION_DIM) and not np.any(reset.noise_state)
     agent.sample_actions(reset, obs[:3], jax.random.key(0))

@@ -70,12 +70,18 @@ def all_finite(tree) -> bool:
 
 
 def test_update_compiles_once_and_is_reused(compiled):
-    _, state, update = compiled
+    agent, state, update = compiled
     for i in range(3):
         state, stats = update(state, random_rollout(jax.random.key(i)), jax.random.key(10 + i))
-    assert update._cache_size() == 1
     assert int(state.num_updates) == 3
     assert all_finite(stats)
+    # A second `init` (another seed) must give a state of the same type: same tree structure,
+    # so states pair up in tree maps and the compiled update is reused.
+    fresh = agent.init(jax.random.key(1), OBS_SPACE, ACT_SPACE)
+    assert jax.tree_util.tree_structure(fresh) == jax.tree_util.tree_structure(state)
+    jax.tree_util.tree_map(jnp.subtract, fresh.actor.params, state.actor.params)
+    update(fresh, random_rollout(jax.random.key(5)), jax.random.key(6))
+    assert update._cache_size() == 1
 
 
 def test_stats_have_tianshou_fields(compiled):

@@ -49,7 +49,7 @@ from jaxrl.algorithms.npg import ActionSample
 from jaxrl.core.actions import map_action
 from jaxrl.core.polyak import soft_update
 from jaxrl.core.returns import nstep_targets
-from jaxrl.networks import DeterministicActor, QCritic, check_activation
+from jaxrl.networks import DeterministicActor, QCritic, check_activation, stable_apply
 from jaxrl.replay import NStepBatch, ReplayBuffer, Transition
 from jaxrl.rollout import check_dtypes
 from jaxrl.spaces import SpaceSpec, describe_space
@@ -339,7 +339,7 @@ class DDPG(struct.PyTreeNode):
         # Strongly typed counters and learning rates: the state returned by `update` must match
         # this one exactly, or `jax.jit(update)` would compile a second time.
         actor = TrainState.create(
-            apply_fn=actor_module.apply,
+            apply_fn=stable_apply(actor_module),
             params=actor_module.init(actor_key, dummy_obs),
             tx=adam_with_injected_lr(),
         )
@@ -348,7 +348,7 @@ class DDPG(struct.PyTreeNode):
             opt_state=set_learning_rate(actor.opt_state, self.actor_lr),
         )
         critic = TrainState.create(
-            apply_fn=critic_module.apply,
+            apply_fn=stable_apply(critic_module),
             params=critic_module.init(critic_key, dummy_obs, dummy_action),
             tx=adam_with_injected_lr(),
         )
@@ -427,7 +427,16 @@ class DDPG(struct.PyTreeNode):
         noise_state = state.noise_state
         always_deterministic = isinstance(deterministic, bool | np.bool_) and bool(deterministic)
         if self.exploration_noise is not None and not always_deterministic:
-            noise, advanced = self.exploration_noise.sample(key, noise_state, action.shape)
+            try:
+                noise, advanced = self.exploration_noise.sample(key, noise_state, action.shape)
+            except ValueError as error:
+                if isinstance(deterministic, bool | np.bool_):
+                    raise
+                # A traced flag compiles the noisy branch too, so its shapes must agree.
+                raise ValueError(
+                    f"{error}; `deterministic` is a traced array, so the noisy branch is "
+                    "built as well: pass deterministic=True as a Python bool to act without noise"
+                ) from None
             action = jnp.where(deterministic, action, action + noise).astype(action.dtype)
             noise_state = jnp.where(deterministic, noise_state, advanced)
         state = state.replace(noise_state=noise_state)

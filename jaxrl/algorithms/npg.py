@@ -40,7 +40,13 @@ from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.core.returns import gae
 from jaxrl.core.stats import SummaryStats
 from jaxrl.core.trust_region import conjugate_gradient, make_fisher_vector_product
-from jaxrl.networks import CategoricalActor, GaussianActor, ValueCritic, check_activation
+from jaxrl.networks import (
+    CategoricalActor,
+    GaussianActor,
+    ValueCritic,
+    check_activation,
+    stable_apply,
+)
 from jaxrl.rollout import Rollout, check_time_major
 from jaxrl.spaces import SpaceSpec, describe_space
 
@@ -260,7 +266,7 @@ class NPG(struct.PyTreeNode):
         dummy_obs = jnp.zeros((1, *obs_space.shape), jnp.float32)
         critic_tx = adam_with_injected_lr()
         critic = TrainState.create(
-            apply_fn=critic_module.apply,
+            apply_fn=stable_apply(critic_module),
             params=critic_module.init(critic_key, dummy_obs),
             tx=critic_tx,
         )
@@ -271,7 +277,7 @@ class NPG(struct.PyTreeNode):
             opt_state=set_learning_rate(critic.opt_state, self.lr),
         )
         actor = TrainState.create(
-            apply_fn=actor_module.apply,
+            apply_fn=stable_apply(actor_module),
             params=actor_module.init(actor_key, dummy_obs),
             tx=no_optimizer(),
         ).replace(step=jnp.zeros((), jnp.int32))
