@@ -9,6 +9,7 @@ from jaxrl.training.jax_driver import (
     make_env,
     make_train,
     make_train_loop,
+    train_until,
 )
 from jaxrl.training.sharding import initialize_distributed, seed_mesh, train_sharded
 
@@ -24,4 +25,5 @@ __all__ = [
     "make_train_loop",
     "seed_mesh",
     "train_sharded",
+    "train_until",
 ]

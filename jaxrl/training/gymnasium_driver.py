@@ -161,6 +161,7 @@ def train_gymnasium(
     normalize_obs: bool = False,
     env_kwargs: dict[str, Any] | None = None,
     progress: Callable[[dict], None] | None = None,
+    stop: Callable[[float], bool] | None = None,
 ) -> tuple[Any, dict[str, np.ndarray]]:
     """Train NPG, TRPO or DDPG on a gymnasium environment.
 
@@ -173,6 +174,8 @@ def train_gymnasium(
     Args:
       progress: optional callback after each evaluation, given a dict with ``env_steps``,
         ``eval_return``, ``seconds`` and the agent ``state``.
+      stop: optional ``eval_return -> bool`` (Tianshou's ``stop_fn``): the run ends after the
+        first evaluation for which it returns True, e.g. ``lambda r: r >= -250``.
 
     Returns:
       ``(state, metrics)`` with per-collection arrays (``env_steps``, ``train_return``, the
@@ -271,6 +274,8 @@ def train_gymnasium(
                         "state": state,
                     }
                 )
+            if stop is not None and stop(eval_return):
+                break
     envs.close()
     metrics = {
         name: np.asarray([row[name] for row in per_collection]) for name in per_collection[0]

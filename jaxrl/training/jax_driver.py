@@ -22,12 +22,14 @@ Metrics are reduced per update and per evaluation (never stacked per env step).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import gymnax
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.experimental import checkify
 
@@ -351,3 +353,47 @@ def make_train_loop(
         return carry.state, {**per_collection, **per_eval}
 
     return TrainLoop(init_carry, run_period, num_evals, train)
+
+
+def train_until(
+    loop: TrainLoop, keys: Array, stop: Callable[[np.ndarray], bool]
+) -> tuple[Any, dict[str, np.ndarray]]:
+    """Train the seeds ``keys [S]`` together, period by period, until ``stop`` says so.
+
+    Tianshou's trainers end a run as soon as ``stop_fn(test reward)`` holds. This is the same
+    for a batch of seeds: after every evaluation, ``stop(eval_returns)`` is called with the
+    evaluation returns so far, ``[S, periods_so_far]``; the run ends when it returns True or
+    the budget (``loop.num_periods``) is spent. Each period is one compiled call of
+    ``jax.vmap(loop.run_period)``, compiled once.
+
+    Args:
+      loop: from :func:`make_train_loop`.
+      keys: one PRNG key per seed, ``[S]``.
+      stop: ``eval_returns [S, P] -> bool``, e.g. "7 of 8 seeds have reached -250":
+        ``lambda r: (r.max(axis=1) >= -250).sum() >= 7``.
+
+    Returns:
+      ``(final_states, metrics)`` as ``jax.vmap(loop.train)(keys)`` returns them (seed axis
+      first), cut after the period at which ``stop`` returned True.
+    """
+    init, run_period = _vmapped_programs(loop)
+    carry = init(keys)
+    periods: list[dict[str, np.ndarray]] = []
+    for _ in range(loop.num_periods):
+        carry, metrics = run_period(carry)
+        periods.append(jax.device_get(metrics))
+        if stop(np.stack([period["eval/return"] for period in periods], axis=1)):
+            break
+    metrics = {
+        # Per-evaluation scalars stack to [S, P]; per-collection arrays join to [S, P * U].
+        name: np.stack(values, axis=1) if name.startswith("eval/") else np.concatenate(values, 1)
+        for name, values in ((n, [p[n] for p in periods]) for n in periods[0])
+    }
+    return carry.state, metrics
+
+
+@functools.lru_cache(maxsize=16)
+def _vmapped_programs(loop: TrainLoop) -> tuple[Callable, Callable]:
+    """Jitted, vmapped ``init`` and ``run_period`` of a loop, kept so that calling
+    :func:`train_until` again with the same loop reuses the compiled programs."""
+    return jax.jit(jax.vmap(loop.init)), jax.jit(jax.vmap(loop.run_period))

@@ -20,7 +20,13 @@ SMALL = dict(num_envs=2, num_steps=16, total_steps=64, eval_every=64, eval_episo
 def test_trpo_solves_gymnasium_pendulum():
     agent = jaxrl.TRPO(gamma=0.95, max_kl=0.005, return_scaling=True, repeat=2)
     _, metrics = train_gymnasium(
-        agent, "Pendulum-v1", num_envs=16, num_steps=128, total_steps=250_000, eval_every=20_480
+        agent,
+        "Pendulum-v1",
+        num_envs=16,
+        num_steps=128,
+        total_steps=250_000,
+        eval_every=20_480,
+        stop=lambda eval_return: eval_return >= -250,  # Tianshou's stop_fn
     )
     assert metrics["eval/return"].max() >= -250, metrics["eval/return"]
 
@@ -32,6 +38,16 @@ def test_runs_with_observation_normalization_and_reports_metrics():
     assert metrics["eval/env_steps"].tolist() == [64]
     assert np.isfinite(metrics["eval/return"]).all()
     assert int(state.num_updates) == 2
+
+
+def test_stop_ends_the_run_after_the_first_evaluation_it_accepts():
+    agent = jaxrl.NPG(hidden_sizes=(8,))
+    seen = []
+    _, metrics = train_gymnasium(
+        agent, "CartPole-v1", **{**SMALL, "eval_every": 32}, stop=lambda r: seen.append(r) or True
+    )
+    assert metrics["eval/env_steps"].tolist() == [32] and len(seen) == 1
+    assert metrics["env_steps"].tolist() == [32]
 
 
 def test_observation_normalizer_matches_running_statistics():
@@ -83,7 +99,13 @@ def test_ddpg_solves_gymnasium_pendulum():
     """Tianshou's DDPG test settings through the host driver, one seed, 50k env steps."""
     agent = jaxrl.DDPG(n_step_return_horizon=3, batch_size=128, update_per_step=0.125)
     _, metrics = train_gymnasium(
-        agent, "Pendulum-v1", num_envs=8, num_steps=1, total_steps=50_000, eval_every=5_000
+        agent,
+        "Pendulum-v1",
+        num_envs=8,
+        num_steps=1,
+        total_steps=50_000,
+        eval_every=5_000,
+        stop=lambda eval_return: eval_return >= -250,  # Tianshou's stop_fn
     )
     assert metrics["eval/return"].max() >= -250, metrics["eval/return"]
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl.training import TrainConfig, make_env, make_train, make_train_loop
+from jaxrl.training import TrainConfig, make_env, make_train, make_train_loop, train_until
 
 TINY = TrainConfig(num_envs=4, num_steps=32, total_steps=256, eval_every=128, eval_episodes=2)
 TRPO = jaxrl.TRPO(gamma=0.95, max_kl=0.005, return_scaling=True, hidden_sizes=(16, 16))
@@ -64,6 +64,25 @@ def test_period_by_period_equals_whole_run():
         returns.append(metrics["eval/return"])
     np.testing.assert_allclose(np.stack(returns), whole["eval/return"], rtol=1e-5)
     assert run_period._cache_size() == 1
+
+    # train_until: the same periods for a batch of seeds (vmapped: equal up to rounding),
+    # cut after the period at which `stop` first holds.
+    seen = []
+
+    def stop_after_first(eval_returns):
+        seen.append(eval_returns.shape)
+        return True
+
+    _, cut = train_until(loop, jax.random.key(0)[None], stop_after_first)
+    assert seen == [(1, 1)]
+    assert cut["eval/return"].shape == (1, 1)
+    assert cut["env_steps"].tolist() == [whole["env_steps"][: TINY.updates_per_eval].tolist()]
+    np.testing.assert_allclose(cut["eval/return"][0], whole["eval/return"][:1], rtol=1e-3)
+    _, full = train_until(loop, jax.random.key(0)[None], lambda eval_returns: False)
+    assert set(full) == set(whole)
+    for name in whole:
+        assert full[name].shape == (1, *whole[name].shape), name
+    np.testing.assert_allclose(full["eval/return"][0], whole["eval/return"], rtol=1e-3)
 
 
 def test_hyperparameter_sweep_in_one_compile():
@@ -147,8 +166,11 @@ def test_ddpg_solves_pendulum_with_eight_vmapped_seeds():
     config = TrainConfig(
         num_envs=8, num_steps=1, total_steps=100_000, eval_every=5_000, eval_episodes=100
     )
-    _, metrics = jax.jit(jax.vmap(make_train(agent, "Pendulum-v1", config)))(
-        jax.random.split(jax.random.key(0), 8)
+    # Ends once 7 of the 8 seeds have reached -250, as Tianshou's stop_fn would.
+    _, metrics = train_until(
+        make_train_loop(agent, "Pendulum-v1", config),
+        jax.random.split(jax.random.key(0), 8),
+        lambda eval_returns: np.sum(eval_returns.max(axis=1) >= -250) >= 7,
     )
     best = np.asarray(metrics["eval/return"]).max(axis=1)
     assert np.sum(best >= -250) >= 7, f"best evaluation return per seed: {best}"
