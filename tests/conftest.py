@@ -1,12 +1,32 @@
-"""Test-session settings shared by every test file (and the subprocesses tests start)."""
+"""Test-session settings shared by every test file (and the subprocesses tests start).
+
+Set before any test imports jax: XLA and JAX read them once, at start-up.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
-# Tests spend most of their time in XLA's CPU compiler; skipping LLVM's most expensive passes
-# made compile-bound tests ~13% faster here and did not slow the learning runs. Set before any
-# test imports jax (XLA reads the flags once, when its backend starts); subprocesses inherit it.
+import pytest
+
+# Tests spend most of their time in XLA's CPU compiler; skip LLVM's most expensive passes.
 _FLAG = "--xla_llvm_disable_expensive_passes=true"
 if _FLAG not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FLAG}".strip()
+
+# One persistent compilation cache per test run, made by the first process that loads this
+# file (the pytest-xdist controller; its workers inherit the variable) and removed at its end:
+# a program that several test files build (the same agent and configuration) compiles once.
+# Tests that need a fresh compilation switch the cache off around it.
+_CACHE_DIR: str | None = None
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    _CACHE_DIR = tempfile.mkdtemp(prefix="jaxrl-tests-xla-cache-")
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE_DIR
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _CACHE_DIR is not None:
+        shutil.rmtree(_CACHE_DIR, ignore_errors=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from jax.experimental.compilation_cache import compilation_cache
 from reliability_helpers import trees_equal
 
 import jaxrl
@@ -33,8 +34,15 @@ def test_jitted_driver_is_deterministic(name):
     agent, config = AGENTS[name]
     train = jax.jit(make_train(agent, "Pendulum-v1", config))
     first_state, first = train(jax.random.key(7))
-    # A fresh compilation, not a cached result.
-    second_state, second = jax.jit(make_train(agent, "Pendulum-v1", config))(jax.random.key(7))
+    # A fresh compilation, not a cached result: the test session's persistent cache is off
+    # (and reset, since JAX decides once per process whether to use it).
+    jax.config.update("jax_enable_compilation_cache", False)
+    compilation_cache.reset_cache()
+    try:
+        second_state, second = jax.jit(make_train(agent, "Pendulum-v1", config))(jax.random.key(7))
+    finally:
+        jax.config.update("jax_enable_compilation_cache", True)
+        compilation_cache.reset_cache()
     assert trees_equal(first_state, second_state)
     assert_metrics_equal(first, second)
     _, other = train(jax.random.key(8))
