@@ -379,11 +379,12 @@ def _train_jax(
     progress: bool,
     on_setup: Callable[[str], None] | None,
 ) -> TrainResult:
+    from jaxrl.training.jax_driver import vmapped_programs
+
     loop = _jax_loop(config, agent)
     train_config = _train_config(config)
     keys = seed_keys(config)
-    init = jax.jit(jax.vmap(loop.init))
-    run_period = jax.jit(jax.vmap(loop.run_period))
+    init, run_period = vmapped_programs(loop)
     store = CheckpointStore(run_dir.checkpoints)
     restored, meta = _resume_point(store, jax.eval_shape(init, keys), resume)
     carry = _canonical(init(keys) if restored is None else restored)

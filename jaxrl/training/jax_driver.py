@@ -376,7 +376,7 @@ def train_until(
       ``(final_states, metrics)`` as ``jax.vmap(loop.train)(keys)`` returns them (seed axis
       first), cut after the period at which ``stop`` returned True.
     """
-    init, run_period = _vmapped_programs(loop)
+    init, run_period = vmapped_programs(loop)
     carry = init(keys)
     periods: list[dict[str, np.ndarray]] = []
     for _ in range(loop.num_periods):
@@ -384,16 +384,19 @@ def train_until(
         periods.append(jax.device_get(metrics))
         if stop(np.stack([period["eval/return"] for period in periods], axis=1)):
             break
+    # Per-evaluation scalars stack to [S, P]; per-collection arrays join to [S, P * U].
     metrics = {
-        # Per-evaluation scalars stack to [S, P]; per-collection arrays join to [S, P * U].
-        name: np.stack(values, axis=1) if name.startswith("eval/") else np.concatenate(values, 1)
-        for name, values in ((n, [p[n] for p in periods]) for n in periods[0])
+        name: (np.stack if name.startswith("eval/") else np.concatenate)(
+            [period[name] for period in periods], axis=1
+        )
+        for name in periods[0]
     }
     return carry.state, metrics
 
 
 @functools.lru_cache(maxsize=16)
-def _vmapped_programs(loop: TrainLoop) -> tuple[Callable, Callable]:
-    """Jitted, vmapped ``init`` and ``run_period`` of a loop, kept so that calling
-    :func:`train_until` again with the same loop reuses the compiled programs."""
+def vmapped_programs(loop: TrainLoop) -> tuple[Callable, Callable]:
+    """Jitted, seed-vmapped ``init`` and ``run_period`` of a loop, kept so that drivers that
+    run it period by period (:func:`train_until`, the ``jaxrl`` command) reuse the compiled
+    programs for the same loop."""
     return jax.jit(jax.vmap(loop.init)), jax.jit(jax.vmap(loop.run_period))
