@@ -97,7 +97,7 @@ def make_agent(algo: str, total_steps: int, warmup_steps: int) -> Any:
         n_step_return_horizon=1,
         batch_size=256,
         # Tianshou keeps 1e6; a buffer at least as large as the run never overwrites, so it is
-        # the same thing here (and the host driver copies the buffer on every add).
+        # the same thing here, in less memory.
         buffer_size=max(total_steps, 1000),
         warmup_steps=warmup_steps,
         update_per_step=1,

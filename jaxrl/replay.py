@@ -120,8 +120,9 @@ class ReplayBuffer(struct.PyTreeNode):
         data = jax.tree_util.tree_map(
             lambda x: jnp.zeros((int(capacity), *x.shape), x.dtype), example
         )
-        zero = jnp.zeros((), jnp.int32)
-        return cls(data=data, position=zero, size=zero)
+        # Separate arrays for every leaf, so that the buffer can be donated to a jitted call
+        # (XLA refuses one array donated twice).
+        return cls(data=data, position=jnp.zeros((), jnp.int32), size=jnp.zeros((), jnp.int32))
 
     @property
     def capacity(self) -> int:

@@ -99,6 +99,18 @@ def test_extend_equals_repeated_add():
         np.testing.assert_array_equal(a, b)
 
 
+def test_a_new_buffer_can_be_donated():
+    # The host driver donates the buffer to its jitted add-and-learn call so that XLA writes
+    # rows in place; XLA refuses an array donated twice, so no two leaves may share one.
+    history = make_history(np.random.default_rng(2), 5)
+    buffer = ReplayBuffer.create(4, step_of(history, 0))
+    pointers = [leaf.unsafe_buffer_pointer() for leaf in jax.tree_util.tree_leaves(buffer)]
+    assert len(set(pointers)) == len(pointers)
+    segment = Transition(*(history[f] for f in Transition._fields))
+    extended = jax.jit(ReplayBuffer.extend, donate_argnums=0)(buffer, segment)
+    np.testing.assert_array_equal(extended.data.obs, filled_buffer(history, 4).data.obs)
+
+
 def test_buffer_is_a_pytree_inside_scan():
     history = make_history(np.random.default_rng(2), 20)
     segment = Transition(*(history[f] for f in Transition._fields))

@@ -26,6 +26,7 @@ from jaxrl.core.trust_region import (
     conjugate_gradient,
     fisher_vector_product,
     make_fisher_vector_product,
+    make_gauss_newton_vector_product,
 )
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "kl_divergence",
     "log_prob",
     "make_fisher_vector_product",
+    "make_gauss_newton_vector_product",
     "map_action",
     "mode",
     "nstep_targets",

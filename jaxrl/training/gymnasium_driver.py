@@ -187,8 +187,9 @@ def train_gymnasium(
     off_policy = is_off_policy(agent)
     steps_per_collect = num_envs * num_steps
     num_updates = updates_per_collect(agent, steps_per_collect) if off_policy else 1
-    key = jax.random.key(seed)
-    key, init_key = jax.random.split(key)
+    # Per-step keys are folded in from the env-step count inside the jitted calls: no
+    # host-side key splitting (an eager dispatch) on every step.
+    init_key, explore_key, learn_key = jax.random.split(jax.random.key(seed), 3)
     state, buffer = init_agent(
         agent,
         init_key,
@@ -196,23 +197,38 @@ def train_gymnasium(
         describe_space(envs.single_action_space, "action_space"),
         num_envs,
     )
-    explore_jit = jax.jit(lambda state, obs, key, steps: explore(agent, state, obs, key, steps))
-    if off_policy:
-        add = jax.jit(ReplayBuffer.extend)
-        learn = jax.jit(
-            lambda state, buffer, key, steps: off_policy_updates(
-                agent, state, buffer, key, num_updates, steps
-            )
+    explore_jit = jax.jit(
+        lambda state, obs, steps: explore(
+            agent, state, obs, jax.random.fold_in(explore_key, steps), steps
         )
+    )
+    if off_policy:
+        # One call per collection: add the segment, then learn. The buffer is donated, so XLA
+        # writes the new rows in place instead of copying the whole buffer on every env step.
+        def add_and_learn(state, buffer, segment, steps):
+            buffer = buffer.extend(segment)
+            key = jax.random.fold_in(learn_key, steps)
+            state, stats = off_policy_updates(agent, state, buffer, key, num_updates, steps)
+            return state, buffer, mean_stats(stats)
+
+        add_and_learn_jit = jax.jit(add_and_learn, donate_argnums=1)
+        add_only_jit = jax.jit(ReplayBuffer.extend, donate_argnums=0)
     else:
-        update = jax.jit(agent.update)
+
+        def learn(state, rollout, steps):
+            state, stats = agent.update(state, rollout, jax.random.fold_in(learn_key, steps))
+            return state, mean_stats(stats)
+
+        learn_jit = jax.jit(learn)
 
     raw_obs, _ = envs.reset(seed=seed)
     obs = normalizer(raw_obs, update=True)
     episode_return = np.zeros(num_envs)
     num_collections = max(1, total_steps // steps_per_collect)
     collections_per_eval = max(1, round(eval_every / steps_per_collect))
-    per_collection: list[dict[str, float]] = []
+    # Stats stay on the device until the end: fetching them every collection would wait for
+    # each update (a host sync per env step for DDPG).
+    per_collection: list[dict[str, Any]] = []
     per_eval: list[tuple[int, float]] = []
     env_steps = 0
     start = time.perf_counter()
@@ -220,8 +236,7 @@ def train_gymnasium(
         steps: dict[str, list] = {name: [] for name in Rollout._fields}
         finished: list[float] = []
         for _ in range(num_steps):
-            key, act_key = jax.random.split(key)
-            state, sample = explore_jit(state, obs, act_key, env_steps)
+            state, sample = explore_jit(state, obs, env_steps)
             raw_obs, reward, terminated, truncated, final_obs = _checked_step(
                 envs, env_id, env_steps // num_envs, np.asarray(sample.env_action)
             )
@@ -245,15 +260,18 @@ def train_gymnasium(
             obs = next_obs
             env_steps += num_envs
         segment = [np.stack(steps[name]) for name in Rollout._fields]
-        key, learn_key = jax.random.split(key)
-        if off_policy:
-            buffer = add(buffer, Transition(*segment))
-            state, stats = learn(state, buffer, learn_key, env_steps - steps_per_collect)
+        if off_policy and env_steps <= agent.warmup_steps:
+            # Still in DDPG's random warm-up: no update would take effect (Tianshou does not
+            # update before start_timesteps either), so only store the transitions.
+            buffer, stats = add_only_jit(buffer, Transition(*segment)), {}
+        elif off_policy:
+            state, buffer, stats = add_and_learn_jit(
+                state, buffer, Transition(*segment), env_steps - steps_per_collect
+            )
         else:
-            state, stats = update(state, Rollout(*segment), learn_key)
+            state, stats = learn_jit(state, Rollout(*segment), env_steps)
         row = {"env_steps": env_steps, "train_return": np.mean(finished) if finished else np.nan}
-        row.update({name: float(value) for name, value in mean_stats(stats).items()})
-        per_collection.append(row)
+        per_collection.append(row | stats)
         if (collection + 1) % collections_per_eval == 0 or collection == num_collections - 1:
             eval_return = evaluate_gymnasium(
                 agent,
@@ -277,8 +295,11 @@ def train_gymnasium(
             if stop is not None and stop(eval_return):
                 break
     envs.close()
+    per_collection = jax.device_get(per_collection)
     metrics = {
-        name: np.asarray([row[name] for row in per_collection]) for name in per_collection[0]
+        # Collections during DDPG's warm-up ran no update: their stats are NaN.
+        name: np.asarray([float(row.get(name, np.nan)) for row in per_collection])
+        for name in dict.fromkeys(name for row in per_collection for name in row)
     }
     metrics["eval/env_steps"] = np.asarray([s for s, _ in per_eval])
     metrics["eval/return"] = np.asarray([r for _, r in per_eval])

@@ -26,6 +26,7 @@ from jaxrl.core import (
     fisher_vector_product,
     kl_divergence,
     make_fisher_vector_product,
+    make_gauss_newton_vector_product,
 )
 
 
@@ -205,6 +206,42 @@ def test_fisher_vector_products_match_explicit_hessian_eagerly(fisher_problem):
     np.testing.assert_allclose(flatten(undamped), hessian @ vectors_flat[0], rtol=1e-7, atol=1e-9)
     for product, v in zip(applied, vectors_flat, strict=True):
         np.testing.assert_allclose(flatten(product), hessian @ v + 0.05 * v, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("jitted", [True, False], ids=["jit", "eager"])
+def test_gauss_newton_product_equals_the_kl_hessian_at_theta_old(fisher_problem, jitted):
+    # J^T M J v with the KL's Hessian in the distribution parameters: equal to the explicit
+    # Hessian of the mean KL at theta_old (where the algorithms use it), vmappable, damped.
+    kind, theta_old, obs, old, hessian = fisher_problem
+    vectors_flat, vectors = random_vectors(theta_old, 3, seed=4)
+    stacked = jax.tree.map(lambda *xs: np.stack(xs), *vectors)
+    with jax.enable_x64(True):
+
+        def output_kl(dist):
+            return jnp.mean(kl_divergence(old, dist))
+
+        def products(theta, stacked_vectors):
+            product = make_gauss_newton_vector_product(
+                lambda p: policy(kind, p, obs), output_kl, theta, 0.05
+            )
+            undamped = make_gauss_newton_vector_product(
+                lambda p: policy(kind, p, obs), output_kl, theta, 0.0
+            )
+            first = jax.tree.map(lambda x: x[0], stacked_vectors)
+            return jax.vmap(product)(stacked_vectors), undamped(first)
+
+        batched, undamped = (jax.jit(products) if jitted else products)(theta_old, stacked)
+    got = np.stack([flatten(jax.tree.map(lambda x, i=i: x[i], batched)) for i in range(3)])
+    assert all(leaf.dtype == jnp.float64 for leaf in jax.tree.leaves(batched))
+    np.testing.assert_allclose(
+        got, vectors_flat @ hessian.T + 0.05 * vectors_flat, rtol=1e-7, atol=1e-9
+    )
+    np.testing.assert_allclose(flatten(undamped), hessian @ vectors_flat[0], rtol=1e-7, atol=1e-9)
+
+
+def test_gauss_newton_product_rejects_negative_damping():
+    with pytest.raises(ValueError, match="damping"):
+        make_gauss_newton_vector_product(lambda p: p, lambda z: jnp.sum(z**2), jnp.ones(2), -1.0)
 
 
 def test_hessian_at_theta_old_is_the_fisher_matrix(fisher_problem):
