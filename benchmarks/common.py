@@ -177,11 +177,17 @@ def alternate(
 ) -> dict[str, list[float]]:
     """Alternating A/B timing: each repetition runs every contestant once, in turn (the order
     flips every repetition), timing ``calls_per_repetition[name]`` back-to-back calls and
-    recording seconds per call. Each contestant must block until its work is done."""
+    recording seconds per call. Each contestant must block until its work is done. A
+    contestant with a ``reset`` attribute has it called (untimed) before each of its timed
+    blocks, e.g. to restore its initial parameters: hundreds of updates on one synthetic batch
+    would otherwise drive a policy to a degenerate point (Tianshou's NPG to a zero std)."""
     samples: dict[str, list[float]] = {name: [] for name in contestants}
     names = list(contestants)
     for rep in range(repetitions):
         for name in names if rep % 2 == 0 else names[::-1]:
+            reset = getattr(contestants[name], "reset", None)
+            if reset is not None:
+                reset()
             time.sleep(pause)  # let the other framework's worker threads go idle
             calls = calls_per_repetition[name]
             start = time.perf_counter()

@@ -145,6 +145,7 @@ def jaxrl_on_policy(algo: str, shape: dict[str, Any], data: dict) -> tuple[Any, 
         box["state"], stats = compiled(box["state"], rollout, key)
         jax.block_until_ready((box["state"], stats))
 
+    step.reset = lambda: box.update(state=state)  # see common.alternate
     return step, compile_seconds
 
 
@@ -186,6 +187,7 @@ def jaxrl_ddpg(shape: dict[str, Any], data: dict) -> tuple[Any, float]:
         box["state"], stats = compiled(box["state"], buffer, key)
         jax.block_until_ready((box["state"], stats))
 
+    step.reset = lambda: box.update(state=state)  # see common.alternate
     return step, compile_seconds
 
 
@@ -212,7 +214,9 @@ def tianshou_step(algo: str, shape: dict[str, Any], data: dict) -> Any:
         )
         buffer = ts.filled_buffer(data, cfg["num_envs"] * cfg["num_steps"])
         batch_size, repeat = shape["on_policy_batch_size"], cfg["repeat"]
-        return lambda: ts.on_policy_update(algorithm, buffer, batch_size, repeat)
+        return with_reset(
+            lambda: ts.on_policy_update(algorithm, buffer, batch_size, repeat), algorithm
+        )
     cfg = shape["ddpg"]
     algorithm = ts.make_ddpg(
         obs_space,
@@ -222,7 +226,18 @@ def tianshou_step(algo: str, shape: dict[str, Any], data: dict) -> Any:
         n_step=cfg["n_step"],
     )
     buffer = ts.filled_buffer(data, cfg["capacity"])
-    return lambda: ts.off_policy_update(algorithm, buffer, cfg["batch"])
+    return with_reset(lambda: ts.off_policy_update(algorithm, buffer, cfg["batch"]), algorithm)
+
+
+def with_reset(fn: Any, algorithm: Any) -> Any:
+    """``fn`` with a ``reset`` that restores ``algorithm``'s initial parameters (see
+    ``common.alternate``)."""
+    import copy
+
+    initial = copy.deepcopy(algorithm.state_dict())
+    # Tianshou's load_state_dict consumes the dict it is given: hand it a copy each time.
+    fn.reset = lambda: algorithm.load_state_dict(copy.deepcopy(initial))
+    return fn
 
 
 THREAD_NAMES = {1: "tianshou_1thread", 2: "tianshou_2threads"}
@@ -235,6 +250,7 @@ def with_threads(fn: Any, threads: int) -> Any:
         torch.set_num_threads(threads)
         fn()
 
+    run.reset = fn.reset
     return run
 
 

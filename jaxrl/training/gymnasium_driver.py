@@ -179,7 +179,8 @@ def train_gymnasium(
 
     Returns:
       ``(state, metrics)`` with per-collection arrays (``env_steps``, ``train_return``, the
-      agent's stats means) and per-evaluation arrays ``eval/env_steps``, ``eval/return``.
+      agent's stats means; NaN for collections inside DDPG's warm-up, which run no update)
+      and per-evaluation arrays ``eval/env_steps``, ``eval/return``.
     """
     env_kwargs = env_kwargs or {}
     envs = _make_vector_env(env_id, num_envs, env_kwargs)

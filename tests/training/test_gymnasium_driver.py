@@ -94,6 +94,27 @@ def test_unknown_environment_id_is_a_clear_error():
         train_gymnasium(jaxrl.TRPO(), "NoSuchEnv-v0", **SMALL)
 
 
+def test_ddpg_learns_only_after_its_warm_up():
+    # Tianshou collects start_timesteps random steps before its first update: collections
+    # inside the warm-up run no update (their stats are NaN), later ones update every step.
+    agent = jaxrl.DDPG(
+        hidden_sizes=(8,), batch_size=4, buffer_size=64, warmup_steps=8, update_per_step=1.0
+    )
+    state, metrics = train_gymnasium(
+        agent,
+        "Pendulum-v1",
+        num_envs=2,
+        num_steps=2,
+        total_steps=16,
+        eval_every=16,
+        eval_episodes=1,
+    )
+    assert metrics["env_steps"].tolist() == [4, 8, 12, 16]
+    assert np.isnan(metrics["critic_loss"][:2]).all()
+    assert np.isfinite(metrics["critic_loss"][2:]).all()
+    assert int(state.num_updates) == 2 * 4  # update_per_step 1: 4 updates per collection
+
+
 @pytest.mark.slow
 def test_ddpg_solves_gymnasium_pendulum():
     """Tianshou's DDPG test settings through the host driver, one seed, 50k env steps."""
