@@ -215,6 +215,7 @@ def plot(groups: dict, out: Path) -> None:
                 ax.axhline(ref[0], ls="--", lw=1, color=line.get_color())
         ax.set_title(f"{env} (dashed: Tianshou at 1M steps)")
         ax.set_xlabel("env steps")
+        ax.xaxis.set_major_formatter(lambda x, _: f"{x / 1000:g}k")
         ax.set_ylabel("evaluation return")
         ax.legend(fontsize=8)
     save_figure(plt, fig, out / "mujoco_learning.png")
