@@ -81,6 +81,13 @@ def mean_stats(stats: dict[str, Any]) -> dict[str, Array]:
     }
 
 
+def updates_take_effect(agent: Any, env_steps: Any) -> Any:
+    """Whether DDPG's updates after a collection that started at ``env_steps`` take effect:
+    not inside the random warm-up (Tianshou's ``start_timesteps``). Works on Python ints (the
+    host driver skips those updates) and on traced counts (the jitted driver masks them)."""
+    return env_steps >= agent.warmup_steps
+
+
 def off_policy_updates(
     agent: Any, state: Any, buffer: ReplayBuffer, key: Array, num_updates: int, env_steps: Array
 ) -> tuple[Any, dict[str, Array]]:
@@ -91,7 +98,7 @@ def off_policy_updates(
         batch_key, step_key = jax.random.split(update_key)
         new_state, stats = agent.update(state, agent.sample_batch(buffer, batch_key), step_key)
         if agent.warmup_steps > 0:
-            learning = env_steps >= agent.warmup_steps
+            learning = updates_take_effect(agent, env_steps)
             new_state = jax.tree_util.tree_map(
                 lambda n, o: jnp.where(learning, n, o), new_state, state
             )

@@ -39,6 +39,7 @@ from jaxrl.training.agent_steps import (
     off_policy_updates,
     policy_action,
     updates_per_collect,
+    updates_take_effect,
 )
 
 OBS_CLIP = 10.0
@@ -261,13 +262,14 @@ def train_gymnasium(
             obs = next_obs
             env_steps += num_envs
         segment = [np.stack(steps[name]) for name in Rollout._fields]
-        if off_policy and env_steps <= agent.warmup_steps:
-            # Still in DDPG's random warm-up: no update would take effect (Tianshou does not
-            # update before start_timesteps either), so only store the transitions.
+        collection_start = env_steps - steps_per_collect
+        if off_policy and not updates_take_effect(agent, collection_start):
+            # Still in DDPG's random warm-up: no update would take effect, so only store the
+            # transitions instead of computing updates that the jitted mask would discard.
             buffer, stats = add_only_jit(buffer, Transition(*segment)), {}
         elif off_policy:
             state, buffer, stats = add_and_learn_jit(
-                state, buffer, Transition(*segment), env_steps - steps_per_collect
+                state, buffer, Transition(*segment), collection_start
             )
         else:
             state, stats = learn_jit(state, Rollout(*segment), env_steps)
