@@ -1,15 +1,16 @@
 """Learning quality on MuJoCo through jaxrl's gymnasium host driver, against Tianshou's table.
 
 TRPO, NPG and DDPG with the settings of Tianshou's ``examples/mujoco/mujoco_{trpo,npg,ddpg}.py``
-(see ``SETTINGS``), trained by :func:`jaxrl.training.gymnasium_driver.train_gymnasium` on
-gymnasium MuJoCo environments (``pip install -e ".[bench]"`` or ``.[mujoco]``). Each run appends
-one JSON line to ``mujoco_learning.jsonl`` as it finishes, so a long sweep can be stopped and
-summarized later (``--summarize``). Tianshou's published numbers (1M env steps, 10 seeds, max
-over training of the mean test return) are in ``TIANSHOU_1M``; the budget used here is smaller
-and is printed next to every number.
+(jaxrl's ``mujoco`` preset), trained by :func:`jaxrl.training.gymnasium_driver.train_gymnasium`
+with all seeds of an (algorithm, environment) vmapped in one process, on EnvPool when it is
+installed (``pip install -e ".[envpool,mujoco]"``). Each group appends one JSON line per seed
+to ``mujoco_learning.jsonl`` as it finishes, and groups already there are skipped, so a long
+sweep can be stopped, resumed and summarized later (``--summarize``). Tianshou's published
+numbers (1M env steps, 10 seeds, max over training of the mean test return) are in
+``TIANSHOU_1M``.
 
-    python benchmarks/mujoco_learning.py --algos trpo npg --envs Hopper-v5 HalfCheetah-v5 \
-        --seeds 0 1 2 --total-steps 200000
+    python benchmarks/mujoco_learning.py --algos trpo npg \
+        --envs Hopper-v5 HalfCheetah-v5 Walker2d-v5 --seeds 0 1 2 --total-steps 1000000
     python benchmarks/mujoco_learning.py --summarize      # table and plot from the JSONL
     python benchmarks/mujoco_learning.py --quick          # CI smoke run (Pendulum if no MuJoCo)
 """
@@ -17,7 +18,6 @@ and is printed next to every number.
 from __future__ import annotations
 
 import json
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -37,8 +37,6 @@ from common import (
     write_json,
 )
 
-import jaxrl
-from jaxrl.algorithms.ddpg import GaussianNoise
 from jaxrl.training.gymnasium_driver import train_gymnasium
 
 # Tianshou examples/mujoco README (1M steps, 10 seeds, max of the mean test return); for the
@@ -54,100 +52,94 @@ TIANSHOU_1M: dict[str, dict[str, tuple[float, float]]] = {
     "InvertedPendulum": {"trpo": (1000, 0), "npg": (1000, 0), "ddpg": (1000, 0)},
 }
 
-SETTINGS = {
-    # mujoco_trpo.py / mujoco_npg.py: 16 envs, 1024 steps per collect, full batch, repeat 1.
-    "on_policy": dict(num_envs=16, num_steps=64, normalize_obs=True),
-    # mujoco_ddpg.py: 1 env, 1 step per collect, 1 update per step.
-    "ddpg": dict(num_envs=1, num_steps=1, normalize_obs=False),
-}
 
+def make_config(algo: str, env_id: str, seeds: list[int], total_steps: int, args: Any) -> Any:
+    """The run: Tianshou's MuJoCo example settings as jaxrl's ``mujoco`` preset
+    (:mod:`jaxrl.algorithms.presets`), all ``seeds`` vmapped in one host-driver process."""
+    from jaxrl.algorithms.presets import get_preset
+    from jaxrl.io.config import RunConfig, hyperparameters
 
-def make_agent(algo: str, total_steps: int, warmup_steps: int) -> Any:
-    if algo in ("npg", "trpo"):
-        steps_per_update = SETTINGS["on_policy"]["num_envs"] * SETTINGS["on_policy"]["num_steps"]
-        num_updates = max(1, total_steps // steps_per_update)
-        common = dict(
-            gamma=0.99,
-            gae_lambda=0.95,
-            lr=1e-3,
-            # Tianshou's linear decay of the critic learning rate over the whole run.
-            lr_schedule=lambda n: 1.0 - n / num_updates,
-            return_scaling=True,
-            advantage_normalization=True,
-            optim_critic_iters=20,
-            repeat=1,
-            batch_size=None,
-            hidden_sizes=(64, 64),
-            activation="tanh",
-            init_gain=math.sqrt(2),
-            actor_output_scale=0.01,
-            log_std_init=-0.5,
-            action_bound_method="clip",
-        )
-        if algo == "npg":
-            return jaxrl.NPG(trust_region_size=0.1, **common)
-        return jaxrl.TRPO(max_kl=0.01, backtrack_coeff=0.8, max_backtracks=10, **common)
-    return jaxrl.DDPG(
-        hidden_sizes=(256, 256),
-        actor_lr=1e-3,
-        critic_lr=1e-3,
-        gamma=0.99,
-        tau=0.005,
-        exploration_noise=GaussianNoise(sigma=0.1),
-        n_step_return_horizon=1,
-        batch_size=256,
-        # Tianshou keeps 1e6; a buffer at least as large as the run never overwrites, so it is
-        # the same thing here, in less memory.
-        buffer_size=max(total_steps, 1000),
-        warmup_steps=warmup_steps,
-        update_per_step=1,
+    preset = get_preset("mujoco")
+    run = preset.for_algo(algo)[1]
+    hyper = {spec.name: spec.default for spec in hyperparameters(algo, "mujoco")}
+    if algo == "ddpg":
+        hyper["warmup_steps"] = min(args.warmup_steps, total_steps // 2)
+        # Tianshou keeps 1e6; a buffer at least as large as the run never overwrites, so it
+        # is the same thing here, in less memory.
+        hyper["buffer_size"] = max(min(total_steps, 1_000_000), 1000)
+    return RunConfig(
+        algo=algo,
+        env=env_id,
+        backend="gymnasium",
+        num_envs=run["num_envs"],
+        num_steps=run["num_steps"],
+        total_steps=total_steps,
+        eval_every=args.eval_every or run["eval_every"],
+        eval_episodes=args.eval_episodes,
+        seed=seeds[0],
+        num_seeds=len(seeds),
+        checkpoint_every=0,
+        hyperparameters=hyper,
+        preset="mujoco",
+        normalize_obs=run["normalize_obs"],
+        env_backend=args.env_backend,
     )
 
 
-def run_one(
-    algo: str,
-    env_id: str,
-    seed: int,
-    total_steps: int,
-    eval_every: int,
-    eval_episodes: int,
-    warmup_steps: int,
-) -> dict[str, Any]:
-    agent = make_agent(algo, total_steps, warmup_steps)
-    settings = SETTINGS["ddpg" if algo == "ddpg" else "on_policy"]
+def run_group(
+    algo: str, env_id: str, seeds: list[int], total_steps: int, args: Any
+) -> list[dict[str, Any]]:
+    """Train ``seeds`` together (one vmapped host-driver run); one record per seed."""
+    config = make_config(algo, env_id, seeds, total_steps, args)
+    agent = config.make_agent()
     start = time.perf_counter()
 
     def progress(info: dict) -> None:
+        returns = " ".join(f"{r:8.1f}" for r in info["eval_returns"])
         print(
-            f"  {algo} {env_id} seed {seed}: {info['env_steps']:>8,d} steps "
-            f"{info['seconds']:7.1f}s  eval return {info['eval_return']:9.1f}",
+            f"  {algo} {env_id} seeds {seeds[0]}-{seeds[-1]}: {info['env_steps']:>9,d} steps "
+            f"{info['seconds']:7.1f}s  eval returns {returns}",
             flush=True,
         )
 
     _, metrics = train_gymnasium(
         agent,
         env_id,
+        num_envs=config.num_envs,
+        num_steps=config.num_steps,
         total_steps=total_steps,
-        eval_every=eval_every,
-        eval_episodes=eval_episodes,
-        seed=seed,
+        eval_every=config.eval_every,
+        eval_episodes=config.eval_episodes,
+        seed=seeds[0],
+        num_seeds=len(seeds),
+        normalize_obs=config.normalize_obs,
+        env_backend=args.env_backend,
         progress=progress,
-        **settings,
     )
-    returns = np.asarray(metrics["eval/return"], float)
-    return {
-        "algo": algo,
-        "env": env_id,
-        "seed": seed,
-        "total_steps": int(metrics["eval/env_steps"][-1]),
-        "warmup_steps": warmup_steps if algo == "ddpg" else 0,
-        "seconds": time.perf_counter() - start,
-        "eval_env_steps": np.asarray(metrics["eval/env_steps"]).tolist(),
-        "eval_return": returns.tolist(),
-        "final_return": float(returns[-1]),
-        "best_return": float(returns.max()),
-        "loadavg_end": loadavg(),
-    }
+    seconds = time.perf_counter() - start
+    steps = np.asarray(metrics["eval/env_steps"][0])
+    records = []
+    for index, seed in enumerate(seeds):
+        returns = np.asarray(metrics["eval/return"][index], float)
+        records.append(
+            {
+                "algo": algo,
+                "env": env_id,
+                "seed": seed,
+                "total_steps": int(steps[-1]),
+                "warmup_steps": config.hyperparameters.get("warmup_steps", 0),
+                "seconds": seconds,
+                "seeds_in_process": len(seeds),
+                "env_steps_per_second": len(seeds) * int(steps[-1]) / seconds,
+                "env_backend": args.env_backend,
+                "eval_env_steps": steps.tolist(),
+                "eval_return": returns.tolist(),
+                "final_return": float(returns[-1]),
+                "best_return": float(returns.max()),
+                "loadavg_end": loadavg(),
+            }
+        )
+    return records
 
 
 def summarize(records: list[dict[str, Any]], out: Path) -> str:
@@ -164,6 +156,7 @@ def summarize(records: list[dict[str, Any]], out: Path) -> str:
         base = env.split("-")[0]
         ref = TIANSHOU_1M.get(base, {}).get(algo)
         minutes = np.mean([r["seconds"] for r in runs]) / 60
+        rate = np.mean([r.get("env_steps_per_second", np.nan) for r in runs])
         rows.append(
             [
                 env,
@@ -175,6 +168,7 @@ def summarize(records: list[dict[str, Any]], out: Path) -> str:
                 f"{final.mean():.0f} +- {final.std():.0f}",
                 f"{ref[0]:g} +- {ref[1]:g}" if ref else "-",
                 f"{minutes:.1f}",
+                f"{rate:,.0f}" if np.isfinite(rate) else "-",
             ]
         )
     table = markdown_table(
@@ -188,6 +182,7 @@ def summarize(records: list[dict[str, Any]], out: Path) -> str:
             "jaxrl final (mean +- std)",
             "Tianshou 1M steps, 10 seeds",
             "minutes / run",
+            "env steps/s (all seeds)",
         ],
         rows,
     )
@@ -226,17 +221,18 @@ def main() -> None:
     parser.add_argument("--algos", nargs="+", default=None, help="default: trpo npg ddpg")
     parser.add_argument("--envs", nargs="+", default=["Hopper-v5", "HalfCheetah-v5"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--total-steps", type=int, default=200_000)
+    parser.add_argument("--total-steps", type=int, default=1_000_000)
     parser.add_argument("--ddpg-total-steps", type=int, default=None, help="DDPG's own budget")
     parser.add_argument("--warmup-steps", type=int, default=25_000, help="DDPG random steps")
-    parser.add_argument("--eval-every", type=int, default=20_480)
+    parser.add_argument("--eval-every", type=int, default=None, help="default: the preset's")
+    parser.add_argument("--env-backend", default="auto", choices=["auto", "gymnasium", "envpool"])
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--summarize", action="store_true", help="only summarize the JSONL")
     args = parser.parse_args()
     if args.algos is None:
         args.algos = ["trpo", "ddpg"] if args.quick else ["trpo", "npg", "ddpg"]
     if args.quick:
-        args.seeds, args.total_steps, args.ddpg_total_steps = [0], 2048, 300
+        args.seeds, args.total_steps, args.ddpg_total_steps = [0], 2048, 1024
         args.warmup_steps, args.eval_every, args.eval_episodes = 100, 1024, 2
         if not mujoco_available():
             print("MuJoCo is not installed: the quick run uses gymnasium's Pendulum-v1 instead.")
@@ -250,26 +246,34 @@ def main() -> None:
             log_path.unlink(missing_ok=True)
         info = machine_info()
         print_machine(info)
+        done = set()
+        if log_path.exists():  # resumable: groups already in the JSONL are skipped
+            for line in log_path.read_text().splitlines():
+                if line.strip():
+                    r = json.loads(line)
+                    done.add((r["algo"], r["env"], r["seed"], r["total_steps"]))
         for env_id in args.envs:
             for algo in args.algos:
                 steps = args.ddpg_total_steps if algo == "ddpg" else None
                 steps = steps or args.total_steps
-                for seed in args.seeds:
-                    record = run_one(
-                        algo,
-                        env_id,
-                        seed,
-                        steps,
-                        args.eval_every,
-                        args.eval_episodes,
-                        min(args.warmup_steps, steps // 2),
-                    )
+                config = make_config(algo, env_id, args.seeds, steps, args)
+                from jaxrl.training.periods import RunLayout
+
+                taken = RunLayout.of(
+                    config.num_envs, config.num_steps, steps, config.eval_every
+                ).total_steps
+                if all((algo, env_id, seed, taken) in done for seed in args.seeds):
+                    print(f"{algo} {env_id} seeds {args.seeds} at {taken:,} steps: in the log")
+                    continue
+                for record in run_group(algo, env_id, args.seeds, steps, args):
                     record["command"] = command_line()
                     with log_path.open("a") as f:
                         f.write(json.dumps(record) + "\n")
                     print(
-                        f"{algo} {env_id} seed {seed}: final {record['final_return']:.1f}, "
-                        f"best {record['best_return']:.1f}, {record['seconds']:.0f}s",
+                        f"{algo} {env_id} seed {record['seed']}: final "
+                        f"{record['final_return']:.1f}, best {record['best_return']:.1f}, "
+                        f"{record['seconds']:.0f}s, {record['env_steps_per_second']:,.0f} "
+                        "env steps/s",
                         flush=True,
                     )
         write_json(out / "mujoco_machine.json", {**info, "loadavg_end": loadavg()})

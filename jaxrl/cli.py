@@ -87,10 +87,10 @@ class PlotCommand:
     ] = "std"
 
 
-def _run_fields(algo: str) -> list[tuple[str, Any, Any, str]]:
-    from jaxrl.io.config import RUN_DEFAULTS
+def _run_fields(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
+    from jaxrl.io.config import run_defaults
 
-    defaults = RUN_DEFAULTS[algo]
+    defaults = run_defaults(algo, preset)
     return [
         (
             "env",
@@ -99,17 +99,31 @@ def _run_fields(algo: str) -> list[tuple[str, Any, Any, str]]:
             "environment id: gymnax ids run in the jitted driver, other gymnasium ids on the host",
         ),
         (
+            "preset",
+            str | None,
+            None,
+            "default settings: mujoco (Tianshou's MuJoCo examples), pendulum (Tianshou's "
+            "Pendulum tests) or default; None: chosen from --env (in force: " + preset + ")",
+        ),
+        (
             "backend",
             Literal["auto", "jax", "gymnasium"],
             "auto",
-            "driver: auto uses jax for gymnax ids and gymnasium for the rest",
+            "driver: auto uses jax for gymnax ids and the host driver (gymnasium) for the rest",
+        ),
+        (
+            "env_backend",
+            Literal["auto", "gymnasium", "envpool"],
+            "auto",
+            "host environments: auto uses EnvPool for the ids it has when installed, "
+            "gymnasium's vector env otherwise (naming one uses the host driver)",
         ),
         (
             "num_seeds",
             int | None,
             None,
-            "seeds trained together; None: 4 on JAX environments (vmapped in one program), "
-            "1 on gymnasium",
+            "seeds trained together in one vmapped program; None: 4 on JAX environments, "
+            "1 on host environments",
         ),
         ("seed", int, 0, "base seed: the seeds are jax.random.split(key(seed), num_seeds)"),
         ("total_steps", int, defaults["total_steps"], "env-step budget per seed"),
@@ -126,12 +140,24 @@ def _run_fields(algo: str) -> list[tuple[str, Any, Any, str]]:
             defaults["eval_every"],
             "env steps between evaluations (one evaluation period)",
         ),
-        ("eval_episodes", int, 10, "episodes per evaluation"),
+        ("eval_episodes", int, defaults["eval_episodes"], "episodes per evaluation"),
+        (
+            "normalize_obs",
+            bool,
+            defaults["normalize_obs"],
+            "running observation normalization (Tianshou's MuJoCo setting; clipped to +-10)",
+        ),
         (
             "checkpoint_every",
             int,
             1,
             "evaluation periods between checkpoints (0: only at the end)",
+        ),
+        (
+            "checkpoint_buffer",
+            bool,
+            True,
+            "host runs: checkpoints hold the replay buffer (exact off-policy resume; large)",
         ),
         ("run_dir", str | None, None, "run directory; None: runs/ALGO-ENV-DATE-TIME"),
         ("resume", str | None, None, "continue the run in this directory from its last checkpoint"),
@@ -147,14 +173,17 @@ def _run_fields(algo: str) -> list[tuple[str, Any, Any, str]]:
 _METAVARS = {"run_dir": "RUN_DIR", "resume": "RUN_DIR"}
 
 
-def _train_command_type(algo: str) -> type:
+def _train_command_type(algo: str, preset: str) -> type:
     """``jaxrl train ALGO``'s options: the run settings and every hyperparameter of the
-    algorithm (a dataclass built from the algorithm's fields)."""
+    algorithm (a dataclass built from the algorithm's fields), with the defaults of
+    ``preset``."""
+    from jaxrl.algorithms.presets import get_preset
     from jaxrl.io.config import hyperparameters
 
     name = algo.upper()
+    description = get_preset(preset).description
     hyper_fields = []
-    for spec in hyperparameters(algo):
+    for spec in hyperparameters(algo, preset):
         help_text = spec.help
         if spec.aliases:
             help_text += " (1.x: " + ", ".join("--" + a.replace("_", "-") for a in spec.aliases)
@@ -167,9 +196,7 @@ def _train_command_type(algo: str) -> type:
             )
         )
     hyper = dataclasses.make_dataclass(f"{name}Hyperparameters", hyper_fields, frozen=True)
-    hyper.__doc__ = (
-        f"{name} hyperparameters: Tianshou 2.x names, defaults from Tianshou's Pendulum test"
-    )
+    hyper.__doc__ = f"{name} hyperparameters: Tianshou 2.x names, defaults of preset {preset}"
     run_fields = [
         (
             field_name,
@@ -182,7 +209,7 @@ def _train_command_type(algo: str) -> type:
             ],
             dataclasses.field(default=default),
         )
-        for field_name, kind, default, help_text in _run_fields(algo)
+        for field_name, kind, default, help_text in _run_fields(algo, preset)
     ]
     run_fields.append(
         (
@@ -192,16 +219,16 @@ def _train_command_type(algo: str) -> type:
         )
     )
     command = dataclasses.make_dataclass(f"Train{name}", run_fields, frozen=True)
-    command.__doc__ = f"Train {ALGORITHM_TITLES[algo]}; defaults: Tianshou's tuned settings."
+    command.__doc__ = f"Train {ALGORITHM_TITLES[algo]}; defaults: preset {preset} ({description})."
     command.algo = algo
     return command
 
 
-def _command_type() -> Any:
+def _command_type(preset: str) -> Any:
     """The whole command line as a tyro type: subcommands train ALGO, evaluate, plot."""
     train = Union[  # noqa: UP007 (tyro reads the subcommands from a typing.Union)
         tuple(
-            Annotated[_train_command_type(a), tyro.conf.subcommand(a, prefix_name=False)]
+            Annotated[_train_command_type(a, preset), tyro.conf.subcommand(a, prefix_name=False)]
             for a in ALGORITHM_NAMES
         )
     ]
@@ -237,7 +264,7 @@ def _known_flags(argv: list[str]) -> list[str]:
     if len(argv) >= 2 and argv[0] == "train" and argv[1] in ALGORITHM_NAMES:
         from jaxrl.io.config import hyperparameters
 
-        names = [f[0] for f in _run_fields(argv[1])]
+        names = [f[0] for f in _run_fields(argv[1], "default")]
         names += [h.name for h in hyperparameters(argv[1])]
         return ["--" + n.replace("_", "-") for n in names]
     return []
@@ -324,6 +351,36 @@ def _rewrite_aliases(argv: list[str]) -> list[str]:
     return rewritten
 
 
+def _option_value(argv: list[str], option: str) -> str | None:
+    """The value written for ``option`` (``--env X`` or ``--env=X``; the last one wins)."""
+    value = None
+    for index, token in enumerate(argv):
+        if token == option and index + 1 < len(argv):
+            value = argv[index + 1]
+        elif token.startswith(option + "="):
+            value = token.split("=", 1)[1]
+    return value
+
+
+def preset_in_force(argv: list[str]) -> str:
+    """The preset whose defaults the command line gets: ``--preset NAME``, else the one
+    :func:`jaxrl.algorithms.presets.preset_for_env` picks for ``--env`` (Pendulum-v1 when
+    none is given).
+
+    Raises:
+      UsageError: an unknown preset name.
+    """
+    from jaxrl.algorithms.presets import get_preset, preset_for_env
+
+    name = _option_value(argv, "--preset")
+    if name is None or name == "None":
+        return preset_for_env(_option_value(argv, "--env") or "Pendulum-v1")
+    try:
+        return get_preset(name).name
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
 def parse(argv: list[str]) -> Any:
     """Parse ``argv`` (without the program name) into a command object.
 
@@ -333,7 +390,7 @@ def parse(argv: list[str]) -> Any:
     """
     _precheck(argv)
     argv = _rewrite_aliases(argv)
-    command_type = _command_type()
+    command_type = _command_type(preset_in_force(argv))
 
     def on_error(event: Any) -> None:
         raise UsageError(_parse_error_message(event, argv))
@@ -381,6 +438,8 @@ def _enable_compilation_cache() -> None:
 
 def _check_positive(values: dict[str, Any]) -> None:
     for name in ("total_steps", "num_envs", "num_steps", "eval_every", "eval_episodes"):
+        if values[name] is None:
+            continue
         if values[name] < 1:
             flag = "--" + name.replace("_", "-")
             raise UsageError(f"{flag} must be a positive integer, got {values[name]}")
@@ -393,6 +452,7 @@ def _check_positive(values: dict[str, Any]) -> None:
 
 def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     """The run's configuration and directory (created or opened), and whether to resume."""
+    from jaxrl.envs import resolve_env_backend
     from jaxrl.io.config import DEFAULT_NUM_SEEDS, RunConfig
     from jaxrl.io.run_dir import RunDir, default_run_path
     from jaxrl.io.runner import check_config, resolve_backend
@@ -400,6 +460,7 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     algo = type(args).algo
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
     hyper = dataclasses.asdict(values.pop("hyperparameters"))
+    preset = preset_in_force(argv)
     _check_positive(values)
     if values["resume"] is not None:
         run_dir = RunDir.open(values["resume"])
@@ -415,13 +476,14 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
             **saved.hyperparameters,
             "env": saved.env,
             "backend": saved.backend,
+            "preset": saved.preset,
         }
         wanted = {**values, **hyper}
         for name in sorted(given & set(current)):
             new, old = wanted[name], current[name]
             if isinstance(new, tuple):
                 new = list(new)
-            if name == "backend" and new == "auto":
+            if name in ("backend", "env_backend") and new == "auto":
                 continue
             if new != old and name not in RESUME_OVERRIDES:
                 allowed = ", ".join("--" + o.replace("_", "-") for o in RESUME_OVERRIDES)
@@ -434,15 +496,26 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
         )
         check_config(config)
         return config, run_dir, True
-    backend = resolve_backend(values["env"], values["backend"])
+    host_backend = values["env_backend"] != "auto"
+    backend = resolve_backend(values["env"], "gymnasium" if host_backend else values["backend"])
+    if host_backend and values["backend"] == "jax":
+        raise UsageError(
+            f"--env-backend {values['env_backend']} runs host environments: it cannot be "
+            "combined with --backend jax"
+        )
+    env_backend = "auto"
+    if backend == "gymnasium":
+        env_backend = resolve_env_backend(values["env"], values["env_backend"])
     num_seeds = values["num_seeds"] or DEFAULT_NUM_SEEDS[backend]
+    fixed = {"num_seeds": num_seeds, "env_backend": env_backend}
     config = RunConfig(
         algo=algo,
         env=values["env"],
         backend=backend,
         hyperparameters=hyper,
-        num_seeds=num_seeds,
-        **{name: values[name] for name in RunConfig.RUN_FIELDS if name != "num_seeds"},
+        preset=preset,
+        **fixed,
+        **{name: values[name] for name in RunConfig.RUN_FIELDS if name not in fixed},
     )
     check_config(config)
     path = values["run_dir"] or default_run_path(algo, values["env"])

@@ -16,6 +16,10 @@ _FLAG = "--xla_llvm_disable_expensive_passes=true"
 if _FLAG not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FLAG}".strip()
 
+# Float comparisons must not depend on a backend's default matmul precision (GPUs use TF32):
+# the suite computes float32 matmuls in float32 on every backend (a no-op on CPU).
+os.environ.setdefault("JAX_DEFAULT_MATMUL_PRECISION", "float32")
+
 # One persistent compilation cache per test run, made by the first process that loads this
 # file (the pytest-xdist controller; its workers inherit the variable) and removed at its end:
 # a program that several test files build (the same agent and configuration) compiles once.

@@ -15,7 +15,7 @@ from jaxrl.core.distributions import (
     mode,
     sample,
 )
-from jaxrl.core.normalization import RunningMeanStd
+from jaxrl.core.normalization import RunningMeanStd, normalize_observations
 from jaxrl.core.polyak import soft_update
 from jaxrl.core.returns import GAEResult, gae, nstep_targets
 from jaxrl.core.stats import SummaryStats
@@ -50,6 +50,7 @@ __all__ = [
     "make_gauss_newton_vector_product",
     "map_action",
     "mode",
+    "normalize_observations",
     "nstep_targets",
     "sample",
     "scale_action",

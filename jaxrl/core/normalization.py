@@ -6,9 +6,14 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 Array = jax.Array
+
+# Tianshou's observation normalization (``VectorEnvNormObs``): float32 epsilon, clip to +-10.
+OBS_EPS = float(np.finfo(np.float32).eps)
+OBS_CLIP = 10.0
 
 
 class RunningMeanStd(struct.PyTreeNode):
@@ -82,3 +87,22 @@ class RunningMeanStd(struct.PyTreeNode):
         """``(x - mean) / sqrt(var + epsilon)``, optionally clipped to ``[-clip, clip]``."""
         normalized = (x - self.mean) / jnp.sqrt(self.var + epsilon)
         return normalized if clip is None else jnp.clip(normalized, -clip, clip)
+
+
+def normalize_observations(
+    stats: RunningMeanStd | None, obs: Array, update: bool
+) -> tuple[RunningMeanStd | None, Array]:
+    """Tianshou's observation normalization as a pure function: ``(stats', normalized)``.
+
+    With ``update`` the batch ``obs [..., *obs_shape]`` is merged into ``stats`` first
+    (training observations); without it the statistics are frozen (evaluation, and final
+    observations that the statistics have already seen). Normalized observations are
+    ``clip((obs - mean) / sqrt(var + eps), -10, 10)`` in float32, ``eps`` float32's
+    epsilon. ``stats=None`` means no normalization: ``obs`` is returned as float32.
+    """
+    obs = jnp.asarray(obs, jnp.float32)
+    if stats is None:
+        return None, obs
+    if update:
+        stats = stats.update(obs)
+    return stats, stats.normalize(obs, OBS_EPS, OBS_CLIP)

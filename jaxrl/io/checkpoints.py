@@ -63,13 +63,17 @@ def encode(tree: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 def _abstract(tree: Any) -> tuple[dict[str, Any], list[Any], Any]:
     """Abstract flat dict (ShapeDtypeStruct leaves, keys as key data) of a template tree."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
+    # Restore onto this process's default device, whatever device wrote the checkpoint
+    # (without a sharding orbax reuses the saved one, e.g. cpu:0, absent on a GPU machine).
+    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
     flat = {}
     for index, leaf in enumerate(leaves):
         if _is_key(leaf):
             data = jax.eval_shape(jax.random.key_data, leaf)
-            flat[f"{index:05d}"] = jax.ShapeDtypeStruct(data.shape, data.dtype)
+            shape, dtype = data.shape, data.dtype
         else:
-            flat[f"{index:05d}"] = jax.ShapeDtypeStruct(np.shape(leaf), leaf.dtype)
+            shape, dtype = np.shape(leaf), leaf.dtype
+        flat[f"{index:05d}"] = jax.ShapeDtypeStruct(shape, dtype, sharding=device)
     return flat, leaves, treedef
 
 

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import jax.numpy as jnp
 
 from jaxrl.algorithms import DDPG, NPG, TRPO, GaussianNoise, OUNoise
+from jaxrl.algorithms.presets import get_preset
 from jaxrl.networks import ACTIVATIONS
 
 ALGORITHMS: dict[str, type] = {"ddpg": DDPG, "npg": NPG, "trpo": TRPO}
@@ -32,34 +33,8 @@ ALGORITHMS: dict[str, type] = {"ddpg": DDPG, "npg": NPG, "trpo": TRPO}
 
 Backend = Literal["jax", "gymnasium"]
 
-# Tianshou's tuned Pendulum-v1 test settings (test/continuous/test_{npg,trpo,ddpg}.py).
-ALGORITHM_DEFAULTS: dict[str, dict[str, Any]] = {
-    "npg": {
-        "gamma": 0.95,
-        "lr": 1e-3,
-        "return_scaling": True,
-        "repeat": 2,
-        "trust_region_size": 0.5,
-        "deterministic_eval": True,
-    },
-    "trpo": {"gamma": 0.95, "lr": 1e-3, "return_scaling": True, "repeat": 2, "max_kl": 0.005},
-    "ddpg": {
-        "n_step_return_horizon": 3,
-        "batch_size": 128,
-        "actor_lr": 1e-4,
-        "critic_lr": 1e-3,
-        "exploration_noise": "gaussian:0.1",
-        "hidden_sizes": (128, 128),
-    },
-}
-
-# Run shapes: Tianshou's collection sizes, and budgets that finish in a few minutes on a
-# 2-core CPU with 4 seeds in one program.
-RUN_DEFAULTS: dict[str, dict[str, int]] = {
-    "npg": {"num_envs": 16, "num_steps": 128, "total_steps": 150_000, "eval_every": 20_480},
-    "trpo": {"num_envs": 16, "num_steps": 128, "total_steps": 150_000, "eval_every": 20_480},
-    "ddpg": {"num_envs": 8, "num_steps": 1, "total_steps": 50_000, "eval_every": 5_000},
-}
+# Defaults come from presets (:mod:`jaxrl.algorithms.presets`); the environment picks one.
+DEFAULT_PRESET = "pendulum"
 DEFAULT_NUM_SEEDS: dict[str, int] = {"jax": 4, "gymnasium": 1}
 
 # Fields that hold Python objects (networks): set them from Python, not the command line.
@@ -157,15 +132,22 @@ def _cli_type(hint: Any) -> Any:
     raise TypeError(f"no command-line type for {hint!r}")
 
 
-def hyperparameters(algo: str) -> list[Hyperparameter]:
-    """The command-line hyperparameters of ``algo`` (``"npg"``, ``"trpo"``, ``"ddpg"``)."""
+def run_defaults(algo: str, preset: str = DEFAULT_PRESET) -> dict[str, Any]:
+    """The run shape of ``algo`` in ``preset`` (``num_envs``, ``num_steps``, ``total_steps``,
+    ``eval_every``, ``eval_episodes``, ``normalize_obs``)."""
+    return get_preset(preset).for_algo(algo)[1]
+
+
+def hyperparameters(algo: str, preset: str = DEFAULT_PRESET) -> list[Hyperparameter]:
+    """The command-line hyperparameters of ``algo`` (``"npg"``, ``"trpo"``, ``"ddpg"``), with
+    the defaults of ``preset`` (:mod:`jaxrl.algorithms.presets`)."""
     cls = ALGORITHMS[algo]
     hints = typing.get_type_hints(cls)
     docs = _field_docs(cls)
     aliases: dict[str, list[str]] = {}
     for old, new in getattr(cls, "ALIASES", {}).items():
         aliases.setdefault(new, []).append(old)
-    defaults = ALGORITHM_DEFAULTS[algo]
+    defaults = get_preset(preset).for_algo(algo)[0]
     result = []
     for field in dataclasses.fields(cls):
         name = field.name
@@ -233,6 +215,13 @@ class RunConfig:
       num_seeds: seeds trained together (vmapped in one program on JAX environments).
       checkpoint_every: evaluation periods between checkpoints (0: only at the end).
       hyperparameters: every command-line hyperparameter of the algorithm, JSON values.
+      preset: the preset the defaults came from (:mod:`jaxrl.algorithms.presets`).
+      normalize_obs: running observation normalization (saved in checkpoints).
+      env_backend: host environments: ``"gymnasium"`` or ``"envpool"`` (``"auto"`` before
+        resolution; unused by the jitted driver).
+      checkpoint_buffer: host runs: checkpoints hold the replay buffer too (exact resume of
+        off-policy learning; a DDPG buffer of ``buffer_size`` transitions costs about
+        ``buffer_size * (2 * obs_dim + act_dim + 3) * 4`` bytes per seed and checkpoint).
     """
 
     algo: str
@@ -247,6 +236,10 @@ class RunConfig:
     num_seeds: int
     checkpoint_every: int
     hyperparameters: dict[str, Any]
+    preset: str = DEFAULT_PRESET
+    normalize_obs: bool = False
+    env_backend: str = "auto"
+    checkpoint_buffer: bool = True
 
     RUN_FIELDS: typing.ClassVar[tuple[str, ...]] = (
         "num_envs",
@@ -257,6 +250,9 @@ class RunConfig:
         "seed",
         "num_seeds",
         "checkpoint_every",
+        "normalize_obs",
+        "env_backend",
+        "checkpoint_buffer",
     )
 
     def __post_init__(self) -> None:
@@ -277,19 +273,22 @@ class RunConfig:
             "algo": self.algo,
             "env": self.env,
             "backend": self.backend,
+            "preset": self.preset,
             "run": {name: getattr(self, name) for name in self.RUN_FIELDS},
             "hyperparameters": dict(self.hyperparameters),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict` (fields added later take their defaults)."""
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
         return cls(
             algo=data["algo"],
             env=data["env"],
             backend=data["backend"],
             hyperparameters=dict(data["hyperparameters"]),
-            **{name: data["run"][name] for name in cls.RUN_FIELDS},
+            preset=data.get("preset", DEFAULT_PRESET),
+            **{name: data["run"].get(name, defaults.get(name)) for name in cls.RUN_FIELDS},
         )
 
     def save(self, path: Path) -> None:

@@ -8,14 +8,13 @@ state, replay buffer, environment states, PRNG key). A resumed run restores the 
 period index and calls the same compiled ``run_period``, so it ends with exactly the
 parameters of an uninterrupted run.
 
-Gymnasium environments run in the host driver
-(:func:`jaxrl.training.gymnasium_driver.train_gymnasium`), one seed per process. Evaluations
-(and the checkpoints taken then) are written as the driver reports them; its per-update
-metrics arrive when the driver returns, so a gymnasium run killed mid-way keeps its
-evaluations and checkpoints but not the update rows of that process. Checkpoints hold the
-agent state only: a resumed gymnasium run restores the networks, optimizer state and return
-statistics and trains for the remaining env steps with fresh environments, an empty replay
-buffer and a seed offset, so it is not bit-identical to an uninterrupted run.
+Other gymnasium ids run in the host driver
+(:func:`jaxrl.training.gymnasium_driver.train_gymnasium`; EnvPool or gymnasium environments),
+all seeds vmapped in one process. Metrics, evaluations and checkpoints are written as the
+driver reports each evaluation period. Checkpoints hold the driver's ``HostCarry``: agent
+states, observation statistics and (unless ``checkpoint_buffer`` is off) the replay buffers.
+A resumed host run restores them and trains the remaining periods with fresh environments
+and a seed offset, so it is not bit-identical to an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -126,40 +125,45 @@ def resolve_backend(env: str, backend: str = "auto") -> Backend:
     )
 
 
-def _gymnasium_spaces(env_id: str) -> tuple[Any, Any]:
-    import gymnasium as gym
+def _host_spaces(config: RunConfig) -> tuple[Any, Any]:
+    """The observation and action spaces of the run's host environments (the backend it
+    uses: EnvPool's and gymnasium's may differ in dtype)."""
+    from jaxrl.envs import make_host_env
 
-    try:
-        env = gym.make(env_id)
-    except gym.error.Error as error:
-        raise ValueError(f"cannot make gymnasium environment {env_id!r}: {error}") from error
-    spaces = env.observation_space, env.action_space
+    env = make_host_env(config.env, 1, config.seed, config.env_backend)
+    spaces = env.single_observation_space, env.single_action_space
     env.close()
     return spaces
 
 
-def _check_gymnasium(config: RunConfig, agent: Any) -> tuple[Any, Any]:
-    if config.num_seeds != 1:
-        raise ValueError(
-            f"gymnasium environments train one seed per process: got --num-seeds "
-            f"{config.num_seeds} for {config.env!r} (run one command per --seed)"
+def _host_seeds(config: RunConfig, offset: int = 0) -> list[int]:
+    return [config.seed + offset + i for i in range(config.num_seeds)]
+
+
+def _host_carry(config: RunConfig, agent: Any, abstract: bool) -> Any:
+    """The fresh ``HostCarry`` of a host run (shapes only with ``abstract``)."""
+    from jaxrl.training.gymnasium_driver import init_host_carry
+
+    observation_space, action_space = _host_spaces(config)
+
+    def make() -> Any:
+        return init_host_carry(
+            agent,
+            _host_seeds(config),
+            observation_space,
+            action_space,
+            config.num_envs,
+            config.normalize_obs,
         )
-    return _gymnasium_spaces(config.env)
+
+    return jax.eval_shape(make) if abstract else make()
 
 
-def _gymnasium_state_template(
-    config: RunConfig, agent: Any, observation_space: Any, action_space: Any
-) -> Any:
-    """Shapes and dtypes of the agent state the host driver builds (nothing is computed)."""
-    from jaxrl.spaces import describe_space
-    from jaxrl.training.agent_steps import init_agent
-
-    observation_spec = describe_space(observation_space, "observation_space")
-    action_spec = describe_space(action_space, "action_space")
-    return jax.eval_shape(
-        lambda key: init_agent(agent, key, observation_spec, action_spec, config.num_envs)[0],
-        jax.random.key(0),
-    )
+def _checkpointed(config: RunConfig, carry: Any) -> dict[str, Any]:
+    """What a host run's checkpoint holds: the carry, without the buffer if so configured."""
+    if not config.checkpoint_buffer:
+        carry = carry._replace(buffer=None)
+    return {"carry": carry}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,7 +194,14 @@ def _train_config(config: RunConfig) -> Any:
         total_steps=config.total_steps,
         eval_every=config.eval_every,
         eval_episodes=config.eval_episodes,
+        normalize_obs=config.normalize_obs,
     )
+
+
+def _layout(config: RunConfig) -> Any:
+    from jaxrl.training.periods import RunLayout
+
+    return RunLayout.of(config.num_envs, config.num_steps, config.total_steps, config.eval_every)
 
 
 class _Run:
@@ -349,8 +360,8 @@ def check_config(config: RunConfig) -> None:
         loop = _jax_loop(config, agent)
         jax.eval_shape(loop.init, jax.random.key(config.seed))  # the agent accepts the spaces
     else:
-        spaces = _check_gymnasium(config, agent)
-        _gymnasium_state_template(config, agent, *spaces)
+        _layout(config)
+        _host_carry(config, agent, abstract=True)
 
 
 def _jax_loop(config: RunConfig, agent: Any) -> Any:
@@ -412,7 +423,7 @@ def _train_jax(
                 periods_done += 1
                 metrics = jax.device_get(metrics)
                 run.end_period(
-                    _jax_update_rows(metrics, run.period),
+                    update_rows(metrics, run.period),
                     metrics["eval/return"],
                     int(metrics["eval/env_steps"][0]),
                 )
@@ -426,7 +437,11 @@ def _train_jax(
     return run.result()
 
 
-def _jax_update_rows(metrics: dict[str, np.ndarray], period: int) -> list[dict[str, Any]]:
+def update_rows(
+    metrics: dict[str, np.ndarray], period: int, steps_offset: int = 0
+) -> list[dict[str, Any]]:
+    """One row per seed and update of a period's per-update metrics ``[S, U]`` (both
+    drivers); ``steps_offset`` is added to ``env_steps`` (a resumed host run counts from 0)."""
     per_update = {k: np.asarray(v) for k, v in metrics.items() if not k.startswith("eval/")}
     num_seeds, updates = per_update["env_steps"].shape
     rows = []
@@ -434,6 +449,7 @@ def _jax_update_rows(metrics: dict[str, np.ndarray], period: int) -> list[dict[s
         for index in range(updates):
             row = {name: value[seed, index] for name, value in per_update.items()}
             row.update(seed=seed, period=period, update=(period - 1) * updates + index + 1)
+            row["env_steps"] = int(row["env_steps"]) + steps_offset
             rows.append(row)
     return rows
 
@@ -453,39 +469,6 @@ def _setup_message(run: _Run, updates_per_eval: int) -> str:
     )
 
 
-def _starting_from(agent: Any, state: Any) -> Any:
-    """A copy of ``agent`` whose ``init`` returns ``state`` (a resumed run's restored state).
-    It is an instance of a subclass of the agent's class, so drivers treat it the same."""
-
-    class Resumed(type(agent)):  # type: ignore[misc, valid-type]
-        def init(self, *args: Any, **kwargs: Any) -> Any:
-            return state
-
-    Resumed.__name__ = Resumed.__qualname__ = type(agent).__name__
-    return Resumed(**{f.name: getattr(agent, f.name) for f in dataclasses.fields(agent)})
-
-
-def _gymnasium_update_rows(
-    metrics: dict[str, np.ndarray],
-    start_steps: int,
-    start_period: int,
-    start_update: int,
-    updates_per_eval: int,
-) -> list[dict[str, Any]]:
-    per_update = {k: np.asarray(v) for k, v in metrics.items() if not k.startswith("eval/")}
-    rows = []
-    for index in range(len(per_update["env_steps"])):
-        row = {name: value[index] for name, value in per_update.items()}
-        row.update(
-            seed=0,
-            period=start_period + index // updates_per_eval + 1,
-            update=start_update + index + 1,
-            env_steps=start_steps + int(per_update["env_steps"][index]),
-        )
-        rows.append(row)
-    return rows
-
-
 def _train_gymnasium(
     config: RunConfig,
     agent: Any,
@@ -497,16 +480,12 @@ def _train_gymnasium(
 ) -> TrainResult:
     from jaxrl.training.gymnasium_driver import train_gymnasium
 
-    observation_space, action_space = _check_gymnasium(config, agent)
-    template = _gymnasium_state_template(config, agent, observation_space, action_space)
+    layout = _layout(config)
+    template = _host_carry(config, agent, abstract=True)
     store = CheckpointStore(run_dir.checkpoints)
-    restored, meta = _resume_point(store, {"state": template}, resume)
-    start_steps = meta["env_steps"] if meta else 0
+    restored, meta = _resume_point(store, _checkpointed(config, template), resume)
     start_period = meta["period"] if meta else 0
-    steps_per_update = config.steps_per_update
-    num_updates = max(1, config.total_steps // steps_per_update)
-    updates_per_eval = max(1, round(config.eval_every / steps_per_update))
-    num_periods = -(-num_updates // updates_per_eval)
+    start_steps = start_period * layout.steps_per_period
     run = _Run(
         config,
         run_dir,
@@ -515,47 +494,51 @@ def _train_gymnasium(
         start_steps=start_steps,
         elapsed=meta["elapsed"] if meta else 0.0,
         resumed=resume,
-        num_periods=num_periods,
-        total_steps=num_updates * steps_per_update,
+        num_periods=layout.num_periods,
+        total_steps=layout.total_steps,
         progress=progress,
     )
-    start_update = start_steps // steps_per_update
-    updates = num_updates - start_update
+    periods = layout.num_periods - start_period
     if stop_after_periods is not None:  # end early at a period boundary, as if interrupted
-        updates = min(updates, stop_after_periods * updates_per_eval)
+        periods = min(periods, stop_after_periods)
+    initial = None
     if restored is not None:
-        agent = _starting_from(agent, restored["state"])
+        initial = restored["carry"]
+        if initial.buffer is None and not config.checkpoint_buffer:
+            initial = initial._replace(buffer=_host_carry(config, agent, abstract=False).buffer)
+        initial = _canonical(initial)
 
     def on_evaluation(info: dict[str, Any]) -> None:
         run.period += 1
-        run.end_period([], np.asarray([info["eval_return"]]), start_steps + info["env_steps"])
+        run.end_period(
+            update_rows(info["metrics"], run.period, start_steps),
+            info["eval_returns"],
+            start_steps + info["env_steps"],
+        )
         if run.checkpoint_due():
-            run.save({"state": info["state"]})
+            run.save(_checkpointed(config, info["carry"]))
 
     if on_setup is not None:
-        on_setup(_setup_message(run, updates_per_eval))
+        on_setup(_setup_message(run, layout.collections_per_period))
     try:
         with run.progress:
-            if updates > 0:
-                state, metrics = train_gymnasium(
+            if periods > 0:
+                train_gymnasium(
                     agent,
                     config.env,
                     num_envs=config.num_envs,
                     num_steps=config.num_steps,
-                    total_steps=updates * steps_per_update,
+                    total_steps=periods * layout.steps_per_period,
                     eval_every=config.eval_every,
                     eval_episodes=config.eval_episodes,
+                    # A resumed run continues on fresh environments and keys.
                     seed=config.seed + start_steps,
+                    num_seeds=config.num_seeds,
+                    normalize_obs=config.normalize_obs,
+                    env_backend=config.env_backend,
+                    initial=initial,
                     progress=on_evaluation,
                 )
-                # The driver returns its per-update metrics at the end of the segment.
-                run.metrics.log_updates(
-                    _gymnasium_update_rows(
-                        metrics, start_steps, start_period, start_update, updates_per_eval
-                    )
-                )
-                if run.period >= num_periods and run.saved_period != run.period:
-                    run.save({"state": state})
         run.plot()
     finally:
         run.close()
@@ -584,10 +567,10 @@ def load_run(run_dir: str | Path | RunDir, step: int | None = None) -> LoadedRun
         like = jax.eval_shape(jax.vmap(loop.init), seed_keys(config))
         carry, meta = store.restore(like, step)
         return LoadedRun(config, agent, carry.state, carry, meta, meta["step"])
-    observation_space, action_space = _gymnasium_spaces(config.env)
-    like = _gymnasium_state_template(config, agent, observation_space, action_space)
-    tree, meta = store.restore({"state": like}, step)
-    return LoadedRun(config, agent, tree["state"], None, meta, meta["step"])
+    like = _checkpointed(config, _host_carry(config, agent, abstract=True))
+    tree, meta = store.restore(like, step)
+    carry = tree["carry"]
+    return LoadedRun(config, agent, carry.state, carry, meta, meta["step"])
 
 
 def evaluate_run(
@@ -606,14 +589,21 @@ def evaluate_run(
         env, env_params = make_env(config.env)
         keys = jax.random.split(jax.random.key(seed), config.num_seeds)
 
-        def one(state: Any, key: jax.Array) -> jax.Array:
-            return evaluate(agent, state, env, env_params, key, episodes)
+        def one(state: Any, stats: Any, key: jax.Array) -> jax.Array:
+            return evaluate(agent, state, env, env_params, key, episodes, stats)
 
-        returns = jax.jit(jax.vmap(one))(loaded.state, keys)
+        returns = jax.jit(jax.vmap(one))(loaded.state, loaded.carry.obs_stats, keys)
         return loaded, np.asarray(jax.device_get(returns), np.float64)
-    from jaxrl.training.gymnasium_driver import ObservationNormalizer, evaluate_gymnasium
+    from jaxrl.training.gymnasium_driver import evaluate_gymnasium
 
-    value = evaluate_gymnasium(
-        agent, loaded.state, config.env, ObservationNormalizer(False), episodes, seed
+    returns = evaluate_gymnasium(
+        agent,
+        loaded.state,
+        config.env,
+        loaded.carry.obs_stats,
+        episodes,
+        seed,
+        env_backend=config.env_backend,
+        num_seeds=config.num_seeds,
     )
-    return loaded, np.asarray([value], np.float64)
+    return loaded, np.asarray(returns, np.float64)

@@ -1,32 +1,46 @@
-"""Host driver: gymnasium environments stepped on the host, the agent's jitted functions on
-the accelerator (CleanRL/sbx style). Any gymnasium id works, MuJoCo ones included through the
-``gymnasium[mujoco]`` extra. NPG/TRPO update on each fresh rollout; DDPG keeps a jittable
-replay buffer on the device and runs ``update_per_step`` updates per collected env step.
+"""Host driver: environments stepped on the host (gymnasium or EnvPool), the agent's jitted
+functions on the accelerator (CleanRL/sbx style), for any number of seeds at once.
 
-Vector environments auto-reset in the same step (``AutoresetMode.SAME_STEP``): when an
-episode ends, ``info["final_obs"]`` holds its final observation, which becomes the
-transition's ``next_obs`` so truncated episodes are bootstrapped correctly.
+``train_gymnasium(agent, env_id, num_seeds=S)`` trains ``S`` seeds in one process: seed ``i``
+has its own ``num_envs`` environments and its own PRNG key, and all seeds act and learn in
+one jitted, vmapped call (one compilation; one dispatch per env step for acting, one per
+collection for learning). Seed ``i`` of a run with base ``seed`` is the single-seed run with
+seed ``seed + i`` (to float rounding). NPG/TRPO update on each fresh rollout; DDPG keeps one
+jittable replay buffer per seed on the device and runs ``update_per_step`` updates per
+collected env step.
 
-Observation normalization (Tianshou's MuJoCo setting) keeps a
-:class:`jaxrl.core.RunningMeanStd` of training observations, updated as they arrive; agents
-see ``clip((obs - mean) / sqrt(var + eps), -10, 10)``, and evaluation uses the training
-statistics without updating them.
+Environments come from :func:`jaxrl.envs.make_host_env`: EnvPool for the ids it has when it
+is installed, gymnasium's vector env otherwise (``env_backend`` forces one). Both auto-reset
+in the same step and keep the final observation of an ended episode for bootstrapping.
+
+Observation normalization (Tianshou's MuJoCo setting) is the pure
+:func:`jaxrl.core.normalize_observations` inside the jitted acting call: a
+:class:`jaxrl.core.RunningMeanStd` per seed, updated with every training observation as it
+arrives; agents see ``clip((obs - mean) / sqrt(var + eps), -10, 10)``; evaluation uses the
+training statistics without updating them. The statistics are part of the
+:class:`HostCarry` (with the agent state and the replay buffer), which a run reports at
+every evaluation and can start from (``initial=``), so checkpoints resume them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
-import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl.core.normalization import RunningMeanStd
+from jaxrl.core.normalization import RunningMeanStd, normalize_observations
+from jaxrl.envs.host import (
+    EnvironmentError_,
+    HostVectorEnv,
+    checked_step,
+    make_host_env,
+    seed_block,
+)
 from jaxrl.replay import ReplayBuffer, Transition
 from jaxrl.rollout import Rollout
 from jaxrl.spaces import describe_space
@@ -41,112 +55,230 @@ from jaxrl.training.agent_steps import (
     updates_per_collect,
     updates_take_effect,
 )
+from jaxrl.training.periods import RunLayout
 
-OBS_CLIP = 10.0
-OBS_EPS = float(np.finfo(np.float32).eps)
+__all__ = [
+    "EnvironmentError_",
+    "HostCarry",
+    "ObservationNormalizer",
+    "evaluate_gymnasium",
+    "init_host_carry",
+    "train_gymnasium",
+]
+
+# Environment seeds: training environments use stream 0, evaluation k uses stream k + 1.
+_TRAIN_STREAM = 0
 
 
-class EnvironmentError_(RuntimeError):
-    """An environment raised or returned malformed data; names the environment and step."""
+class HostCarry(NamedTuple):
+    """What the host driver carries on the device between env steps; every leaf has a
+    leading seed axis ``[S]``. Checkpoint it to resume a run's learning state.
 
+    Attributes:
+      state: the agent state.
+      buffer: the replay buffer (off-policy agents) or None.
+      obs_stats: the observation statistics (``normalize_obs``) or None.
+    """
 
-def _make_vector_env(
-    env_id: str, num_envs: int, env_kwargs: dict[str, Any]
-) -> gym.vector.VectorEnv:
-    try:
-        return gym.make_vec(
-            env_id,
-            num_envs=num_envs,
-            vectorization_mode="sync",
-            vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
-            **env_kwargs,
-        )
-    except gym.error.Error as error:
-        raise ValueError(f"env: cannot make gymnasium environment {env_id!r}: {error}") from error
+    state: Any
+    buffer: Any
+    obs_stats: RunningMeanStd | None
 
 
 @dataclasses.dataclass
 class ObservationNormalizer:
-    """Host-side observation normalization with a running mean/std (or none)."""
+    """Host-side observation normalization of one stream of observations (or none): the
+    same arithmetic as :func:`jaxrl.core.normalize_observations`, for code outside jit."""
 
     enabled: bool
     stats: RunningMeanStd | None = None
 
     def __call__(self, obs: np.ndarray, update: bool) -> np.ndarray:
         if not self.enabled:
-            return obs.astype(np.float32)
+            return np.asarray(obs, np.float32)
         if self.stats is None:
-            self.stats = RunningMeanStd.create(obs.shape[1:])
-        if update:
-            self.stats = self.stats.update(jnp.asarray(obs))
-        mean, var = np.asarray(self.stats.mean), np.asarray(self.stats.var)
-        normalized = (obs - mean) / np.sqrt(var + OBS_EPS)
-        return np.clip(normalized, -OBS_CLIP, OBS_CLIP).astype(np.float32)
+            self.stats = RunningMeanStd.create(np.shape(obs)[1:])
+        self.stats, normalized = normalize_observations(self.stats, obs, update)
+        return np.asarray(normalized)
 
 
-def _checked_step(envs: gym.vector.VectorEnv, env_id: str, step: int, action: np.ndarray) -> tuple:
-    try:
-        obs, reward, terminated, truncated, info = envs.step(action)
-    except Exception as error:  # re-raised with the environment and step named
-        raise EnvironmentError_(
-            f"environment {env_id!r} raised at step {step}: {error!r}"
-        ) from error
-    num_envs = envs.num_envs
-    reward = np.asarray(reward, np.float32)
-    if obs.shape != (num_envs, *envs.single_observation_space.shape):
-        raise EnvironmentError_(
-            f"environment {env_id!r} returned observations of shape {obs.shape} at step {step}, "
-            f"expected {(num_envs, *envs.single_observation_space.shape)}"
-        )
-    if reward.shape != (num_envs,) or not np.all(np.isfinite(reward)):
-        raise EnvironmentError_(
-            f"environment {env_id!r} returned malformed rewards at step {step}: {reward!r}"
-        )
-    if not np.all(np.isfinite(obs)):
-        raise EnvironmentError_(
-            f"environment {env_id!r} returned non-finite observations at step {step}"
-        )
-    final_obs = obs.copy()
-    if "_final_obs" in info:
-        for i in np.flatnonzero(info["_final_obs"]):
-            final_obs[i] = info["final_obs"][i]
-    return obs, reward, np.asarray(terminated, bool), np.asarray(truncated, bool), final_obs
+def _split_seeds(x: np.ndarray, num_seeds: int) -> np.ndarray:
+    return x.reshape(num_seeds, -1, *x.shape[1:])
 
 
-@functools.cache
-def _evaluation_policy(agent: Any) -> Callable:
-    """The jitted evaluation policy of ``agent``, built once per agent (not per evaluation)."""
-    deterministic = evaluation_is_deterministic(agent)
-    return jax.jit(lambda state, obs, key: policy_action(agent, state, obs, key, deterministic))
+def _join_seeds(x: Any) -> np.ndarray:
+    x = np.asarray(x)
+    return x.reshape(-1, *x.shape[2:])
+
+
+def _seed_keys(seeds: list[int]) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Per seed ``s``: the init, explore and learn keys, ``split(key(s), 3)``, each ``[S]``."""
+    keys = jnp.stack([jax.random.split(jax.random.key(s), 3) for s in seeds])
+    return keys[:, 0], keys[:, 1], keys[:, 2]
+
+
+def init_host_carry(
+    agent: Any,
+    seeds: list[int],
+    observation_space: Any,
+    action_space: Any,
+    num_envs: int,
+    normalize_obs: bool,
+) -> HostCarry:
+    """The fresh :class:`HostCarry` of seeds ``seeds`` (what :func:`train_gymnasium` starts
+    from unless given ``initial``); wrap it in ``jax.eval_shape`` for a checkpoint template."""
+    observation_spec = describe_space(observation_space, "observation_space")
+    action_spec = describe_space(action_space, "action_space")
+    init_keys = _seed_keys(seeds)[0]
+    state, buffer = jax.vmap(
+        lambda key: init_agent(agent, key, observation_spec, action_spec, num_envs)
+    )(init_keys)
+    stats = None
+    if normalize_obs:
+        stats = jax.vmap(lambda _: RunningMeanStd.create(observation_spec.shape))(init_keys)
+    return HostCarry(state, buffer, stats)
+
+
+class _Programs:
+    """The jitted, seed-vmapped programs of one run (compiled once per run)."""
+
+    def __init__(self, agent: Any, seeds: list[int], num_updates: int) -> None:
+        _, explore_keys, learn_keys = _seed_keys(seeds)
+        off_policy = is_off_policy(agent)
+
+        def observe(stats: Any, raw: jax.Array, raw_final: jax.Array) -> tuple:
+            stats, obs = normalize_observations(stats, raw, update=True)
+            # The final observation is normalized with the statistics that saw it arrive.
+            _, final = normalize_observations(stats, raw_final, update=False)
+            return stats, obs, final
+
+        def observe_and_act(carry: HostCarry, raw, raw_final, steps) -> tuple:
+            """Normalize what the last env step returned, then act on it (one dispatch)."""
+            stats, obs, final = jax.vmap(observe)(carry.obs_stats, raw, raw_final)
+            act_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(explore_keys, steps)
+            state, sample = jax.vmap(lambda s, o, k: explore(agent, s, o, k, steps))(
+                carry.state, obs, act_keys
+            )
+            return carry._replace(state=state, obs_stats=stats), sample, obs, final
+
+        self.observe_and_act = jax.jit(observe_and_act, donate_argnums=0)
+
+        def segment(steps: list) -> Any:
+            # [T] lists of [S, N, ...] -> [S, T, N, ...]
+            return jnp.stack(steps, axis=1) if steps else None
+
+        if off_policy:
+
+            def add_and_learn(carry: HostCarry, fields: tuple, steps, learn: bool) -> tuple:
+                transitions = Transition(*(segment(list(f)) for f in fields))
+                buffer = jax.vmap(ReplayBuffer.extend)(carry.buffer, transitions)
+                if not learn:
+                    return carry._replace(buffer=buffer), {}
+
+                def one_seed(state, buffer, learn_key):
+                    key = jax.random.fold_in(learn_key, steps)
+                    state, stats = off_policy_updates(agent, state, buffer, key, num_updates, steps)
+                    return state, mean_stats(stats)
+
+                state, stats = jax.vmap(one_seed)(carry.state, buffer, learn_keys)
+                return carry._replace(state=state, buffer=buffer), stats
+
+            self.learn = jax.jit(add_and_learn, donate_argnums=0, static_argnums=3)
+        else:
+
+            def learn(carry: HostCarry, fields: tuple, steps, _: bool) -> tuple:
+                rollout = Rollout(*(segment(list(f)) for f in fields))
+
+                def one_seed(state, rollout, learn_key):
+                    state, stats = agent.update(
+                        state, rollout, jax.random.fold_in(learn_key, steps)
+                    )
+                    return state, mean_stats(stats)
+
+                state, stats = jax.vmap(one_seed)(carry.state, rollout, learn_keys)
+                return carry._replace(state=state), stats
+
+            self.learn = jax.jit(learn, donate_argnums=0, static_argnums=3)
 
 
 def evaluate_gymnasium(
     agent: Any,
     state: Any,
     env_id: str,
-    normalizer: ObservationNormalizer,
+    normalizer: ObservationNormalizer | RunningMeanStd | None,
     num_episodes: int,
     seed: int,
     env_kwargs: dict[str, Any] | None = None,
-) -> float:
+    *,
+    env_backend: str = "auto",
+    num_seeds: int | None = None,
+) -> Any:
     """Mean return of ``num_episodes`` episodes run in parallel on fresh environments (the
-    policy acts deterministically where :func:`evaluation_is_deterministic` says so)."""
-    envs = _make_vector_env(env_id, num_episodes, env_kwargs or {})
-    act = _evaluation_policy(agent)
-    obs, _ = envs.reset(seed=seed)
-    returns = np.zeros(num_episodes)
-    running = np.ones(num_episodes, bool)
-    key = jax.random.key(seed)
+    policy acts deterministically where :func:`evaluation_is_deterministic` says so).
+
+    With ``num_seeds=S`` the ``state`` (and the observation statistics) have a leading seed
+    axis and the result is the per-seed mean return ``[S]``: all seeds' episodes run in one
+    vector env, their actions in one jitted call per step. Environment ``e`` of seed ``i``
+    is seeded ``seed + i * num_episodes + e``.
+    """
+    stacked = num_seeds is not None
+    if not stacked:
+        state = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], state)
+    if isinstance(normalizer, ObservationNormalizer):
+        normalizer = normalizer.stats if normalizer.enabled else None
+    if normalizer is not None and not stacked:
+        normalizer = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], normalizer)
+    count = num_seeds or 1
+    programs = _evaluation_programs(agent)
+    env = make_host_env(env_id, count * num_episodes, seed, env_backend, env_kwargs)
+    try:
+        # Seed i's actions use key(seed + i * num_episodes): the same alone or stacked.
+        keys = jnp.stack([jax.random.key(seed + i * num_episodes) for i in range(count)])
+        returns = _run_evaluation(programs, env, state, normalizer, keys)
+    finally:
+        env.close()
+    means = returns.mean(axis=1)
+    return means if stacked else float(means[0])
+
+
+_EVALUATION_CACHE: dict[Any, Callable] = {}
+
+
+def _evaluation_programs(agent: Any) -> Callable:
+    """The jitted evaluation policy of ``agent``, built once per agent (not per evaluation)."""
+    if agent not in _EVALUATION_CACHE:
+        deterministic = evaluation_is_deterministic(agent)
+
+        def actions(state, stats, raw, keys, step):
+            def one_seed(state, stats, raw, key):
+                _, obs = normalize_observations(stats, raw, update=False)
+                key = jax.random.fold_in(key, step)
+                return policy_action(agent, state, obs, key, deterministic)
+
+            return jax.vmap(one_seed)(state, stats, raw, keys)
+
+        _EVALUATION_CACHE[agent] = jax.jit(actions)
+    return _EVALUATION_CACHE[agent]
+
+
+def _run_evaluation(
+    actions: Callable, env: HostVectorEnv, state: Any, stats: Any, keys: jax.Array
+) -> np.ndarray:
+    """Returns ``[S, E]`` of one episode per environment (environments laid out seed after
+    seed)."""
+    obs = env.reset()
+    returns = np.zeros(env.num_envs)
+    running = np.ones(env.num_envs, bool)
+    num_seeds = keys.shape[0]
     step = 0
     while running.any():
-        key, act_key = jax.random.split(key)
-        action = np.asarray(act(state, normalizer(obs, update=False), act_key))
-        obs, reward, terminated, truncated, _ = _checked_step(envs, env_id, step, action)
-        returns += np.where(running, reward, 0.0)
-        running &= ~(terminated | truncated)
+        action = actions(state, stats, _split_seeds(obs, num_seeds), keys, step)
+        out = checked_step(env, step, _join_seeds(action))
+        returns += np.where(running, out.reward, 0.0)
+        running &= ~(out.terminated | out.truncated)
+        obs = out.obs
         step += 1
-    envs.close()
-    return float(returns.mean())
+    return returns.reshape(num_seeds, -1)
 
 
 def train_gymnasium(
@@ -159,151 +291,216 @@ def train_gymnasium(
     eval_every: int = 20_480,
     eval_episodes: int = 10,
     seed: int = 0,
+    num_seeds: int | None = None,
     normalize_obs: bool = False,
+    env_backend: str = "auto",
     env_kwargs: dict[str, Any] | None = None,
+    initial: HostCarry | None = None,
     progress: Callable[[dict], None] | None = None,
-    stop: Callable[[float], bool] | None = None,
+    stop: Callable[[Any], bool] | None = None,
 ) -> tuple[Any, dict[str, np.ndarray]]:
-    """Train NPG, TRPO or DDPG on a gymnasium environment.
+    """Train NPG, TRPO or DDPG on host environments (gymnasium ids; EnvPool where it helps).
 
-    Collects ``num_steps`` vector steps from ``num_envs`` environments with the agent's jitted
-    exploration, then learns: NPG/TRPO call the jitted ``agent.update`` on the rollout; DDPG
-    adds the transitions to its replay buffer and runs ``update_per_step * num_envs *
-    num_steps`` jitted updates. Evaluates every ``eval_every`` env steps (rounded to whole
-    collections) and at the end.
+    Collects ``num_steps`` vector steps from ``num_envs`` environments per seed with the
+    agent's jitted exploration, then learns: NPG/TRPO call ``agent.update`` on the rollout;
+    DDPG adds the transitions to its replay buffer and runs ``update_per_step * num_envs *
+    num_steps`` updates. Evaluates after every evaluation period
+    (:class:`jaxrl.training.periods.RunLayout`: whole collections, whole periods).
 
     Args:
+      num_seeds: ``None`` (one seed, ``seed``; unstacked state and 1-D metrics, as before)
+        or ``S >= 1``: seeds ``seed, ..., seed + S - 1`` trained together; the state and
+        every metric get a leading seed axis, as ``jax.vmap(make_train(...))`` gives them.
+      normalize_obs: Tianshou's running observation normalization (per seed).
+      env_backend: ``"auto"`` (EnvPool for the ids it has when installed), ``"gymnasium"``
+        or ``"envpool"``.
+      initial: a :class:`HostCarry` (seed axis first) to start from instead of a fresh
+        initialization: a resumed run's agent state, replay buffer and statistics.
       progress: optional callback after each evaluation, given a dict with ``env_steps``,
-        ``eval_return``, ``seconds`` and the agent ``state``.
-      stop: optional ``eval_return -> bool`` (Tianshou's ``stop_fn``): the run ends after the
-        first evaluation for which it returns True, e.g. ``lambda r: r >= -250``.
+        ``eval_return`` (mean over seeds), ``eval_returns`` (``[S]``), ``seconds``,
+        ``state`` (as returned), ``carry`` (a copy of the :class:`HostCarry`) and
+        ``metrics`` (the period's per-collection metrics, ``[S, collections]``).
+      stop: optional Tianshou ``stop_fn``: the run ends after the first evaluation for which
+        it returns True. Given the evaluation return (a float) when ``num_seeds`` is None,
+        else the evaluation returns so far ``[S, periods]`` (as :func:`train_until`).
 
     Returns:
       ``(state, metrics)`` with per-collection arrays (``env_steps``, ``train_return``, the
       agent's stats means; NaN for collections inside DDPG's warm-up, which run no update)
       and per-evaluation arrays ``eval/env_steps``, ``eval/return``.
     """
-    env_kwargs = env_kwargs or {}
-    envs = _make_vector_env(env_id, num_envs, env_kwargs)
-    normalizer = ObservationNormalizer(normalize_obs)
-    off_policy = is_off_policy(agent)
-    steps_per_collect = num_envs * num_steps
-    num_updates = updates_per_collect(agent, steps_per_collect) if off_policy else 1
-    # Per-step keys are folded in from the env-step count inside the jitted calls: no
-    # host-side key splitting (an eager dispatch) on every step.
-    init_key, explore_key, learn_key = jax.random.split(jax.random.key(seed), 3)
-    state, buffer = init_agent(
-        agent,
-        init_key,
-        describe_space(envs.single_observation_space, "observation_space"),
-        describe_space(envs.single_action_space, "action_space"),
-        num_envs,
+    if num_seeds is not None and (
+        isinstance(num_seeds, bool) or not isinstance(num_seeds, int) or num_seeds < 1
+    ):
+        raise ValueError(f"num_seeds must be a positive int or None, got {num_seeds!r}")
+    count = num_seeds or 1
+    seeds = [seed + i for i in range(count)]
+    layout = RunLayout.of(num_envs, num_steps, total_steps, eval_every)
+    env = make_host_env(
+        env_id,
+        count * num_envs,
+        seed_block(seeds, num_envs, _TRAIN_STREAM),
+        env_backend,
+        env_kwargs,
     )
-    explore_jit = jax.jit(
-        lambda state, obs, steps: explore(
-            agent, state, obs, jax.random.fold_in(explore_key, steps), steps
+    try:
+        return _train(
+            agent,
+            env,
+            layout,
+            seeds,
+            num_seeds,
+            normalize_obs,
+            eval_episodes,
+            env_backend,
+            env_kwargs,
+            initial,
+            progress,
+            stop,
         )
+    finally:
+        env.close()
+
+
+def _train(
+    agent: Any,
+    env: HostVectorEnv,
+    layout: RunLayout,
+    seeds: list[int],
+    num_seeds: int | None,
+    normalize_obs: bool,
+    eval_episodes: int,
+    env_backend: str,
+    env_kwargs: dict[str, Any] | None,
+    initial: HostCarry | None,
+    progress: Callable[[dict], None] | None,
+    stop: Callable[[Any], bool] | None,
+) -> tuple[Any, dict[str, np.ndarray]]:
+    count, num_envs, num_steps = len(seeds), layout.num_envs, layout.num_steps
+    off_policy = is_off_policy(agent)
+    num_updates = updates_per_collect(agent, layout.steps_per_collect) if off_policy else 1
+    programs = _Programs(agent, seeds, num_updates)
+    if initial is None:
+        initial = init_host_carry(
+            agent,
+            seeds,
+            env.single_observation_space,
+            env.single_action_space,
+            num_envs,
+            normalize_obs,
+        )
+        carry = initial
+    else:  # the calls donate the carry: the caller's arrays stay valid
+        carry = jax.tree_util.tree_map(jnp.copy, initial)
+    unstack = (
+        (lambda tree: jax.tree_util.tree_map(lambda x: x[0], tree))
+        if num_seeds is None
+        else (lambda tree: tree)
     )
-    if off_policy:
-        # One call per collection: add the segment, then learn. The buffer is donated, so XLA
-        # writes the new rows in place instead of copying the whole buffer on every env step.
-        def add_and_learn(state, buffer, segment, steps):
-            buffer = buffer.extend(segment)
-            key = jax.random.fold_in(learn_key, steps)
-            state, stats = off_policy_updates(agent, state, buffer, key, num_updates, steps)
-            return state, buffer, mean_stats(stats)
 
-        add_and_learn_jit = jax.jit(add_and_learn, donate_argnums=1)
-        add_only_jit = jax.jit(ReplayBuffer.extend, donate_argnums=0)
-    else:
-
-        def learn(state, rollout, steps):
-            state, stats = agent.update(state, rollout, jax.random.fold_in(learn_key, steps))
-            return state, mean_stats(stats)
-
-        learn_jit = jax.jit(learn)
-
-    raw_obs, _ = envs.reset(seed=seed)
-    obs = normalizer(raw_obs, update=True)
-    episode_return = np.zeros(num_envs)
-    num_collections = max(1, total_steps // steps_per_collect)
-    collections_per_eval = max(1, round(eval_every / steps_per_collect))
-    # Stats stay on the device until the end: fetching them every collection would wait for
-    # each update (a host sync per env step for DDPG).
+    raw_obs = _split_seeds(env.reset(), count)
+    carry, sample, obs, _ = programs.observe_and_act(carry, raw_obs, raw_obs, 0)
+    episode_return = np.zeros((count, num_envs))
     per_collection: list[dict[str, Any]] = []
-    per_eval: list[tuple[int, float]] = []
+    eval_steps: list[int] = []
+    eval_returns: list[np.ndarray] = []
     env_steps = 0
     start = time.perf_counter()
-    for collection in range(num_collections):
-        steps: dict[str, list] = {name: [] for name in Rollout._fields}
-        finished: list[float] = []
+    for collection in range(layout.num_collections):
+        fields: tuple[list, ...] = tuple([] for _ in Rollout._fields)
+        finished = [[] for _ in range(count)]
         for _ in range(num_steps):
-            state, sample = explore_jit(state, obs, env_steps)
-            raw_obs, reward, terminated, truncated, final_obs = _checked_step(
-                envs, env_id, env_steps // num_envs, np.asarray(sample.env_action)
+            out = checked_step(env, env_steps // num_envs, _join_seeds(sample.env_action))
+            reward = _split_seeds(out.reward, count)
+            terminated = _split_seeds(out.terminated, count)
+            truncated = _split_seeds(out.truncated, count)
+            env_steps += num_envs
+            action = sample.action
+            carry, sample, next_obs, final = programs.observe_and_act(
+                carry,
+                _split_seeds(out.obs, count),
+                _split_seeds(out.final_obs, count),
+                env_steps,
             )
-            next_obs = normalizer(raw_obs, update=True)
-            # The final observation is normalized with the statistics that saw it arrive.
-            next_for_learning = normalizer(final_obs, update=False)
-            values = (
-                obs,
-                np.asarray(sample.action),
-                reward,
-                terminated,
-                truncated,
-                next_for_learning,
-            )
-            for name, value in zip(Rollout._fields, values, strict=True):
-                steps[name].append(value)
+            for field, value in zip(
+                fields, (obs, action, reward, terminated, truncated, final), strict=True
+            ):
+                field.append(value)
+            obs = next_obs
             episode_return += reward
             done = terminated | truncated
-            finished.extend(episode_return[done].tolist())
+            for i in range(count):
+                finished[i].extend(episode_return[i][done[i]].tolist())
             episode_return[done] = 0.0
-            obs = next_obs
-            env_steps += num_envs
-        segment = [np.stack(steps[name]) for name in Rollout._fields]
-        collection_start = env_steps - steps_per_collect
-        if off_policy and not updates_take_effect(agent, collection_start):
-            # Still in DDPG's random warm-up: no update would take effect, so only store the
-            # transitions instead of computing updates that the jitted mask would discard.
-            buffer, stats = add_only_jit(buffer, Transition(*segment)), {}
-        elif off_policy:
-            state, buffer, stats = add_and_learn_jit(
-                state, buffer, Transition(*segment), collection_start
+        collection_start = env_steps - layout.steps_per_collect
+        learn = not off_policy or bool(updates_take_effect(agent, collection_start))
+        # Off-policy: the updates of a collection that starts inside DDPG's random warm-up
+        # would be discarded, so only the transitions are stored.
+        carry, stats = programs.learn(
+            carry, fields, collection_start if off_policy else env_steps, learn
+        )
+        train_return = np.asarray([np.mean(f) if f else np.nan for f in finished])
+        # Stats stay on the device until the end: fetching them now would wait for the update.
+        per_collection.append({"env_steps": env_steps, "train_return": train_return, **stats})
+        if (collection + 1) % layout.collections_per_period:
+            continue
+        period = (collection + 1) // layout.collections_per_period
+        period_rows = per_collection[-layout.collections_per_period :]
+        returns = evaluate_gymnasium(
+            agent,
+            carry.state,
+            env.env_id,
+            carry.obs_stats,
+            eval_episodes,
+            seed_block(seeds, eval_episodes, period),
+            env_kwargs,
+            env_backend=env_backend,
+            num_seeds=count,
+        )
+        eval_steps.append(env_steps)
+        eval_returns.append(returns)
+        if progress is not None:
+            progress(
+                {
+                    "env_steps": env_steps,
+                    "eval_return": float(np.mean(returns)),
+                    "eval_returns": returns,
+                    "seconds": time.perf_counter() - start,
+                    # Copies: the next env step donates (and so deletes) the carry's arrays.
+                    "state": unstack(jax.tree_util.tree_map(jnp.copy, carry.state)),
+                    "carry": jax.tree_util.tree_map(jnp.copy, carry),
+                    "metrics": _metrics(period_rows, [], [returns], num_seeds=count),
+                }
             )
-        else:
-            state, stats = learn_jit(state, Rollout(*segment), env_steps)
-        row = {"env_steps": env_steps, "train_return": np.mean(finished) if finished else np.nan}
-        per_collection.append(row | stats)
-        if (collection + 1) % collections_per_eval == 0 or collection == num_collections - 1:
-            eval_return = evaluate_gymnasium(
-                agent,
-                state,
-                env_id,
-                normalizer,
-                eval_episodes,
-                seed + 10_000 + collection,
-                env_kwargs,
-            )
-            per_eval.append((env_steps, eval_return))
-            if progress is not None:
-                progress(
-                    {
-                        "env_steps": env_steps,
-                        "eval_return": eval_return,
-                        "seconds": time.perf_counter() - start,
-                        "state": state,
-                    }
-                )
-            if stop is not None and stop(eval_return):
-                break
-    envs.close()
+        history = np.stack(eval_returns, axis=1)
+        if stop is not None and stop(float(history[0, -1]) if num_seeds is None else history):
+            break
+    return unstack(carry.state), _metrics(per_collection, eval_steps, eval_returns, num_seeds)
+
+
+def _metrics(
+    per_collection: list[dict[str, Any]],
+    eval_steps: list[int],
+    eval_returns: list[np.ndarray],
+    num_seeds: int | None,
+) -> dict[str, np.ndarray]:
+    """Per-seed metrics ``[S, C]`` / ``[S, P]`` (squeezed to ``[C]`` / ``[P]`` for one
+    unstacked seed)."""
     per_collection = jax.device_get(per_collection)
-    metrics = {
-        # Collections during DDPG's warm-up ran no update: their stats are NaN.
-        name: np.asarray([float(row.get(name, np.nan)) for row in per_collection])
-        for name in dict.fromkeys(name for row in per_collection for name in row)
-    }
-    metrics["eval/env_steps"] = np.asarray([s for s, _ in per_eval])
-    metrics["eval/return"] = np.asarray([r for _, r in per_eval])
-    return state, metrics
+    count = len(eval_returns[0]) if eval_returns else num_seeds or 1
+    names = dict.fromkeys(name for row in per_collection for name in row)
+    metrics = {}
+    for name in names:
+        columns = []
+        for row in per_collection:
+            # Collections during DDPG's warm-up ran no update: their stats are NaN.
+            value = row.get(name, np.full(count, np.nan))
+            columns.append(np.broadcast_to(np.asarray(value), (count,)))
+        metrics[name] = np.stack(columns, axis=1)
+    metrics["eval/env_steps"] = np.tile(np.asarray(eval_steps), (count, 1))
+    metrics["eval/return"] = (
+        np.stack(eval_returns, axis=1) if eval_returns else np.zeros((count, 0))
+    )
+    if num_seeds is None:
+        metrics = {name: value[0] for name, value in metrics.items()}
+    return metrics

@@ -33,6 +33,7 @@ import numpy as np
 from jax import lax
 from jax.experimental import checkify
 
+from jaxrl.core.normalization import RunningMeanStd, normalize_observations
 from jaxrl.replay import Transition
 from jaxrl.rollout import Rollout
 from jaxrl.spaces import describe_space
@@ -46,6 +47,7 @@ from jaxrl.training.agent_steps import (
     policy_action,
     updates_per_collect,
 )
+from jaxrl.training.periods import RunLayout
 
 Array = jax.Array
 
@@ -79,6 +81,10 @@ class TrainConfig:
       check_finite: checked mode: every env step verifies that observations and rewards are
         finite (``jax.experimental.checkify``); run the train function through
         :func:`checked_call`, which raises naming the field and the env step.
+      normalize_obs: Tianshou's running observation normalization
+        (:func:`jaxrl.core.normalize_observations`): statistics updated with every training
+        observation, frozen for evaluation, carried (and checkpointed) in
+        ``TrainCarry.obs_stats``.
     """
 
     num_envs: int = 16
@@ -87,12 +93,21 @@ class TrainConfig:
     eval_every: int = 50_000
     eval_episodes: int = 10
     check_finite: bool = False
+    normalize_obs: bool = False
 
     def __post_init__(self) -> None:
         for name in ("num_envs", "num_steps", "total_steps", "eval_every", "eval_episodes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"TrainConfig.{name} must be a positive int, got {value!r}")
+
+    @property
+    def layout(self) -> RunLayout:
+        """The run's collections and evaluation periods (shared with the host driver)."""
+        try:
+            return RunLayout.of(self.num_envs, self.num_steps, self.total_steps, self.eval_every)
+        except ValueError as error:
+            raise ValueError(f"TrainConfig.{error}") from None
 
     @property
     def steps_per_update(self) -> int:
@@ -104,13 +119,7 @@ class TrainConfig:
 
     @property
     def num_evals(self) -> int:
-        num = self.total_steps // self.steps_per_update // self.updates_per_eval
-        if num < 1:
-            raise ValueError(
-                f"TrainConfig.total_steps={self.total_steps} is less than one evaluation "
-                f"interval ({self.updates_per_eval * self.steps_per_update} env steps)"
-            )
-        return num
+        return self.layout.num_periods
 
 
 def checked_call(train: Callable[[Array], Any], keys: Array) -> Any:
@@ -135,12 +144,19 @@ def _strong_types(tree: Any) -> Any:
 
 
 def evaluate(
-    agent: Any, state: Any, env: Any, env_params: Any, key: Array, num_episodes: int
+    agent: Any,
+    state: Any,
+    env: Any,
+    env_params: Any,
+    key: Array,
+    num_episodes: int,
+    obs_stats: RunningMeanStd | None = None,
 ) -> Array:
     """Mean undiscounted return of ``num_episodes`` parallel episodes. NPG/TRPO act
     deterministically if ``agent.deterministic_eval``; DDPG always acts without noise
     (Tianshou's test collector). Each episode runs until its first termination or truncation,
-    at most ``env_params.max_steps_in_episode`` steps."""
+    at most ``env_params.max_steps_in_episode`` steps. With ``obs_stats`` the policy sees
+    observations normalized by those (frozen) statistics."""
     deterministic = evaluation_is_deterministic(agent)
     reset_key, run_key = jax.random.split(key)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
@@ -150,6 +166,8 @@ def evaluate(
     def step(carry: tuple, step_key: Array) -> tuple[tuple, None]:
         obs, env_state, returns, running = carry
         act_key, env_key = jax.random.split(step_key)
+        if obs_stats is not None:
+            obs = normalize_observations(obs_stats, obs, update=False)[1]
         action = policy_action(agent, state, obs, act_key, deterministic)
         obs, env_state, reward, terminated, truncated, _ = jax.vmap(
             env.step, in_axes=(0, 0, 0, None)
@@ -175,6 +193,7 @@ class TrainCarry(NamedTuple):
     episode_return: Array
     env_steps: Array
     key: Array
+    obs_stats: Any = None  # RunningMeanStd with TrainConfig(normalize_obs=True), else None
 
 
 class TrainLoop(NamedTuple):
@@ -255,6 +274,10 @@ def make_train_loop(
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
             jax.random.split(reset_key, num_envs), env_params
         )
+        obs_stats = None
+        if config.normalize_obs:
+            stats = RunningMeanStd.create(observation_space.shape)
+            obs_stats, obs = normalize_observations(stats, obs, update=True)
         return TrainCarry(
             state,
             buffer,
@@ -263,6 +286,7 @@ def make_train_loop(
             jnp.zeros(num_envs),
             jnp.zeros((), jnp.int32),
             run_key,
+            obs_stats,
         )
 
     def env_step(carry: TrainCarry, step_key: Array) -> tuple[TrainCarry, tuple]:
@@ -271,13 +295,18 @@ def make_train_loop(
         next_obs, env_state, reward, terminated, truncated, info = vmapped_step(
             jax.random.split(env_key, num_envs), carry.env_state, sample.env_action, env_params
         )
+        final_obs, obs_stats = info["final_observation"], carry.obs_stats
+        if config.normalize_obs:
+            obs_stats, next_obs = normalize_observations(obs_stats, next_obs, update=True)
+            # The final observation is normalized with the statistics that saw it arrive.
+            final_obs = normalize_observations(obs_stats, final_obs, update=False)[1]
         transition = Rollout(
             obs=carry.obs,
             action=sample.action,
             reward=reward.astype(jnp.float32),
             terminated=terminated,
             truncated=truncated,
-            next_obs=info["final_observation"],
+            next_obs=final_obs,
         )
         if config.check_finite:
             for field, value in (
@@ -299,6 +328,7 @@ def make_train_loop(
             env_state=env_state,
             episode_return=jnp.where(done, 0.0, episode_return),
             env_steps=carry.env_steps + num_envs,
+            obs_stats=obs_stats,
         )
         return carry, (transition, finished)
 
@@ -331,7 +361,9 @@ def make_train_loop(
             carry._replace(key=next_key),
             jax.random.split(learn_key, updates_per_eval),
         )
-        eval_return = evaluate(agent, carry.state, env, env_params, eval_key, config.eval_episodes)
+        eval_return = evaluate(
+            agent, carry.state, env, env_params, eval_key, config.eval_episodes, carry.obs_stats
+        )
         if progress is not None:
             jax.debug.callback(
                 lambda steps, ret: progress({"env_steps": int(steps), "eval_return": float(ret)}),

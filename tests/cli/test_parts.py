@@ -168,20 +168,6 @@ def test_noise_specs_and_linear_schedule():
     np.testing.assert_allclose([schedule(0), schedule(5), schedule(20)], [1.0, 0.5, 0.0])
 
 
-def test_a_resumed_gymnasium_agent_starts_from_the_restored_state():
-    from jaxrl.io.runner import _starting_from
-    from jaxrl.training.agent_steps import is_off_policy
-
-    for agent in (jaxrl.TRPO(max_kl=0.02, hidden_sizes=(4,)), jaxrl.DDPG(tau=0.1)):
-        resumed = _starting_from(agent, "restored state")
-        assert isinstance(resumed, type(agent))
-        assert is_off_policy(resumed) == is_off_policy(agent)
-        assert resumed.init(jax.random.key(0), None, None) == "restored state"
-        assert all(
-            getattr(resumed, f.name) == getattr(agent, f.name) for f in dataclasses.fields(agent)
-        )
-
-
 # ---------------------------------------------------------------------------------------------
 # Checkpoints
 # ---------------------------------------------------------------------------------------------

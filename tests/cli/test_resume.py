@@ -43,7 +43,7 @@ def test_resumed_run_equals_the_uninterrupted_run(trpo_run, jaxrl, tmp_path):
                 np.testing.assert_array_equal(a[column], b[column], err_msg=column)
 
 
-def test_gymnasium_run_resumes_from_its_agent_state(jaxrl, tmp_path):
+def test_gymnasium_run_resumes_its_agent_state_and_replay_buffer(jaxrl, tmp_path):
     """DDPG on gymnasium's Pendulum (the host driver), interrupted and resumed."""
     run_dir = tmp_path / "gym"
     args = ["train", "ddpg", "--env", "Pendulum-v1", "--backend", "gymnasium"]
@@ -59,7 +59,11 @@ def test_gymnasium_run_resumes_from_its_agent_state(jaxrl, tmp_path):
     assert updates["update"].tolist() == list(range(1, 9))
     assert updates["period"].tolist() == [1, 1, 2, 2, 3, 3, 4, 4]
     loaded = load_run(run_dir)
-    assert loaded.config.backend == "gymnasium" and loaded.carry is None
+    assert loaded.config.backend == "gymnasium"
     # 8 collections with 2 gradient steps each, half before the interruption: the agent state
-    # was restored, not initialized afresh.
-    assert int(loaded.state.num_updates) == 16
+    # was restored, not initialized afresh (states have a leading seed axis, as on JAX runs).
+    assert int(loaded.state.num_updates[0]) == 16
+    # Host checkpoints hold the driver's carry: the replay buffer was restored too, so it
+    # holds the transitions of both processes (32 steps of each of the 2 envs), not only the
+    # resumed half (16).
+    np.testing.assert_array_equal(np.asarray(loaded.carry.buffer.size), [32])

@@ -71,8 +71,9 @@ def test_faulty_environment_stops_the_run_and_its_checkpoint_still_loads(fault, 
     loaded = load_run(run_dir.path)
     assert loaded.metadata["env_steps"] == 16
     assert all_finite(loaded.state.actor.params) and all_finite(loaded.state.critic.params)
-    assert int(loaded.state.num_updates) == 2
+    assert int(loaded.state.num_updates[0]) == 2  # states have a leading seed axis
     # The loaded policy acts.
-    action = loaded.agent.act(loaded.state, np.zeros((1, 3), np.float32), jax.random.key(0))
+    state = jax.tree_util.tree_map(lambda x: x[0], loaded.state)
+    action = loaded.agent.act(state, np.zeros((1, 3), np.float32), jax.random.key(0))
     assert np.all(np.isfinite(np.asarray(action)))
     assert read_csv(run_dir.evals_csv)["env_steps"].tolist() == [16]

@@ -3,6 +3,8 @@ and DDPG learning through it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,6 +24,10 @@ DDPG_TINY = jaxrl.DDPG(
     update_per_step=0.25,
 )
 DDPG_RUN = TrainConfig(num_envs=4, num_steps=2, total_steps=256, eval_every=128, eval_episodes=2)
+# One TRPO update: its conjugate gradients amplify float32 rounding (vmap batches the seeds'
+# matmuls differently), and a second update on top grows it past float32 rounding on some
+# CPUs (seen on an AVX-512 Xeon: 1.4e-4 on one of 16 parameters after two updates).
+ONE_UPDATE = dataclasses.replace(TINY, total_steps=128)
 
 
 def assert_trees_close(a, b, rtol=1e-4, atol=1e-5):
@@ -30,7 +36,7 @@ def assert_trees_close(a, b, rtol=1e-4, atol=1e-5):
 
 
 @pytest.mark.parametrize(
-    ("agent", "config"), [(TRPO, TINY), (DDPG_TINY, DDPG_RUN)], ids=["trpo", "ddpg"]
+    ("agent", "config"), [(TRPO, ONE_UPDATE), (DDPG_TINY, DDPG_RUN)], ids=["trpo", "ddpg"]
 )
 def test_vmapped_seed_equals_single_run(agent, config):
     train = make_train(agent, "Pendulum-v1", config)

@@ -50,7 +50,8 @@ SCRIPT = textwrap.dedent(
 
 def test_sharded_equals_unsharded_on_four_cpu_devices():
     flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()
-    env = {**os.environ, "XLA_FLAGS": flags}
+    # The four devices are CPU ones: on a GPU machine the default platform would be the GPU.
+    env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
     result = subprocess.run(
         [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600
     )

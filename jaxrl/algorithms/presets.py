@@ -1,0 +1,215 @@
+"""Named settings of NPG, TRPO and DDPG runs: hyperparameters and run shape together.
+
+A preset is what a user who does not know Tianshou's tuned settings should get for an
+environment. :func:`preset_for_env` picks one from the environment id (the command line does
+this unless ``--preset`` names one); every value can still be overridden.
+
+- ``mujoco``: Tianshou's MuJoCo example settings (``examples/mujoco/mujoco_{trpo,npg,ddpg}.py``
+  of Tianshou 2.0.1; see ``shared/reference/tianshou.md``): NPG/TRPO with [64, 64] tanh
+  networks, orthogonal init gain sqrt(2), last actor layer x0.01, log-std init -0.5, gamma
+  0.99, lambda 0.95, 16 envs x 64 steps, 20 critic iterations, critic lr 1e-3 with linear
+  decay, return scaling and observation normalization; TRPO max_kl 0.01, NPG step size 0.1.
+  DDPG: [256, 256] relu, actor and critic lr 1e-3, 25k random start steps, Gaussian noise 0.1,
+  batch 256, 1 env, 1 update per env step, a 1M-transition buffer. Budget: 1M env steps.
+- ``pendulum``: Tianshou's tuned Pendulum-v1 test settings (``test/continuous/test_*.py``).
+- ``default``: the algorithm's own defaults (Tianshou's library defaults) with the Pendulum
+  run shape; for every other environment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from types import MappingProxyType
+from typing import Any
+
+MUJOCO_TASKS = (
+    "Ant",
+    "HalfCheetah",
+    "Hopper",
+    "Humanoid",
+    "HumanoidStandup",
+    "InvertedDoublePendulum",
+    "InvertedPendulum",
+    "Pusher",
+    "Reacher",
+    "Swimmer",
+    "Walker2d",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """One named setting.
+
+    Attributes:
+      name: the name ``--preset`` takes.
+      description: where the values come from (one line).
+      hyperparameters: per algorithm name, the fields that differ from the class defaults.
+      run: per algorithm name, the run shape (``num_envs``, ``num_steps``, ``total_steps``,
+        ``eval_every``, ``eval_episodes``, ``normalize_obs``).
+    """
+
+    name: str
+    description: str
+    hyperparameters: MappingProxyType
+    run: MappingProxyType
+
+    def for_algo(self, algo: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(hyperparameters, run)`` of ``algo`` in this preset (fresh dicts)."""
+        return dict(self.hyperparameters[algo]), dict(self.run[algo])
+
+
+def _frozen(table: dict[str, dict[str, Any]]) -> MappingProxyType:
+    return MappingProxyType({algo: MappingProxyType(values) for algo, values in table.items()})
+
+
+_PENDULUM_ON_POLICY_RUN = {
+    "num_envs": 16,
+    "num_steps": 128,
+    "total_steps": 150_000,
+    "eval_every": 20_480,
+    "eval_episodes": 10,
+    "normalize_obs": False,
+}
+_PENDULUM_RUN = {
+    "npg": _PENDULUM_ON_POLICY_RUN,
+    "trpo": _PENDULUM_ON_POLICY_RUN,
+    "ddpg": {
+        "num_envs": 8,
+        "num_steps": 1,
+        "total_steps": 50_000,
+        "eval_every": 5_000,
+        "eval_episodes": 10,
+        "normalize_obs": False,
+    },
+}
+_MUJOCO_ON_POLICY = {
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "lr": 1e-3,
+    "lr_schedule": "linear",
+    "return_scaling": True,
+    "advantage_normalization": True,
+    "optim_critic_iters": 20,
+    "repeat": 1,
+    "batch_size": None,
+    "hidden_sizes": (64, 64),
+    "activation": "tanh",
+    "init_gain": 2.0**0.5,
+    "actor_output_scale": 0.01,
+    "log_std_init": -0.5,
+}
+# 16 envs x 64 steps = 1024 env steps per update; 39 evaluations of 25 updates each
+# (998,400 env steps of the 1M budget: runs are whole evaluation periods).
+_MUJOCO_ON_POLICY_RUN = {
+    "num_envs": 16,
+    "num_steps": 64,
+    "total_steps": 1_000_000,
+    "eval_every": 25_600,
+    "eval_episodes": 10,
+    "normalize_obs": True,
+}
+
+PRESETS: dict[str, Preset] = {
+    "pendulum": Preset(
+        "pendulum",
+        "Tianshou's tuned Pendulum-v1 test settings (test/continuous/test_{npg,trpo,ddpg}.py)",
+        _frozen(
+            {
+                "npg": {
+                    "gamma": 0.95,
+                    "lr": 1e-3,
+                    "return_scaling": True,
+                    "repeat": 2,
+                    "trust_region_size": 0.5,
+                    "deterministic_eval": True,
+                },
+                "trpo": {
+                    "gamma": 0.95,
+                    "lr": 1e-3,
+                    "return_scaling": True,
+                    "repeat": 2,
+                    "max_kl": 0.005,
+                },
+                "ddpg": {
+                    "n_step_return_horizon": 3,
+                    "batch_size": 128,
+                    "actor_lr": 1e-4,
+                    "critic_lr": 1e-3,
+                    "exploration_noise": "gaussian:0.1",
+                    "hidden_sizes": (128, 128),
+                },
+            }
+        ),
+        _frozen(_PENDULUM_RUN),
+    ),
+    "mujoco": Preset(
+        "mujoco",
+        "Tianshou's MuJoCo example settings (examples/mujoco/mujoco_{npg,trpo,ddpg}.py)",
+        _frozen(
+            {
+                "npg": {**_MUJOCO_ON_POLICY, "trust_region_size": 0.1},
+                "trpo": {**_MUJOCO_ON_POLICY, "max_kl": 0.01},
+                "ddpg": {
+                    "gamma": 0.99,
+                    "tau": 0.005,
+                    "actor_lr": 1e-3,
+                    "critic_lr": 1e-3,
+                    "hidden_sizes": (256, 256),
+                    "activation": "relu",
+                    "exploration_noise": "gaussian:0.1",
+                    "n_step_return_horizon": 1,
+                    "batch_size": 256,
+                    "buffer_size": 1_000_000,
+                    "warmup_steps": 25_000,
+                    "update_per_step": 1.0,
+                },
+            }
+        ),
+        _frozen(
+            {
+                "npg": _MUJOCO_ON_POLICY_RUN,
+                "trpo": _MUJOCO_ON_POLICY_RUN,
+                "ddpg": {
+                    "num_envs": 1,
+                    "num_steps": 1,
+                    "total_steps": 1_000_000,
+                    "eval_every": 5_000,
+                    "eval_episodes": 10,
+                    "normalize_obs": False,
+                },
+            }
+        ),
+    ),
+    "default": Preset(
+        "default",
+        "the algorithm's own defaults (Tianshou's library defaults), Pendulum's run shape",
+        _frozen({"npg": {}, "trpo": {}, "ddpg": {"exploration_noise": "gaussian:0.1"}}),
+        _frozen(_PENDULUM_RUN),
+    ),
+}
+
+
+def is_mujoco_id(env_id: str) -> bool:
+    """Whether ``env_id`` names a MuJoCo task (``Hopper-v5``, ``HalfCheetah-v4``, ...)."""
+    return env_id.rsplit("-v", 1)[0] in MUJOCO_TASKS
+
+
+def preset_for_env(env_id: str) -> str:
+    """The preset an environment gets when none is named: ``mujoco`` for MuJoCo ids,
+    ``pendulum`` for ``Pendulum-v1``, ``default`` otherwise."""
+    if is_mujoco_id(env_id):
+        return "mujoco"
+    if env_id.rsplit("-v", 1)[0] == "Pendulum":
+        return "pendulum"
+    return "default"
+
+
+def get_preset(name: str) -> Preset:
+    """The preset called ``name``; ``ValueError`` naming the known ones otherwise."""
+    if name not in PRESETS:
+        close = difflib.get_close_matches(name, PRESETS, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ValueError(f"unknown preset {name!r}: choose from {', '.join(sorted(PRESETS))}{hint}")
+    return PRESETS[name]

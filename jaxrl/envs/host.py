@@ -1,0 +1,264 @@
+"""Host environments behind one interface: gymnasium's vector env and EnvPool.
+
+Both give the host driver (:mod:`jaxrl.training.gymnasium_driver`) the same semantics:
+
+- ``reset() -> obs [num_envs, *obs_shape]``, environment ``j`` seeded with ``seed + j``;
+- ``step(action) -> HostStep``: ``obs`` is what the agent acts on next (for an environment
+  whose episode just ended, the first observation of its next episode: auto-reset in the
+  same step), ``final_obs`` the observation the step reached (equal to ``obs`` except where
+  the episode ended, where it is that episode's last observation, the one to bootstrap
+  from), ``terminated`` (no bootstrap) and ``truncated`` (time limit, bootstrap kept).
+
+gymnasium's vector env does this with ``AutoresetMode.SAME_STEP``. EnvPool resets an ended
+episode on the *next* step (ignoring that step's action), so its adapter resets the ended
+environments itself right away (``env.reset(env_ids)``), which gives the same transitions.
+
+EnvPool (``pip install envpool``, the ``envpool`` extra) steps MuJoCo tasks in C++ threads,
+several times faster than gymnasium's Python loop; :func:`resolve_env_backend` picks it for
+the ids it has when it is installed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+import itertools
+import os
+import warnings
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
+
+import gymnasium as gym
+import numpy as np
+
+from jaxrl.algorithms.presets import is_mujoco_id
+
+EnvBackend = Literal["gymnasium", "envpool"]
+ENV_BACKENDS: tuple[str, ...] = ("auto", "gymnasium", "envpool")
+
+
+class EnvironmentError_(RuntimeError):
+    """An environment raised or returned malformed data; names the environment and step."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HostStep:
+    """One vector step (arrays over ``num_envs``); see the module docstring."""
+
+    obs: np.ndarray
+    reward: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    final_obs: np.ndarray
+
+
+class HostVectorEnv(Protocol):
+    """What the host driver needs of a batch of environments."""
+
+    env_id: str
+    num_envs: int
+    single_observation_space: gym.Space
+    single_action_space: gym.Space
+
+    def reset(self) -> np.ndarray: ...
+
+    def step(self, action: np.ndarray) -> HostStep: ...
+
+    def close(self) -> None: ...
+
+
+class GymnasiumVectorEnv:
+    """gymnasium's synchronous vector env with same-step auto-reset."""
+
+    def __init__(
+        self, env_id: str, num_envs: int, seed: int, env_kwargs: dict[str, Any] | None = None
+    ) -> None:
+        try:
+            self._envs = gym.make_vec(
+                env_id,
+                num_envs=num_envs,
+                vectorization_mode="sync",
+                vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
+                **(env_kwargs or {}),
+            )
+        except gym.error.Error as error:
+            raise ValueError(
+                f"env: cannot make gymnasium environment {env_id!r}: {error}"
+            ) from error
+        self.env_id, self.num_envs, self._seed = env_id, num_envs, seed
+        self.single_observation_space = self._envs.single_observation_space
+        self.single_action_space = self._envs.single_action_space
+
+    def reset(self) -> np.ndarray:
+        obs, _ = self._envs.reset(seed=self._seed)
+        return obs
+
+    def step(self, action: np.ndarray) -> HostStep:
+        obs, reward, terminated, truncated, info = self._envs.step(action)
+        final_obs = obs.copy()
+        if "_final_obs" in info:
+            for i in np.flatnonzero(info["_final_obs"]):
+                final_obs[i] = info["final_obs"][i]
+        return HostStep(obs, reward, terminated, truncated, final_obs)
+
+    def close(self) -> None:
+        self._envs.close()
+
+
+def envpool_available() -> bool:
+    """Whether EnvPool is installed (``pip install envpool``)."""
+    return importlib.util.find_spec("envpool") is not None
+
+
+@functools.cache
+def envpool_ids() -> frozenset[str]:
+    """The environment ids EnvPool has (empty if it is not installed)."""
+    if not envpool_available():
+        return frozenset()
+    import envpool
+
+    return frozenset(envpool.list_all_envs())
+
+
+class EnvPoolVectorEnv:
+    """EnvPool's synchronous pool, adapted to same-step auto-reset."""
+
+    def __init__(
+        self,
+        env_id: str,
+        num_envs: int,
+        seed: int,
+        env_kwargs: dict[str, Any] | None = None,
+        num_threads: int | None = None,
+    ) -> None:
+        if not envpool_available():
+            raise ValueError(
+                "env_backend: 'envpool' needs EnvPool: pip install envpool "
+                "(or pip install -e '.[envpool]')"
+            )
+        if env_id not in envpool_ids():
+            raise ValueError(
+                f"env: EnvPool has no environment {env_id!r} (use env_backend 'gymnasium')"
+            )
+        import envpool
+
+        threads = num_threads or min(num_envs, os.cpu_count() or 1)
+        with warnings.catch_warnings():
+            # EnvPool declares float64 Boxes; gymnasium warns when it casts their bounds.
+            warnings.filterwarnings("ignore", message=".*precision lowered.*")
+            self._pool = envpool.make(
+                env_id,
+                env_type="gymnasium",
+                num_envs=num_envs,
+                num_threads=threads,
+                seed=seed,
+                **(env_kwargs or {}),
+            )
+        self.env_id, self.num_envs = env_id, num_envs
+        self.single_observation_space = self._pool.observation_space
+        self.single_action_space = self._pool.action_space
+        self._action_dtype = self.single_action_space.dtype
+
+    def reset(self) -> np.ndarray:
+        obs, _ = self._pool.reset()
+        return obs
+
+    def step(self, action: np.ndarray) -> HostStep:
+        obs, reward, terminated, truncated, _ = self._pool.step(
+            np.asarray(action, self._action_dtype)
+        )
+        ended = np.flatnonzero(terminated | truncated)
+        final_obs = obs
+        if ended.size:
+            final_obs = obs.copy()
+            reset_obs, _ = self._pool.reset(ended)
+            obs = obs.copy()
+            obs[ended] = reset_obs
+        return HostStep(obs, reward, terminated, truncated, final_obs)
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def resolve_env_backend(env_id: str, env_backend: str = "auto") -> EnvBackend:
+    """``"auto"``: ``"envpool"`` for MuJoCo ids EnvPool has when it is installed,
+    ``"gymnasium"`` otherwise; ``"envpool"`` or ``"gymnasium"`` when named.
+
+    Raises:
+      ValueError: an unknown backend, or ``"envpool"`` for an id it lacks (or without it).
+    """
+    if env_backend not in ENV_BACKENDS:
+        raise ValueError(
+            f"env_backend must be one of {', '.join(ENV_BACKENDS)}, got {env_backend!r}"
+        )
+    if env_backend == "envpool":
+        if not envpool_available():
+            raise ValueError(
+                "env_backend 'envpool' needs EnvPool: pip install envpool "
+                "(or pip install -e '.[envpool]')"
+            )
+        if env_id not in envpool_ids():
+            raise ValueError(
+                f"env: EnvPool has no environment {env_id!r} (use --env-backend gymnasium)"
+            )
+        return "envpool"
+    if env_backend == "auto" and is_mujoco_id(env_id) and env_id in envpool_ids():
+        return "envpool"
+    return "gymnasium"
+
+
+def make_host_env(
+    env_id: str,
+    num_envs: int,
+    seed: int,
+    env_backend: str = "auto",
+    env_kwargs: dict[str, Any] | None = None,
+) -> HostVectorEnv:
+    """``num_envs`` environments of ``env_id`` (environment ``j`` seeded ``seed + j``)."""
+    backend = resolve_env_backend(env_id, env_backend)
+    cls = EnvPoolVectorEnv if backend == "envpool" else GymnasiumVectorEnv
+    return cls(env_id, num_envs, seed, env_kwargs)
+
+
+def checked_step(env: HostVectorEnv, step: int, action: np.ndarray) -> HostStep:
+    """``env.step(action)``, raising :class:`EnvironmentError_` naming the environment and
+    the step when the environment raises or returns malformed or non-finite data."""
+    env_id, num_envs = env.env_id, env.num_envs
+    try:
+        out = env.step(action)
+    except Exception as error:  # re-raised with the environment and step named
+        raise EnvironmentError_(
+            f"environment {env_id!r} raised at step {step}: {error!r}"
+        ) from error
+    reward = np.asarray(out.reward, np.float32)
+    expected = (num_envs, *env.single_observation_space.shape)
+    if out.obs.shape != expected:
+        raise EnvironmentError_(
+            f"environment {env_id!r} returned observations of shape {out.obs.shape} at step "
+            f"{step}, expected {expected}"
+        )
+    if reward.shape != (num_envs,) or not np.all(np.isfinite(reward)):
+        raise EnvironmentError_(
+            f"environment {env_id!r} returned malformed rewards at step {step}: {reward!r}"
+        )
+    if not (np.all(np.isfinite(out.obs)) and np.all(np.isfinite(out.final_obs))):
+        raise EnvironmentError_(
+            f"environment {env_id!r} returned non-finite observations at step {step}"
+        )
+    return HostStep(
+        out.obs,
+        reward,
+        np.asarray(out.terminated, bool),
+        np.asarray(out.truncated, bool),
+        out.final_obs,
+    )
+
+
+def seed_block(seeds: Sequence[int], count: int, stream: int = 0) -> int:
+    """The seed of the first of ``len(seeds) * count`` environments laid out seed after seed,
+    so that seed ``s``'s environment ``j`` gets ``stream * 1_000_003 + s * count + j`` whether
+    it runs alone or next to others (``seeds`` must be consecutive)."""
+    if any(b != a + 1 for a, b in itertools.pairwise(seeds)):
+        raise ValueError(f"seeds must be consecutive integers, got {list(seeds)}")
+    return stream * 1_000_003 + seeds[0] * count

@@ -1,0 +1,95 @@
+"""The host driver with many seeds: seed i of a stacked run is the single run with seed
+``seed + i``; a run can start from a given carry; observation statistics live in the carry."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import jax
+import numpy as np
+import pytest
+
+import jaxrl
+from jaxrl.training.gymnasium_driver import init_host_carry, train_gymnasium
+
+ON_POLICY = dict(
+    num_envs=2, num_steps=16, total_steps=64, eval_every=32, eval_episodes=2, normalize_obs=True
+)
+DDPG_RUN = dict(num_envs=2, num_steps=2, total_steps=32, eval_every=16, eval_episodes=1)
+AGENTS = {
+    "trpo": (jaxrl.TRPO(hidden_sizes=(16,), return_scaling=True), ON_POLICY),
+    "npg": (jaxrl.NPG(hidden_sizes=(16,)), ON_POLICY),
+    "ddpg": (
+        jaxrl.DDPG(
+            hidden_sizes=(16,), batch_size=8, buffer_size=64, warmup_steps=8, update_per_step=1.0
+        ),
+        DDPG_RUN,
+    ),
+}
+
+
+def assert_trees_close(a, b, rtol=1e-4, atol=1e-5):
+    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_seed_i_of_a_stacked_run_equals_the_single_run(name):
+    agent, run = AGENTS[name]
+    states, metrics = train_gymnasium(agent, "Pendulum-v1", seed=5, num_seeds=3, **run)
+    assert metrics["eval/return"].shape == (3, 2)
+    assert metrics["env_steps"].shape[0] == 3
+    for i in (0, 2):
+        state, single = train_gymnasium(agent, "Pendulum-v1", seed=5 + i, **run)
+        seed_state = jax.tree_util.tree_map(lambda x, i=i: x[i], states)
+        # vmap batches the seeds' float reductions differently: float32 rounding.
+        assert_trees_close(seed_state.actor.params, state.actor.params, rtol=1e-3, atol=1e-4)
+        np.testing.assert_allclose(metrics["eval/return"][i], single["eval/return"], rtol=1e-3)
+        np.testing.assert_array_equal(metrics["env_steps"][i], single["env_steps"])
+    # Different seeds learn differently.
+    assert not np.allclose(metrics["eval/return"][0], metrics["eval/return"][1])
+
+
+def test_a_run_starts_from_the_given_carry_and_reports_it():
+    agent, run = AGENTS["trpo"]
+    seen = []
+    train_gymnasium(agent, "Pendulum-v1", num_seeds=2, progress=seen.append, **run)
+    first = seen[0]
+    assert set(first) >= {"env_steps", "eval_return", "eval_returns", "carry", "metrics"}
+    carry = first["carry"]
+    # Statistics of every training observation so far: 2 envs x 16 steps x 2 collections
+    # (+ the 2 reset observations), per seed.
+    np.testing.assert_array_equal(np.asarray(carry.obs_stats.count), [34.0, 34.0])
+    assert first["metrics"]["env_steps"].shape == (2, 1)  # one collection per period
+    resumed = []
+    train_gymnasium(
+        agent,
+        "Pendulum-v1",
+        num_seeds=2,
+        initial=carry,
+        progress=resumed.append,
+        **{**run, "total_steps": 32},
+    )
+    stats = resumed[0]["carry"].obs_stats
+    np.testing.assert_array_equal(np.asarray(stats.count), [34.0 + 34.0, 34.0 + 34.0])
+    np.testing.assert_array_equal(
+        np.asarray(resumed[0]["carry"].state.num_updates), np.asarray(carry.state.num_updates) + 1
+    )
+
+
+def test_off_policy_carry_holds_one_buffer_per_seed():
+    agent, run = AGENTS["ddpg"]
+    seen = []
+    train_gymnasium(agent, "Pendulum-v1", num_seeds=2, progress=seen.append, **run)
+    buffer = seen[-1]["carry"].buffer
+    np.testing.assert_array_equal(np.asarray(buffer.size), [32 // 2, 32 // 2])  # per env
+    env = gym.make("Pendulum-v1")
+    spaces = env.observation_space, env.action_space
+    template = jax.eval_shape(
+        lambda: init_host_carry(agent, [0, 1], *spaces, 2, normalize_obs=False)
+    )
+    assert jax.tree_util.tree_structure(template) == jax.tree_util.tree_structure(seen[-1]["carry"])
+
+
+def test_num_seeds_must_be_positive():
+    with pytest.raises(ValueError, match="num_seeds must be a positive int"):
+        train_gymnasium(jaxrl.TRPO(), "Pendulum-v1", num_seeds=0, **ON_POLICY)
