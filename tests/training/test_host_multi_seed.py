@@ -15,9 +15,11 @@ ON_POLICY = dict(
     num_envs=2, num_steps=16, total_steps=64, eval_every=32, eval_episodes=2, normalize_obs=True
 )
 DDPG_RUN = dict(num_envs=2, num_steps=2, total_steps=32, eval_every=16, eval_episodes=1)
+# Damping 1.0: a well-conditioned Fisher keeps vmapped-vs-single rounding at rounding (see
+# tests/training/test_jax_driver.py).
 AGENTS = {
-    "trpo": (jaxrl.TRPO(hidden_sizes=(16,), return_scaling=True), ON_POLICY),
-    "npg": (jaxrl.NPG(hidden_sizes=(16,)), ON_POLICY),
+    "trpo": (jaxrl.TRPO(hidden_sizes=(16,), return_scaling=True, damping=1.0), ON_POLICY),
+    "npg": (jaxrl.NPG(hidden_sizes=(16,), damping=1.0), ON_POLICY),
     "ddpg": (
         jaxrl.DDPG(
             hidden_sizes=(16,), batch_size=8, buffer_size=64, warmup_steps=8, update_per_step=1.0

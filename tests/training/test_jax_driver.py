@@ -3,8 +3,6 @@ and DDPG learning through it."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,10 +22,12 @@ DDPG_TINY = jaxrl.DDPG(
     update_per_step=0.25,
 )
 DDPG_RUN = TrainConfig(num_envs=4, num_steps=2, total_steps=256, eval_every=128, eval_episodes=2)
-# One TRPO update: its conjugate gradients amplify float32 rounding (vmap batches the seeds'
-# matmuls differently), and a second update on top grows it past float32 rounding on some
-# CPUs (seen on an AVX-512 Xeon: 1.4e-4 on one of 16 parameters after two updates).
-ONE_UPDATE = dataclasses.replace(TINY, total_steps=128)
+# Conjugate gradients amplify float32 rounding by the Fisher's condition number, and vmap
+# batches the seeds' matmuls and reductions differently from a single run. With Tianshou's
+# damping (0.1) two updates grow that to 1.4e-4 on some parameters (seen on an AVX-512 Xeon
+# and on an H100), past rounding; damping 1.0 conditions the Fisher so that the comparison
+# stays at rounding (0.1% of the tolerance). The test is about vmapping, not conditioning.
+WELL_CONDITIONED_TRPO = TRPO.replace(damping=1.0)
 
 
 def assert_trees_close(a, b, rtol=1e-4, atol=1e-5):
@@ -36,7 +36,9 @@ def assert_trees_close(a, b, rtol=1e-4, atol=1e-5):
 
 
 @pytest.mark.parametrize(
-    ("agent", "config"), [(TRPO, ONE_UPDATE), (DDPG_TINY, DDPG_RUN)], ids=["trpo", "ddpg"]
+    ("agent", "config"),
+    [(WELL_CONDITIONED_TRPO, TINY), (DDPG_TINY, DDPG_RUN)],
+    ids=["trpo", "ddpg"],
 )
 def test_vmapped_seed_equals_single_run(agent, config):
     train = make_train(agent, "Pendulum-v1", config)

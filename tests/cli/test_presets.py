@@ -1,0 +1,137 @@
+"""Presets: which one an environment gets, what it resolves to, where it is shown, and the
+one-line errors of the MuJoCo options (nothing written to the run directory)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from jaxrl.algorithms.presets import PRESETS, get_preset, is_mujoco_id, preset_for_env
+from jaxrl.cli import main, parse, preset_in_force
+from jaxrl.io.config import RunConfig, hyperparameters, run_defaults
+
+
+def test_environments_get_their_presets():
+    for env in ("Hopper-v5", "HalfCheetah-v4", "Walker2d-v5", "Ant-v5", "Humanoid-v5"):
+        assert is_mujoco_id(env) and preset_for_env(env) == "mujoco", env
+    assert preset_for_env("Pendulum-v1") == "pendulum"
+    assert preset_for_env("CartPole-v1") == "default"
+    assert preset_in_force(["train", "trpo", "--env", "Hopper-v5"]) == "mujoco"
+    assert preset_in_force(["train", "trpo", "--env=Hopper-v5", "--preset", "pendulum"]) == (
+        "pendulum"
+    )
+    assert preset_in_force(["train", "trpo"]) == "pendulum"  # the default env, Pendulum-v1
+
+
+def test_the_mujoco_preset_is_tianshous_mujoco_settings():
+    trpo = {spec.name: spec.default for spec in hyperparameters("trpo", "mujoco")}
+    assert trpo["hidden_sizes"] == (64, 64) and trpo["activation"] == "tanh"
+    assert trpo["gamma"] == 0.99 and trpo["gae_lambda"] == 0.95 and trpo["max_kl"] == 0.01
+    assert trpo["optim_critic_iters"] == 20 and trpo["lr"] == 1e-3
+    assert trpo["lr_schedule"] == "linear" and trpo["return_scaling"] is True
+    assert trpo["log_std_init"] == -0.5 and trpo["actor_output_scale"] == 0.01
+    assert math.isclose(trpo["init_gain"], math.sqrt(2))
+    npg = {spec.name: spec.default for spec in hyperparameters("npg", "mujoco")}
+    assert npg["trust_region_size"] == 0.1
+    run = run_defaults("trpo", "mujoco")
+    assert (run["num_envs"], run["num_steps"], run["normalize_obs"]) == (16, 64, True)
+    assert run["total_steps"] == 1_000_000
+    ddpg = {spec.name: spec.default for spec in hyperparameters("ddpg", "mujoco")}
+    assert ddpg["hidden_sizes"] == (256, 256) and ddpg["warmup_steps"] == 25_000
+    assert ddpg["batch_size"] == 256 and ddpg["update_per_step"] == 1.0
+    assert ddpg["buffer_size"] == 1_000_000 and ddpg["actor_lr"] == 1e-3
+    assert run_defaults("ddpg", "mujoco")["num_envs"] == 1
+
+
+def test_the_pendulum_preset_keeps_tianshous_test_settings():
+    trpo = {spec.name: spec.default for spec in hyperparameters("trpo", "pendulum")}
+    assert (trpo["gamma"], trpo["max_kl"], trpo["repeat"]) == (0.95, 0.005, 2)
+    default = {spec.name: spec.default for spec in hyperparameters("trpo", "default")}
+    assert (default["gamma"], default["max_kl"], default["repeat"]) == (0.99, 0.01, 1)
+
+
+def test_every_preset_builds_every_algorithm():
+    for name, preset in PRESETS.items():
+        for algo in ("npg", "trpo", "ddpg"):
+            hyper = {spec.name: spec.default for spec in hyperparameters(algo, name)}
+            run = preset.for_algo(algo)[1]
+            config = RunConfig(
+                algo=algo,
+                env="Pendulum-v1",
+                backend="jax",
+                seed=0,
+                num_seeds=1,
+                checkpoint_every=0,
+                hyperparameters=hyper,
+                preset=name,
+                **{k: run[k] for k in ("num_envs", "num_steps", "total_steps", "eval_every")},
+                eval_episodes=run["eval_episodes"],
+                normalize_obs=run["normalize_obs"],
+            )
+            config.make_agent()
+
+
+def test_help_shows_the_preset_in_force(capsys):
+    with pytest.raises(SystemExit):
+        parse(["train", "trpo", "--env", "Hopper-v5", "--help"])
+    text = capsys.readouterr().out
+    assert "preset mujoco" in text and "(default: 0.01)" in text  # max_kl
+    with pytest.raises(ValueError, match=r"unknown preset 'mujocoo'.*did you mean mujoco"):
+        get_preset("mujocoo")
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--env", "Hopper-v5", "--preset", "mujocoo"], "unknown preset 'mujocoo'"),
+        (["--env", "Hopper-v2", "--env-backend", "envpool"], "EnvPool has no environment"),
+        (["--env", "Hopper-v5", "--num-seeds", "0"], "--num-seeds must be a positive integer"),
+        (["--env", "Pendulum-v1", "--env-backend", "envpool", "--backend", "jax"], "cannot be"),
+    ],
+)
+def test_mujoco_options_fail_in_one_line_without_writing(
+    capsys, tmp_path, monkeypatch, argv, expected
+):
+    if "envpool" in argv:
+        pytest.importorskip("envpool", reason="needs the envpool extra")
+    monkeypatch.chdir(tmp_path)
+    run_dir = tmp_path / "run"
+    assert main(["train", "trpo", *argv, "--run-dir", str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0], err
+    assert not run_dir.exists()
+
+
+def test_config_json_shows_the_preset_and_every_resolved_value(tmp_path):
+    pytest.importorskip("mujoco", reason="needs the mujoco extra")
+    from jaxrl.io.run_dir import RunDir
+    from jaxrl.io.runner import train_run
+
+    hyper = {spec.name: spec.default for spec in hyperparameters("trpo", "mujoco")}
+    hyper["hidden_sizes"] = (8,)
+    config = RunConfig(
+        algo="trpo",
+        env="Hopper-v5",
+        backend="gymnasium",
+        num_envs=2,
+        num_steps=32,
+        total_steps=128,
+        eval_every=128,
+        eval_episodes=1,
+        seed=0,
+        num_seeds=2,
+        checkpoint_every=0,
+        hyperparameters=hyper,
+        preset="mujoco",
+        normalize_obs=True,
+        env_backend="gymnasium",
+    )
+    run_dir = RunDir.create(tmp_path / "run")
+    result = train_run(config, run_dir, progress=False)
+    saved = json.loads(run_dir.config.read_text())
+    assert saved["preset"] == "mujoco" and saved["run"]["normalize_obs"] is True
+    assert saved["hyperparameters"]["max_kl"] == 0.01 and saved["run"]["num_seeds"] == 2
+    assert RunConfig.load(run_dir.config) == config
+    assert result.finished and result.eval_returns.shape == (2,)
