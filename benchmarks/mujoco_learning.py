@@ -56,33 +56,26 @@ TIANSHOU_1M: dict[str, dict[str, tuple[float, float]]] = {
 def make_config(algo: str, env_id: str, seeds: list[int], total_steps: int, args: Any) -> Any:
     """The run: Tianshou's MuJoCo example settings as jaxrl's ``mujoco`` preset
     (:mod:`jaxrl.algorithms.presets`), all ``seeds`` vmapped in one host-driver process."""
-    from jaxrl.algorithms.presets import get_preset
-    from jaxrl.io.config import RunConfig, hyperparameters
+    from jaxrl.io.config import RunConfig
 
-    preset = get_preset("mujoco")
-    run = preset.for_algo(algo)[1]
-    hyper = {spec.name: spec.default for spec in hyperparameters(algo, "mujoco")}
+    hyper = {}
     if algo == "ddpg":
         hyper["warmup_steps"] = min(args.warmup_steps, total_steps // 2)
         # Tianshou keeps 1e6; a buffer at least as large as the run never overwrites, so it
         # is the same thing here, in less memory.
         hyper["buffer_size"] = max(min(total_steps, 1_000_000), 1000)
-    return RunConfig(
-        algo=algo,
-        env=env_id,
-        backend="gymnasium",
-        num_envs=run["num_envs"],
-        num_steps=run["num_steps"],
+    run = {"eval_every": args.eval_every} if args.eval_every else {}
+    return RunConfig.from_preset(
+        algo,
+        env_id,
+        "mujoco",
+        hyperparameters=hyper,
         total_steps=total_steps,
-        eval_every=args.eval_every or run["eval_every"],
         eval_episodes=args.eval_episodes,
         seed=seeds[0],
         num_seeds=len(seeds),
-        checkpoint_every=0,
-        hyperparameters=hyper,
-        preset="mujoco",
-        normalize_obs=run["normalize_obs"],
         env_backend=args.env_backend,
+        **run,
     )
 
 

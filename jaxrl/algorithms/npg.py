@@ -442,9 +442,12 @@ class NPG(struct.PyTreeNode):
             actor_params, critic_state = carry
             indices, weights, step_key = inputs
             minibatch = jax.tree_util.tree_map(lambda x: x[indices], batch)
-            actor_params, actor_stats = self._actor_step(
-                actor_apply, actor_params, minibatch, weights, step_key
-            )
+            # The natural-gradient step at float32 on every backend: conjugate gradients
+            # amplify the rounding of GPUs' default TF32 matmuls by the Fisher's condition.
+            with jax.default_matmul_precision(TRUST_REGION_PRECISION):
+                actor_params, actor_stats = self._actor_step(
+                    actor_apply, actor_params, minibatch, weights, step_key
+                )
             critic_state, vf_loss, critic_rejected = self._critic_steps(
                 critic_state, minibatch, weights
             )
@@ -514,23 +517,9 @@ class NPG(struct.PyTreeNode):
         weights: Array,
         key: Array,
     ) -> tuple[PyTree, dict[str, Array]]:
-        """Natural-gradient direction ``d = -F^-1 g`` by CG, then the algorithm's step.
+        """Natural-gradient direction ``d = -F^-1 g`` by CG, then the algorithm's step
+        (traced at :data:`TRUST_REGION_PRECISION` by the caller)."""
 
-        Runs at full float32 matmul precision on every backend (:data:`TRUST_REGION_PRECISION`):
-        conjugate gradients amplify the rounding of GPUs' default TF32 matmuls (about 1e-3
-        relative) by the Fisher's condition number.
-        """
-        with jax.default_matmul_precision(TRUST_REGION_PRECISION):
-            return self._natural_gradient_step(actor_apply, params, minibatch, weights, key)
-
-    def _natural_gradient_step(
-        self,
-        actor_apply: Callable,
-        params: PyTree,
-        minibatch: dict[str, Array],
-        weights: Array,
-        key: Array,
-    ) -> tuple[PyTree, dict[str, Array]]:
         def surrogate(p: PyTree) -> Array:
             log_prob = distributions.log_prob(actor_apply(p, minibatch["obs"]), minibatch["action"])
             return self._surrogate(log_prob, minibatch, weights)

@@ -169,6 +169,11 @@ def hyperparameters(algo: str, preset: str = DEFAULT_PRESET) -> list[Hyperparame
     return result
 
 
+def _preset_hyperparameters(algo: str, preset: str) -> dict[str, Any]:
+    """Every command-line hyperparameter of ``algo`` with ``preset``'s default."""
+    return {spec.name: spec.default for spec in hyperparameters(algo, preset)}
+
+
 def _json_value(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
@@ -260,6 +265,35 @@ class RunConfig:
             self,
             "hyperparameters",
             {name: _json_value(value) for name, value in self.hyperparameters.items()},
+        )
+
+    @classmethod
+    def from_preset(
+        cls,
+        algo: str,
+        env: str,
+        preset: str | None = None,
+        *,
+        backend: Backend = "gymnasium",
+        hyperparameters: dict[str, Any] | None = None,
+        **run: Any,
+    ) -> RunConfig:
+        """The run of ``algo`` on ``env`` with every default of ``preset`` (the one
+        :func:`jaxrl.algorithms.presets.preset_for_env` picks when None), ``hyperparameters``
+        and ``run`` fields overriding them (``seed`` 0, ``num_seeds`` 1 and
+        ``checkpoint_every`` 0 unless given)."""
+        from jaxrl.algorithms.presets import preset_for_env
+
+        preset = preset or preset_for_env(env)
+        hyper = _preset_hyperparameters(algo, preset)
+        values = {"seed": 0, "num_seeds": 1, "checkpoint_every": 0, **run_defaults(algo, preset)}
+        return cls(
+            algo=algo,
+            env=env,
+            backend=backend,
+            hyperparameters={**hyper, **(hyperparameters or {})},
+            preset=preset,
+            **{**values, **run},
         )
 
     @property

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from jaxrl.io import RunConfig
+
 # Tiny runs: 2 seeds, 4 environments x 32 steps per update, one update per evaluation period.
 TINY = [
     *("--num-envs", "4", "--num-steps", "32", "--eval-every", "128", "--eval-episodes", "2"),
@@ -49,3 +51,22 @@ def leaves_equal(a: object, b: object) -> bool:
     return len(left) == len(right) and all(
         np.array_equal(data(x), data(y)) for x, y in zip(left, right, strict=True)
     )
+
+
+def make_config(**changes: object) -> RunConfig:
+    """A tiny TRPO run on Pendulum-v1 (the jitted driver), with ``changes``."""
+    values = dict(
+        algo="trpo",
+        env="Pendulum-v1",
+        backend="jax",
+        num_envs=4,
+        num_steps=8,
+        total_steps=320,
+        eval_every=32,
+        eval_episodes=1,
+        seed=0,
+        num_seeds=1,
+        checkpoint_every=1,
+        hyperparameters={},
+    )
+    return RunConfig(**{**values, **changes})

@@ -15,25 +15,7 @@ from jaxrl import cli
 from jaxrl.io import ALGORITHMS, CheckpointError, CheckpointStore, RunConfig, hyperparameters
 from jaxrl.io.config import PYTHON_ONLY, parse_noise
 
-from .helpers import leaves_equal
-
-
-def make_config(**changes: object) -> RunConfig:
-    values = dict(
-        algo="trpo",
-        env="Pendulum-v1",
-        backend="jax",
-        num_envs=4,
-        num_steps=8,
-        total_steps=320,
-        eval_every=32,
-        eval_episodes=1,
-        seed=0,
-        num_seeds=1,
-        checkpoint_every=1,
-        hyperparameters={},
-    )
-    return RunConfig(**{**values, **changes})
+from .helpers import leaves_equal, make_config
 
 
 def error_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:

@@ -12,6 +12,8 @@ from jaxrl.algorithms.presets import PRESETS, get_preset, is_mujoco_id, preset_f
 from jaxrl.cli import main, parse, preset_in_force
 from jaxrl.io.config import RunConfig, hyperparameters, run_defaults
 
+from .helpers import make_config
+
 
 def test_environments_get_their_presets():
     for env in ("Hopper-v5", "HalfCheetah-v4", "Walker2d-v5", "Ant-v5", "Humanoid-v5"):
@@ -57,13 +59,9 @@ def test_every_preset_builds_every_algorithm():
         for algo in ("npg", "trpo", "ddpg"):
             hyper = {spec.name: spec.default for spec in hyperparameters(algo, name)}
             run = preset.for_algo(algo)[1]
-            config = RunConfig(
+            config = make_config(
                 algo=algo,
-                env="Pendulum-v1",
-                backend="jax",
-                seed=0,
                 num_seeds=1,
-                checkpoint_every=0,
                 hyperparameters=hyper,
                 preset=name,
                 **{k: run[k] for k in ("num_envs", "num_steps", "total_steps", "eval_every")},
@@ -109,25 +107,19 @@ def test_config_json_shows_the_preset_and_every_resolved_value(tmp_path):
     from jaxrl.io.run_dir import RunDir
     from jaxrl.io.runner import train_run
 
-    hyper = {spec.name: spec.default for spec in hyperparameters("trpo", "mujoco")}
-    hyper["hidden_sizes"] = (8,)
-    config = RunConfig(
-        algo="trpo",
-        env="Hopper-v5",
-        backend="gymnasium",
+    config = RunConfig.from_preset(
+        "trpo",
+        "Hopper-v5",
+        hyperparameters={"hidden_sizes": (8,)},
         num_envs=2,
         num_steps=32,
         total_steps=128,
         eval_every=128,
         eval_episodes=1,
-        seed=0,
         num_seeds=2,
-        checkpoint_every=0,
-        hyperparameters=hyper,
-        preset="mujoco",
-        normalize_obs=True,
         env_backend="gymnasium",
     )
+    assert config.preset == "mujoco" and config.normalize_obs  # chosen from the env id
     run_dir = RunDir.create(tmp_path / "run")
     result = train_run(config, run_dir, progress=False)
     saved = json.loads(run_dir.config.read_text())

@@ -24,7 +24,7 @@ DDPG_TINY = jaxrl.DDPG(
 DDPG_RUN = TrainConfig(num_envs=4, num_steps=2, total_steps=256, eval_every=128, eval_episodes=2)
 # Conjugate gradients amplify float32 rounding by the Fisher's condition number, and vmap
 # batches the seeds' matmuls and reductions differently from a single run. With Tianshou's
-# damping (0.1) two updates grow that to 1.4e-4 on some parameters (seen on an AVX-512 Xeon
+# damping (0.1) two updates grow that to 1.4e-4 on some parameters (seen on an AVX-512 AMD EPYC
 # and on an H100), past rounding; damping 1.0 conditions the Fisher so that the comparison
 # stays at rounding (0.1% of the tolerance). The test is about vmapping, not conditioning.
 WELL_CONDITIONED_TRPO = TRPO.replace(damping=1.0)
