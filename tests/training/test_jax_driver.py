@@ -3,6 +3,8 @@ and DDPG learning through it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -179,3 +181,61 @@ def test_ddpg_solves_pendulum_with_eight_vmapped_seeds():
     )
     best = np.asarray(metrics["eval/return"]).max(axis=1)
     assert np.sum(best >= -250) >= 7, f"best evaluation return per seed: {best}"
+
+
+def test_observation_normalization_in_the_jitted_driver():
+    """Statistics of every training observation, carried in the run; the agent sees the
+    normalized, clipped observations; evaluation freezes them."""
+    config = TrainConfig(
+        num_envs=4,
+        num_steps=8,
+        total_steps=64,
+        eval_every=32,
+        eval_episodes=2,
+        normalize_obs=True,
+    )
+    loop = make_train_loop(TRPO, "Pendulum-v1", config)
+    carry = jax.jit(loop.init)(jax.random.key(0))
+    assert float(carry.obs_stats.count) == 4  # the reset observations
+    assert np.all(np.abs(np.asarray(carry.obs)) <= 10.0)
+    carry, _ = jax.jit(loop.run_period)(carry)
+    # 4 envs x 8 steps x 1 collection per period, after the 4 reset observations.
+    assert float(carry.obs_stats.count) == 4 + 32
+    mean = np.asarray(carry.obs_stats.mean)
+    assert mean.shape == (3,) and np.all(np.isfinite(mean)) and np.any(mean != 0)
+    # Without normalization the carry has no statistics and the run is unchanged.
+    plain = make_train_loop(TRPO, "Pendulum-v1", dataclasses.replace(config, normalize_obs=False))
+    assert jax.jit(plain.init)(jax.random.key(0)).obs_stats is None
+
+
+def test_normalized_runs_resume_exactly(tmp_path):
+    """The statistics are part of the checkpointed carry: an interrupted and resumed run
+    ends bit-identical to an uninterrupted one."""
+    from jaxrl.io import RunConfig, RunDir, load_run, train_run
+
+    config = RunConfig.from_preset(
+        "trpo",
+        "Pendulum-v1",
+        backend="jax",
+        hyperparameters={"hidden_sizes": (8,)},
+        num_envs=4,
+        num_steps=8,
+        total_steps=96,
+        eval_every=32,
+        eval_episodes=1,
+        num_seeds=2,
+        checkpoint_every=1,
+        normalize_obs=True,
+    )
+    whole, cut = RunDir.create(tmp_path / "whole"), RunDir.create(tmp_path / "cut")
+    train_run(config, whole, progress=False)
+    train_run(config, cut, progress=False, stop_after_periods=2)
+    train_run(config, cut, resume=True, progress=False)
+    expected, got = load_run(whole.path).carry, load_run(cut.path).carry
+    assert float(got.obs_stats.count[0]) == 4 + 3 * 32
+    for a, b in zip(
+        jax.tree_util.tree_leaves(expected), jax.tree_util.tree_leaves(got), strict=True
+    ):
+        if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
