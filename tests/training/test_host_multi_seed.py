@@ -95,3 +95,33 @@ def test_off_policy_carry_holds_one_buffer_per_seed():
 def test_num_seeds_must_be_positive():
     with pytest.raises(ValueError, match="num_seeds must be a positive int"):
         train_gymnasium(jaxrl.TRPO(), "Pendulum-v1", num_seeds=0, **ON_POLICY)
+
+
+def test_host_checkpoints_keep_the_observation_statistics(tmp_path):
+    """A host run stopped after one period and resumed: its statistics hold the observations
+    of both processes (restored from the checkpoint, not started afresh)."""
+    from jaxrl.io import RunConfig, RunDir, load_run, train_run
+
+    config = RunConfig.from_preset(
+        "trpo",
+        "Pendulum-v1",
+        "default",
+        hyperparameters={"hidden_sizes": (8,)},
+        num_envs=2,
+        num_steps=16,
+        total_steps=64,
+        eval_every=32,
+        eval_episodes=1,
+        num_seeds=2,
+        checkpoint_every=1,
+        normalize_obs=True,
+    )
+    run_dir = RunDir.create(tmp_path / "run")
+    train_run(config, run_dir, progress=False, stop_after_periods=1)
+    first = load_run(run_dir.path).carry.obs_stats
+    np.testing.assert_array_equal(np.asarray(first.count), [2 + 32, 2 + 32])
+    train_run(config, run_dir, resume=True, progress=False)
+    loaded = load_run(run_dir.path)
+    # Each process starts with 2 reset observations, then 32 per period.
+    np.testing.assert_array_equal(np.asarray(loaded.carry.obs_stats.count), [68, 68])
+    assert loaded.config.normalize_obs and loaded.metadata["env_steps"] == 64
