@@ -164,8 +164,7 @@ class _Programs:
         self.observe_and_act = jax.jit(observe_and_act, donate_argnums=0)
 
         def segment(steps: list) -> Any:
-            # [T] lists of [S, N, ...] -> [S, T, N, ...]
-            return jnp.stack(steps, axis=1) if steps else None
+            return jnp.stack(steps, axis=1)  # [T] x [S, N, ...] -> [S, T, N, ...]
 
         if off_policy:
 
