@@ -28,12 +28,15 @@ import tyro
 
 PROG = "jaxrl"
 COMMANDS = ("train", "evaluate", "plot")
-ALGORITHM_NAMES = ("ddpg", "npg", "trpo")
-ALGORITHM_TITLES = {
-    "ddpg": "DDPG (Deep Deterministic Policy Gradient)",
-    "npg": "NPG (Natural Policy Gradient)",
-    "trpo": "TRPO (Trust Region Policy Optimization)",
-}
+
+
+def algorithm_names() -> tuple[str, ...]:
+    """The registered algorithms (:mod:`jaxrl.algorithms.registry`), in name order."""
+    from jaxrl.algorithms import registry
+
+    return tuple(registry.algorithms())
+
+
 # Settings a resumed run may change; every other one is the run's own.
 RESUME_OVERRIDES = ("total_steps", "checkpoint_every")
 
@@ -219,7 +222,10 @@ def _train_command_type(algo: str, preset: str) -> type:
         )
     )
     command = dataclasses.make_dataclass(f"Train{name}", run_fields, frozen=True)
-    command.__doc__ = f"Train {ALGORITHM_TITLES[algo]}; defaults: preset {preset} ({description})."
+    from jaxrl.algorithms import registry
+
+    title = registry.get(algo).title
+    command.__doc__ = f"Train {title}; defaults: preset {preset} ({description})."
     command.algo = algo
     return command
 
@@ -229,7 +235,7 @@ def _command_type(preset: str) -> Any:
     train = Union[  # noqa: UP007 (tyro reads the subcommands from a typing.Union)
         tuple(
             Annotated[_train_command_type(a, preset), tyro.conf.subcommand(a, prefix_name=False)]
-            for a in ALGORITHM_NAMES
+            for a in algorithm_names()
         )
     ]
     return Union[  # noqa: UP007
@@ -261,7 +267,7 @@ def _flag(argument: Any) -> str:
 
 
 def _known_flags(argv: list[str]) -> list[str]:
-    if len(argv) >= 2 and argv[0] == "train" and argv[1] in ALGORITHM_NAMES:
+    if len(argv) >= 2 and argv[0] == "train" and argv[1] in algorithm_names():
         from jaxrl.io.config import hyperparameters
 
         names = [f[0] for f in _run_fields(argv[1], "default")]
@@ -325,17 +331,17 @@ def _precheck(argv: list[str]) -> None:
             if not any(a in ("-h", "--help") for a in argv[1:]):
                 raise UsageError(
                     f"missing algorithm: jaxrl train ALGO with ALGO one of "
-                    f"{', '.join(ALGORITHM_NAMES)}"
+                    f"{', '.join(algorithm_names())}"
                 )
-        elif argv[1] not in ALGORITHM_NAMES:
+        elif argv[1] not in algorithm_names():
             raise UsageError(
-                f"unknown algorithm {argv[1]!r}: choose from {', '.join(ALGORITHM_NAMES)}"
+                f"unknown algorithm {argv[1]!r}: choose from {', '.join(algorithm_names())}"
             )
 
 
 def _rewrite_aliases(argv: list[str]) -> list[str]:
     """Tianshou 1.x option names (``--discount-factor``) to their 2.x fields (``--gamma``)."""
-    if len(argv) < 2 or argv[0] != "train" or argv[1] not in ALGORITHM_NAMES:
+    if len(argv) < 2 or argv[0] != "train" or argv[1] not in algorithm_names():
         return argv
     from jaxrl.io.config import hyperparameters
 

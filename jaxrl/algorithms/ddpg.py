@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import flax.linen as nn
 import jax
@@ -45,7 +45,8 @@ from jaxrl.algorithms._common import (
     scheduled_learning_rate,
     set_learning_rate,
 )
-from jaxrl.algorithms.npg import ActionSample
+from jaxrl.algorithms._types import ActionSample
+from jaxrl.algorithms.protocol import LearningMode
 from jaxrl.core.actions import map_action
 from jaxrl.core.polyak import soft_update
 from jaxrl.core.returns import nstep_targets
@@ -220,6 +221,8 @@ class DDPG(struct.PyTreeNode):
       actor_network, critic_network: optional Flax modules (``obs -> action in [-1, 1]``,
         ``(obs, action) -> Q``) used instead.
     """
+
+    learning_mode: ClassVar[LearningMode] = "off_policy"
 
     tau: float | Array = 0.005
     gamma: float | Array = 0.99
@@ -451,6 +454,38 @@ class DDPG(struct.PyTreeNode):
         """
         state, sample = self.sample_actions(state, obs, key, deterministic)
         return state, sample.env_action
+
+    # ------------------------------------------------------------------ agent protocol
+    @property
+    def evaluates_deterministically(self) -> bool:
+        """DDPG evaluates without noise (Tianshou's test collector adds none)."""
+        return True
+
+    def init_training(
+        self, key: Array, observation_space: Any, action_space: Any, num_envs: int
+    ) -> tuple[DDPGState, ReplayBuffer]:
+        """:meth:`init` for ``num_envs`` environments and an empty :meth:`init_buffer`."""
+        state = self.init(key, observation_space, action_space, num_envs)
+        return state, self.init_buffer(state, num_envs)
+
+    def explore(
+        self, state: DDPGState, obs: Array, key: Array, env_steps: Array
+    ) -> tuple[DDPGState, ActionSample]:
+        """Noisy actions, uniform random ones during the first ``warmup_steps`` env steps
+        (Tianshou's ``start_timesteps``)."""
+        act_key, random_key = jax.random.split(key)
+        state, sample = self.sample_actions(state, obs, act_key)
+        if self.warmup_steps > 0:
+            random = self.sample_random_actions(state, random_key, obs.shape[:1])
+            warm = env_steps < self.warmup_steps
+            sample = jax.tree_util.tree_map(lambda r, s: jnp.where(warm, r, s), random, sample)
+        return state, sample
+
+    def policy(
+        self, state: DDPGState, obs: Array, key: Array, deterministic: bool | Array
+    ) -> Array:
+        """Environment actions: :meth:`act` without the (noise) state."""
+        return self.act(state, obs, key, deterministic)[1]
 
     def sample_random_actions(
         self, state: DDPGState, key: Array, batch_shape: tuple[int, ...] = ()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import flax.linen as nn
 import jax
@@ -34,6 +34,8 @@ from jaxrl.algorithms._common import (
     scheduled_learning_rate,
     set_learning_rate,
 )
+from jaxrl.algorithms._types import ActionSample
+from jaxrl.algorithms.protocol import LearningMode
 from jaxrl.core import distributions
 from jaxrl.core.actions import check_bound_method, map_action
 from jaxrl.core.normalization import RunningMeanStd
@@ -60,14 +62,6 @@ CG_RESIDUAL_TOL = 1e-10
 # gradients, KL checks): float32 on every backend, not GPUs' default TF32. Critic steps and
 # acting keep the backend's default.
 TRUST_REGION_PRECISION = "float32"
-
-
-class ActionSample(struct.PyTreeNode):
-    """``action``: the raw policy action (store it in rollouts); ``env_action``: bounded and
-    scaled for the environment."""
-
-    action: Array
-    env_action: Array
 
 
 class OnPolicyState(struct.PyTreeNode):
@@ -160,6 +154,8 @@ class NPG(struct.PyTreeNode):
       fvp_batch_size: if set, Fisher-vector products use a random subsample of this many
         minibatch samples (cheaper CG); None uses the whole minibatch.
     """
+
+    learning_mode: ClassVar[LearningMode] = "on_policy"
 
     trust_region_size: float = 0.5
     gamma: float = 0.99
@@ -334,6 +330,30 @@ class NPG(struct.PyTreeNode):
     ) -> Array:
         """Environment-ready actions for a batch of observations (see :meth:`sample_actions`)."""
         return self.sample_actions(state, obs, key, deterministic).env_action
+
+    # ------------------------------------------------------------------ agent protocol
+    @property
+    def evaluates_deterministically(self) -> bool:
+        """Evaluation follows ``deterministic_eval`` (Tianshou's policy option)."""
+        return bool(self.deterministic_eval)
+
+    def init_training(
+        self, key: Array, observation_space: Any, action_space: Any, num_envs: int
+    ) -> tuple[OnPolicyState, None]:
+        """:meth:`init`; on-policy learning keeps no buffer."""
+        return self.init(key, observation_space, action_space), None
+
+    def explore(
+        self, state: OnPolicyState, obs: Array, key: Array, env_steps: Array
+    ) -> tuple[OnPolicyState, ActionSample]:
+        """Training actions: sampled from the policy (the state is unchanged)."""
+        return state, self.sample_actions(state, obs, key)
+
+    def policy(
+        self, state: OnPolicyState, obs: Array, key: Array, deterministic: bool | Array
+    ) -> Array:
+        """Environment actions: :meth:`act`."""
+        return self.act(state, obs, key, deterministic)
 
     def to_env_action(self, state: OnPolicyState, action: Array) -> Array:
         """Bound and scale raw actions for a Box space; Discrete actions pass through."""

@@ -55,9 +55,16 @@ class Preset:
     hyperparameters: MappingProxyType
     run: MappingProxyType
 
-    def for_algo(self, algo: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``(hyperparameters, run)`` of ``algo`` in this preset (fresh dicts)."""
-        return dict(self.hyperparameters[algo]), dict(self.run[algo])
+    def for_algo(
+        self, algo: str, learning_mode: str = "on_policy"
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(hyperparameters, run)`` of ``algo`` in this preset (fresh dicts). An algorithm
+        the preset does not list gets its class defaults and the run shape of its learning
+        mode (TRPO's on-policy, DDPG's off-policy)."""
+        fallback = "ddpg" if learning_mode == "off_policy" else "trpo"
+        return dict(self.hyperparameters.get(algo, {})), dict(
+            self.run.get(algo, self.run[fallback])
+        )
 
 
 def _frozen(table: dict[str, dict[str, Any]]) -> MappingProxyType:

@@ -18,18 +18,34 @@ import math
 import re
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import jax.numpy as jnp
 
-from jaxrl.algorithms import DDPG, NPG, TRPO, GaussianNoise, OUNoise
+from jaxrl.algorithms import GaussianNoise, OUNoise, registry
 from jaxrl.algorithms.presets import get_preset
 from jaxrl.networks import ACTIVATIONS
 
-ALGORITHMS: dict[str, type] = {"ddpg": DDPG, "npg": NPG, "trpo": TRPO}
-"""Command-line algorithm names and their classes."""
+
+class _AlgorithmClasses(Mapping):
+    """``name -> class`` of the registered algorithms (a live view of the registry)."""
+
+    def __getitem__(self, name: str) -> type:
+        if name not in registry.algorithms():
+            raise KeyError(name)
+        return registry.get(name).cls
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(registry.algorithms())
+
+    def __len__(self) -> int:
+        return len(registry.algorithms())
+
+
+ALGORITHMS: Mapping[str, type] = _AlgorithmClasses()
+"""Command-line algorithm names and their classes (:mod:`jaxrl.algorithms.registry`)."""
 
 Backend = Literal["jax", "gymnasium"]
 
@@ -39,8 +55,6 @@ DEFAULT_NUM_SEEDS: dict[str, int] = {"jax": 4, "gymnasium": 1}
 
 # Fields that hold Python objects (networks): set them from Python, not the command line.
 PYTHON_ONLY = frozenset({"actor_network", "critic_network"})
-# Fields an algorithm accepts but ignores (TRPO keeps NPG's step size for Tianshou parity).
-IGNORED = {"trpo": frozenset({"trust_region_size", "normalize_step"})}
 SCHEDULES = ("lr_schedule", "actor_lr_schedule", "critic_lr_schedule")
 ScheduleName = Literal["constant", "linear"]
 
@@ -62,9 +76,6 @@ HELP_OVERRIDES: dict[str, str] = {
     ),
     "actor_lr": "actor Adam learning rate",
     "critic_lr": "critic Adam learning rate",
-}
-DDPG_HELP_OVERRIDES: dict[str, str] = {
-    "action_bound_method": "bound raw actions before scaling: clip or None",
 }
 
 
@@ -135,23 +146,24 @@ def _cli_type(hint: Any) -> Any:
 def run_defaults(algo: str, preset: str = DEFAULT_PRESET) -> dict[str, Any]:
     """The run shape of ``algo`` in ``preset`` (``num_envs``, ``num_steps``, ``total_steps``,
     ``eval_every``, ``eval_episodes``, ``normalize_obs``)."""
-    return get_preset(preset).for_algo(algo)[1]
+    return get_preset(preset).for_algo(algo, registry.get(algo).cls.learning_mode)[1]
 
 
 def hyperparameters(algo: str, preset: str = DEFAULT_PRESET) -> list[Hyperparameter]:
     """The command-line hyperparameters of ``algo`` (``"npg"``, ``"trpo"``, ``"ddpg"``), with
     the defaults of ``preset`` (:mod:`jaxrl.algorithms.presets`)."""
-    cls = ALGORITHMS[algo]
+    info = registry.get(algo)
+    cls = info.cls
     hints = typing.get_type_hints(cls)
     docs = _field_docs(cls)
     aliases: dict[str, list[str]] = {}
     for old, new in getattr(cls, "ALIASES", {}).items():
         aliases.setdefault(new, []).append(old)
-    defaults = get_preset(preset).for_algo(algo)[0]
+    defaults = get_preset(preset).for_algo(algo, cls.learning_mode)[0]
     result = []
     for field in dataclasses.fields(cls):
         name = field.name
-        if name in PYTHON_ONLY or name in IGNORED.get(algo, ()):
+        if name in PYTHON_ONLY or name in info.ignored_fields:
             continue
         if name in SCHEDULES:
             kind: Any = ScheduleName
@@ -163,7 +175,7 @@ def hyperparameters(algo: str, preset: str = DEFAULT_PRESET) -> list[Hyperparame
         else:
             kind, default = _cli_type(hints[name]), field.default
         default = defaults.get(name, default)
-        overrides = {**HELP_OVERRIDES, **(DDPG_HELP_OVERRIDES if algo == "ddpg" else {})}
+        overrides = {**HELP_OVERRIDES, **info.help}
         help_text = overrides.get(name) or _first_sentence(docs.get(name, ""))
         result.append(Hyperparameter(name, kind, default, help_text, tuple(aliases.get(name, ()))))
     return result
@@ -340,15 +352,17 @@ class RunConfig:
     def num_agent_updates(self) -> int:
         """Calls of ``agent.update`` over the whole run (sets linear schedules)."""
         collections = max(1, self.total_steps // self.steps_per_update)
-        if self.algo == "ddpg":
-            per_step = self.hyperparameters.get("update_per_step", 0.125)
+        info = registry.get(self.algo)
+        if info.off_policy:
+            default = {f.name: f.default for f in dataclasses.fields(info.cls)}
+            per_step = self.hyperparameters.get("update_per_step", default["update_per_step"])
             return max(1, round(collections * self.steps_per_update * per_step))
         return collections
 
     def make_agent(self) -> Any:
         """The algorithm object (raises the constructor's ValueError/TypeError, naming the
         field, for invalid values)."""
-        cls = ALGORITHMS[self.algo]
+        cls = registry.get(self.algo).cls
         kwargs = dict(self.hyperparameters)
         for name in SCHEDULES:
             if name in kwargs:

@@ -45,13 +45,9 @@ from jaxrl.replay import ReplayBuffer, Transition
 from jaxrl.rollout import Rollout
 from jaxrl.spaces import describe_space
 from jaxrl.training.agent_steps import (
-    evaluation_is_deterministic,
-    explore,
-    init_agent,
     is_off_policy,
     mean_stats,
     off_policy_updates,
-    policy_action,
     updates_per_collect,
     updates_take_effect,
 )
@@ -131,7 +127,7 @@ def init_host_carry(
     action_spec = describe_space(action_space, "action_space")
     init_keys = _seed_keys(seeds)[0]
     state, buffer = jax.vmap(
-        lambda key: init_agent(agent, key, observation_spec, action_spec, num_envs)
+        lambda key: agent.init_training(key, observation_spec, action_spec, num_envs)
     )(init_keys)
     stats = None
     if normalize_obs:
@@ -156,7 +152,7 @@ class _Programs:
             """Normalize what the last env step returned, then act on it (one dispatch)."""
             stats, obs, final = jax.vmap(observe)(carry.obs_stats, raw, raw_final)
             act_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(explore_keys, steps)
-            state, sample = jax.vmap(lambda s, o, k: explore(agent, s, o, k, steps))(
+            state, sample = jax.vmap(lambda s, o, k: agent.explore(s, o, k, steps))(
                 carry.state, obs, act_keys
             )
             return carry._replace(state=state, obs_stats=stats), sample, obs, final
@@ -213,7 +209,7 @@ def evaluate_gymnasium(
     num_seeds: int | None = None,
 ) -> Any:
     """Mean return of ``num_episodes`` episodes run in parallel on fresh environments (the
-    policy acts deterministically where :func:`evaluation_is_deterministic` says so).
+    policy acts deterministically where ``agent.evaluates_deterministically``).
 
     With ``num_seeds=S`` the ``state`` (and the observation statistics) have a leading seed
     axis and the result is the per-seed mean return ``[S]``: all seeds' episodes run in one
@@ -246,13 +242,13 @@ _EVALUATION_CACHE: dict[Any, Callable] = {}
 def _evaluation_programs(agent: Any) -> Callable:
     """The jitted evaluation policy of ``agent``, built once per agent (not per evaluation)."""
     if agent not in _EVALUATION_CACHE:
-        deterministic = evaluation_is_deterministic(agent)
+        deterministic = agent.evaluates_deterministically
 
         def actions(state, stats, raw, keys, step):
             def one_seed(state, stats, raw, key):
                 _, obs = normalize_observations(stats, raw, update=False)
                 key = jax.random.fold_in(key, step)
-                return policy_action(agent, state, obs, key, deterministic)
+                return agent.policy(state, obs, key, deterministic)
 
             return jax.vmap(one_seed)(state, stats, raw, keys)
 

@@ -38,13 +38,9 @@ from jaxrl.replay import Transition
 from jaxrl.rollout import Rollout
 from jaxrl.spaces import describe_space
 from jaxrl.training.agent_steps import (
-    evaluation_is_deterministic,
-    explore,
-    init_agent,
     is_off_policy,
     mean_stats,
     off_policy_updates,
-    policy_action,
     updates_per_collect,
 )
 from jaxrl.training.periods import RunLayout
@@ -157,7 +153,7 @@ def evaluate(
     (Tianshou's test collector). Each episode runs until its first termination or truncation,
     at most ``env_params.max_steps_in_episode`` steps. With ``obs_stats`` the policy sees
     observations normalized by those (frozen) statistics."""
-    deterministic = evaluation_is_deterministic(agent)
+    deterministic = agent.evaluates_deterministically
     reset_key, run_key = jax.random.split(key)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
         jax.random.split(reset_key, num_episodes), env_params
@@ -168,7 +164,7 @@ def evaluate(
         act_key, env_key = jax.random.split(step_key)
         if obs_stats is not None:
             obs = normalize_observations(obs_stats, obs, update=False)[1]
-        action = policy_action(agent, state, obs, act_key, deterministic)
+        action = agent.policy(state, obs, act_key, deterministic)
         obs, env_state, reward, terminated, truncated, _ = jax.vmap(
             env.step, in_axes=(0, 0, 0, None)
         )(jax.random.split(env_key, num_episodes), env_state, action, env_params)
@@ -270,7 +266,7 @@ def make_train_loop(
 
     def init_carry(key: Array) -> TrainCarry:
         init_key, reset_key, run_key = jax.random.split(key, 3)
-        state, buffer = init_agent(agent, init_key, observation_space, action_space, num_envs)
+        state, buffer = agent.init_training(init_key, observation_space, action_space, num_envs)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
             jax.random.split(reset_key, num_envs), env_params
         )
@@ -291,7 +287,7 @@ def make_train_loop(
 
     def env_step(carry: TrainCarry, step_key: Array) -> tuple[TrainCarry, tuple]:
         act_key, env_key = jax.random.split(step_key)
-        state, sample = explore(agent, carry.state, carry.obs, act_key, carry.env_steps)
+        state, sample = agent.explore(carry.state, carry.obs, act_key, carry.env_steps)
         next_obs, env_state, reward, terminated, truncated, info = vmapped_step(
             jax.random.split(env_key, num_envs), carry.env_state, sample.env_action, env_params
         )

@@ -1,0 +1,69 @@
+"""What every algorithm offers the training drivers: one typed protocol.
+
+Drivers (:mod:`jaxrl.training`) use only these members, never the concrete class, so a new
+algorithm needs its own module and a registry entry (:mod:`jaxrl.algorithms.registry`) and
+nothing else. Run shape by learning mode:
+
+- ``"on_policy"``: ``update(state, rollout, key)`` learns from each fresh
+  :class:`jaxrl.Rollout` (``[T, N]``); the driver's ``num_envs x num_steps`` is the batch.
+- ``"off_policy"``: transitions go to the replay buffer ``init_training`` returns;
+  ``update_per_step`` updates per collected env step follow, each on
+  ``sample_batch(buffer, key)``, none before ``warmup_steps`` env steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+import jax
+
+from jaxrl.algorithms._types import ActionSample
+
+Array = jax.Array
+LearningMode = Literal["on_policy", "off_policy"]
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """An algorithm object (a frozen pytree of hyperparameters with jittable methods)."""
+
+    learning_mode: ClassVar[LearningMode]
+
+    @property
+    def evaluates_deterministically(self) -> bool:
+        """Whether evaluation acts with the policy's mode (no sampling, no noise)."""
+        ...
+
+    def init_training(
+        self, key: Array, observation_space: Any, action_space: Any, num_envs: int
+    ) -> tuple[Any, Any]:
+        """``(state, buffer)``: the train state and, off-policy, an empty replay buffer
+        (None on-policy)."""
+        ...
+
+    def explore(
+        self, state: Any, obs: Array, key: Array, env_steps: Array
+    ) -> tuple[Any, ActionSample]:
+        """Training actions for ``obs [N, ...]`` after ``env_steps`` env steps (sampled,
+        noisy, or random during a warm-up): ``(state, ActionSample)``."""
+        ...
+
+    def policy(self, state: Any, obs: Array, key: Array, deterministic: Any) -> Array:
+        """Environment actions for ``obs`` (evaluation and deployment)."""
+        ...
+
+    def update(self, state: Any, data: Any, key: Array) -> tuple[Any, dict[str, Any]]:
+        """One learning step on a rollout (on-policy) or a sampled batch (off-policy)."""
+        ...
+
+
+@runtime_checkable
+class OffPolicyAgent(Agent, Protocol):
+    """An off-policy agent: the run-shape fields and the batch sampler its drivers need."""
+
+    update_per_step: float
+    warmup_steps: int
+
+    def sample_batch(self, buffer: Any, key: Array) -> Any:
+        """An update's input drawn from the replay buffer."""
+        ...
