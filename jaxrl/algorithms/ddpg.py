@@ -46,6 +46,7 @@ from jaxrl.algorithms._common import (
     set_learning_rate,
 )
 from jaxrl.algorithms._types import ActionSample
+from jaxrl.algorithms.noise import GaussianNoise, Noise, OUNoise
 from jaxrl.algorithms.protocol import LearningMode
 from jaxrl.core.actions import map_action
 from jaxrl.core.polyak import soft_update
@@ -59,76 +60,6 @@ Array = jax.Array
 PyTree = Any
 
 DDPG_BOUND_METHODS: tuple[str | None, ...] = ("clip", None)
-
-
-# ---------------------------------------------------------------------------------------------
-# Exploration noise
-# ---------------------------------------------------------------------------------------------
-
-
-class GaussianNoise(struct.PyTreeNode):
-    """Independent Gaussian noise ``N(mu, sigma^2)`` per action component (stateless).
-
-    Tianshou's ``GaussianNoise``; its noise is added in ``[-1, 1]``-action space here, so on an
-    action space ``[-h, h]`` it moves the environment action by ``h * sigma``.
-    """
-
-    sigma: float | Array = 1.0
-    mu: float | Array = 0.0
-
-    def __post_init__(self) -> None:
-        check_field("GaussianNoise", "sigma", self.sigma, 0.0, math.inf)
-        check_field("GaussianNoise", "mu", self.mu, -math.inf, math.inf)
-
-    def sample(self, key: Array, noise_state: Array, shape: tuple[int, ...]) -> tuple[Array, Array]:
-        """``(noise [shape], noise_state)``; the state is returned unchanged."""
-        noise = self.mu + self.sigma * jax.random.normal(key, shape, jnp.float32)
-        return noise, noise_state
-
-
-class OUNoise(struct.PyTreeNode):
-    """Ornstein-Uhlenbeck noise (Tianshou's ``OUNoise``), one process per action component.
-
-    .. math::
-
-        x \\leftarrow x + \\theta\\,dt\\,(\\mu - x) + \\sigma \\sqrt{dt}\\,\\epsilon,
-        \\qquad \\epsilon \\sim N(0, 1)
-
-    The new ``x`` is both the noise and the new state, which starts at 0. Its stationary
-    variance is ``sigma^2 dt / (1 - (1 - theta dt)^2)`` and its lag-``k`` autocorrelation
-    ``(1 - theta dt)^k``.
-    """
-
-    sigma: float | Array = 0.3
-    theta: float | Array = 0.15
-    dt: float | Array = 0.01
-    mu: float | Array = 0.0
-
-    def __post_init__(self) -> None:
-        check_field("OUNoise", "sigma", self.sigma, 0.0, math.inf)
-        check_field("OUNoise", "theta", self.theta, 0.0, math.inf)
-        check_field("OUNoise", "dt", self.dt, 0.0, math.inf, low_open=True)
-        check_field("OUNoise", "mu", self.mu, -math.inf, math.inf)
-
-    def sample(self, key: Array, noise_state: Array, shape: tuple[int, ...]) -> tuple[Array, Array]:
-        """One OU step from ``noise_state`` (shape ``shape``): ``(x_new, x_new)``."""
-        if tuple(noise_state.shape) != tuple(shape):
-            raise ValueError(
-                f"OU noise state has shape {tuple(noise_state.shape)} but the actions have shape "
-                f"{tuple(shape)}; pass num_envs to DDPG.init or call DDPG.reset_noise(state, "
-                f"{tuple(shape[:-1])})"
-            )
-        epsilon = jax.random.normal(key, shape, jnp.float32)
-        x = (
-            noise_state
-            + self.theta * self.dt * (self.mu - noise_state)
-            + self.sigma * jnp.sqrt(self.dt) * epsilon
-        )
-        x = x.astype(noise_state.dtype)
-        return x, x
-
-
-Noise = GaussianNoise | OUNoise
 
 
 def _resolve_noise(noise: Any) -> Noise | None:
