@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal, Union
 import tyro
 
 PROG = "jaxrl"
-COMMANDS = ("train", "evaluate", "plot")
+COMMANDS = ("train", "evaluate", "plot", "compare")
 
 
 def algorithm_names() -> tuple[str, ...]:
@@ -230,8 +230,30 @@ def _train_command_type(algo: str, preset: str) -> type:
     return command
 
 
+@dataclasses.dataclass(frozen=True)
+class CompareCommand:
+    """Compare runs: learning curves with 95% confidence bands in one figure, and a table of
+    last, best and final-policy returns (mean +- std [95% CI] across seeds)."""
+
+    run_dirs: Annotated[
+        tuple[str, ...],
+        tyro.conf.Positional,
+        _arg("two or more run directories", metavar="RUN_DIR..."),
+    ]
+    output: Annotated[str, _arg("image file", aliases=("-o",))] = "comparison.png"
+    labels: Annotated[
+        tuple[str, ...] | None, _arg("one label per run; None: algorithm and environment")
+    ] = None
+    title: Annotated[str | None, _arg("figure title")] = None
+    spread: Annotated[
+        Literal["ci95", "std", "minmax", "none"],
+        _arg("shading: ci95 (95% CI of the mean), std, minmax or none"),
+    ] = "ci95"
+    json: Annotated[bool, _arg("print the table as JSON")] = False
+
+
 def _command_type(preset: str) -> Any:
-    """The whole command line as a tyro type: subcommands train ALGO, evaluate, plot."""
+    """The whole command line as a tyro type: subcommands train ALGO, evaluate, plot, compare."""
     train = Union[  # noqa: UP007 (tyro reads the subcommands from a typing.Union)
         tuple(
             Annotated[_train_command_type(a, preset), tyro.conf.subcommand(a, prefix_name=False)]
@@ -248,6 +270,7 @@ def _command_type(preset: str) -> Any:
         ],
         Annotated[EvaluateCommand, tyro.conf.subcommand("evaluate")],
         Annotated[PlotCommand, tyro.conf.subcommand("plot")],
+        Annotated[CompareCommand, tyro.conf.subcommand("compare")],
     ]
 
 
@@ -549,7 +572,7 @@ def _format_seconds(seconds: float) -> str:
 def _train(args: Any, argv: list[str]) -> int:
     import numpy as np
 
-    from jaxrl.io.plots import learning_curve
+    from jaxrl.io.report import CurveSummary, report_lines
     from jaxrl.io.runner import train_run
 
     _enable_compilation_cache()
@@ -583,18 +606,9 @@ def _train(args: Any, argv: list[str]) -> int:
         f"{state} {config.algo.upper()} on {config.env}: {seeds} x {result.env_steps:,} env steps "
         f"(period {result.period}/{result.num_periods}) in {_format_seconds(result.seconds)}."
     )
-    if len(returns) and np.all(np.isfinite(returns)):
-        per_seed = ", ".join(f"{r:.1f}" for r in returns)
-        spread = f" +- {returns.std():.1f}" if len(returns) > 1 else ""
-        print(f"Final evaluation return: {returns.mean():.1f}{spread} (per seed: {per_seed})")
-        steps, history, _ = learning_curve(run_dir.evals_csv)
-        if len(steps) > 1:
-            means = np.nanmean(history, axis=1)
-            best = int(np.nanargmax(means))
-            print(
-                f"Best mean evaluation return: {means[best]:.1f} "
-                f"(after {int(steps[best]):,} env steps)"
-            )
+    curve = CurveSummary.load(run_dir.evals_csv)
+    for line in report_lines(config.env, result.final, curve):
+        print(line)
     print(f"Learning curve: {result.plot}")
     print(f"Checkpoint:     {result.checkpoint if result.checkpoint else '(none yet)'}")
     print(f"Metrics:        {run_dir.updates_csv}, {run_dir.evals_csv}")
@@ -607,7 +621,7 @@ def _train(args: Any, argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# evaluate, plot
+# evaluate, plot, compare
 # ---------------------------------------------------------------------------------------------
 
 
@@ -653,15 +667,20 @@ def _evaluate(args: EvaluateCommand) -> int:
     return 0
 
 
-def _plot(args: PlotCommand) -> int:
-    from jaxrl.io.plots import plot_runs
-
-    if not args.run_dirs:
-        raise UsageError("jaxrl plot needs at least one RUN_DIR")
-    for run_dir in args.run_dirs:
+def _check_run_dirs(run_dirs: tuple[str, ...], command: str, least: int = 1) -> None:
+    if len(run_dirs) < least:
+        need = "at least one RUN_DIR" if least == 1 else f"at least {least} RUN_DIRs"
+        raise UsageError(f"jaxrl {command} needs {need}")
+    for run_dir in run_dirs:
         if not (Path(run_dir) / "evals.csv").is_file():
             problem = "does not exist" if not Path(run_dir).exists() else "has no evals.csv"
             raise UsageError(f"run directory {run_dir!r} {problem}")
+
+
+def _plot(args: PlotCommand) -> int:
+    from jaxrl.io.plots import plot_runs
+
+    _check_run_dirs(args.run_dirs, "plot")
     if args.output is not None:
         output = Path(args.output)
     elif len(args.run_dirs) == 1:
@@ -669,6 +688,23 @@ def _plot(args: PlotCommand) -> int:
     else:
         output = Path("learning_curves.png")
     path = plot_runs(args.run_dirs, output, title=args.title, spread=args.spread)
+    print(f"Learning curves: {path}")
+    return 0
+
+
+def _compare(args: CompareCommand) -> int:
+    from jaxrl.io.compare import compare_runs, format_table
+
+    _check_run_dirs(args.run_dirs, "compare", least=2)
+    if args.labels is not None and len(args.labels) != len(args.run_dirs):
+        raise UsageError(
+            f"--labels: got {len(args.labels)} labels for {len(args.run_dirs)} run directories"
+        )
+    path, rows = compare_runs(args.run_dirs, args.output, args.labels, args.title, args.spread)
+    if args.json:
+        print(json.dumps({"figure": str(path), "runs": rows}))
+        return 0
+    print(format_table(rows))
     print(f"Learning curves: {path}")
     return 0
 
@@ -687,6 +723,8 @@ def main(argv: list[str] | None = None) -> int:
             return _evaluate(args)
         if isinstance(args, PlotCommand):
             return _plot(args)
+        if isinstance(args, CompareCommand):
+            return _compare(args)
         return _train(args, argv)
     except UsageError as error:
         message = " ".join(str(error).split())

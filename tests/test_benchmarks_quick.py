@@ -110,3 +110,22 @@ def test_host_throughput_quick(tmp_path, jax_cache):
     assert [r["num_seeds"] for r in rows] == [1, 2]
     assert all(r["env_steps_per_s"] > 0 for r in rows)
     assert "vs gymnasium x1" in output
+
+
+@pytest.mark.slow
+def test_compile_time_quick(tmp_path, jax_cache):
+    output = run_quick("compile_time.py", tmp_path, jax_cache)
+    data = json.loads((tmp_path / "compile_time.json").read_text())
+    assert [row["program"] for row in data["rows"]] == ["trpo-update", "trpo-run-1"]
+    for row in data["rows"]:
+        assert row["lower_s"] > 0 and row["compile_s"] > 0 and row["optimized_hlo_lines"] > 0
+    assert "| program |" in output
+
+
+def test_pendulum_final_return_quick(tmp_path, jax_cache):
+    output = run_quick("pendulum_final_return.py", tmp_path, jax_cache)
+    (path,) = tmp_path.glob("pendulum_final_return_trpo_pendulum_1000.json")
+    run = json.loads(path.read_text())["run"]
+    assert run["num_seeds"] == 2 and len(run["deterministic"]) == 2
+    assert 0 <= run["reached"] <= 2 and run["env_steps"] == 8192
+    assert "seeds >= -250" in output

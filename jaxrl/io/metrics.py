@@ -120,7 +120,8 @@ class MetricsLogger:
       directory: the run directory.
       num_seeds: seeds in the run.
       resume_period: when resuming, the period of the checkpoint: rows of later periods are
-        removed from the CSVs and TensorBoard discards events from ``resume_steps`` on.
+        removed from the CSVs and TensorBoard discards events after ``resume_steps``; -1
+        (resumed without a checkpoint) removes them all.
       resume_steps: env steps (per seed) at the checkpoint resumed from.
       tensorboard: write TensorBoard event files.
     """
@@ -144,7 +145,9 @@ class MetricsLogger:
         self.writers: list[Any] = []
         if tensorboard:
             writer_class = summary_writer_class()
-            purge = resume_steps + 1 if resume_period is not None else None
+            purge = None
+            if resume_period is not None:  # keep the events up to the checkpoint (none: -1)
+                purge = resume_steps + 1 if resume_period >= 0 else 0
             self.writers = [
                 writer_class(str(directory / "tensorboard" / f"seed_{seed}"), purge_step=purge)
                 for seed in range(num_seeds)

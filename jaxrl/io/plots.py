@@ -1,5 +1,6 @@
 """Learning-curve figures (matplotlib, drawn off-screen): the mean evaluation return across
-seeds against env steps, with the spread across seeds shaded."""
+seeds against env steps, with the spread across seeds (or a confidence band of the mean)
+shaded, and each run's best and final evaluations marked."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from jaxrl.io.metrics import read_csv
 
-Spread = Literal["std", "minmax", "none"]
+Spread = Literal["std", "ci95", "minmax", "none"]
 
 
 def learning_curve(evals_csv: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -31,7 +32,29 @@ def learning_curve(evals_csv: str | Path) -> tuple[np.ndarray, np.ndarray, np.nd
     return steps, returns, seeds
 
 
-def _label(run_dir: Path) -> str:
+def band(returns: np.ndarray, spread: Spread) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(mean, low, high)`` per row of ``returns [P, S]`` (NaN entries ignored): mean +- one
+    standard deviation (``std``), the 95% confidence interval of the mean (``ci95``:
+    Student's t with S - 1 degrees of freedom), or the range across seeds (``minmax``)."""
+    with warnings.catch_warnings():  # rows no seed reached are NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(returns, axis=1)
+        if spread in ("std", "ci95"):
+            std = np.nanstd(returns, axis=1, ddof=1 if spread == "ci95" else 0)
+            if spread == "ci95":
+                from scipy import stats
+
+                count = np.sum(np.isfinite(returns), axis=1)
+                half = stats.t.ppf(0.975, np.maximum(count - 1, 1)) * std / np.sqrt(count)
+                half = np.where(count > 1, half, np.nan)
+            else:
+                half = std
+            return mean, mean - half, mean + half
+        return mean, np.nanmin(returns, axis=1), np.nanmax(returns, axis=1)
+
+
+def run_label(run_dir: Path) -> str:
+    """The label ``ALGO ENV`` from a run directory's config.json (its name without one)."""
     try:
         config = json.loads((run_dir / "config.json").read_text())
         return f"{config['algo'].upper()} {config['env']}"
@@ -61,8 +84,8 @@ def plot_runs(
       run_dirs: run directories (each with an ``evals.csv``).
       output: the image path.
       title: figure title (default: the run's algorithm and environment for one run).
-      spread: shading across seeds: ``"std"`` (mean +- one standard deviation),
-        ``"minmax"`` or ``"none"``.
+      spread: shading: ``"std"`` (mean +- one standard deviation across seeds), ``"ci95"``
+        (95% confidence interval of the mean), ``"minmax"`` or ``"none"``.
       labels: legend labels (default: algorithm, environment and seed count, plus the
         directory name when two runs would share a label).
 
@@ -75,7 +98,7 @@ def plot_runs(
     run_dirs = [Path(d) for d in run_dirs]
     curves = [learning_curve(d / "evals.csv") for d in run_dirs]
     if labels is None:
-        base = [_label(d) for d in run_dirs]
+        base = [run_label(d) for d in run_dirs]
         labels = [
             f"{name} ({len(seeds)} seed{'s' if len(seeds) != 1 else ''})"
             + (f" - {d.name}" if base.count(name) > 1 else "")
@@ -86,26 +109,25 @@ def plot_runs(
     for (steps, returns, _), label in zip(curves, labels, strict=True):
         if len(steps) == 0:
             continue
-        with warnings.catch_warnings():  # steps no seed reached are NaN
-            warnings.simplefilter("ignore", RuntimeWarning)
-            mean = np.nanmean(returns, axis=1)
-            if spread == "std":
-                std = np.nanstd(returns, axis=1)
-                low, high = mean - std, mean + std
-            else:
-                low, high = np.nanmin(returns, axis=1), np.nanmax(returns, axis=1)
+        mean, low, high = band(returns, spread)
         (line,) = axes.plot(steps, mean, marker="o", markersize=3, linewidth=1.8, label=label)
         if spread != "none" and returns.shape[1] > 1:
             axes.fill_between(steps, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
+        if np.isfinite(mean).any():
+            best = int(np.nanargmax(mean))
+            color = line.get_color()
+            axes.plot(steps[best], mean[best], "*", color=color, markersize=13, zorder=3)
+            axes.plot(steps[-1], mean[-1], "D", color=color, markersize=6, zorder=3)
     axes.set_xlabel("environment steps (per seed)")
     axes.set_ylabel("evaluation return")
     axes.xaxis.set_major_formatter(FuncFormatter(_steps_formatter))
     axes.grid(True, alpha=0.3)
     if title is None and len(run_dirs) == 1:
         title = (
-            f"{_label(run_dirs[0])}: mean "
+            f"{run_label(run_dirs[0])}: mean "
             + {
                 "std": "\u00b1 std across seeds",
+                "ci95": "and 95% confidence interval",
                 "minmax": "and min-max across seeds",
                 "none": "across seeds",
             }[spread]
@@ -113,7 +135,13 @@ def plot_runs(
     if title:
         axes.set_title(title)
     if any(len(c[0]) for c in curves):
-        axes.legend(loc="lower right")
+        from matplotlib.lines import Line2D
+
+        marks = [
+            Line2D([], [], color="grey", marker=m, markersize=z, linestyle="", label=name)
+            for m, z, name in (("*", 11, "best"), ("D", 5, "final"))
+        ]
+        axes.legend(handles=axes.get_legend_handles_labels()[0] + marks, loc="lower right")
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(output.stem + ".tmp" + output.suffix)

@@ -8,6 +8,7 @@
       evals.csv            one row per seed and evaluation
       tensorboard/seed_<i>/events.out.tfevents.*
       learning_curve.png   mean evaluation return across seeds, spread shaded
+      final_eval.json      the final policy's deterministic and stochastic evaluations
       checkpoints/<period>/  orbax checkpoints, the newest kept (written atomically)
 """
 
@@ -48,6 +49,10 @@ class RunDir:
     @property
     def plot(self) -> Path:
         return self.path / "learning_curve.png"
+
+    @property
+    def final_eval(self) -> Path:
+        return self.path / "final_eval.json"
 
     @property
     def checkpoints(self) -> Path:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +36,7 @@ from jaxrl.io.config import Backend, RunConfig
 from jaxrl.io.metrics import MetricsLogger
 from jaxrl.io.plots import plot_runs
 from jaxrl.io.progress import RunProgress
+from jaxrl.io.report import FinalEvaluation
 from jaxrl.io.run_dir import RunDir
 
 
@@ -52,6 +54,7 @@ class TrainResult:
       checkpoint: the newest checkpoint directory (None if none was written).
       plot: the learning-curve image.
       seconds: wall time of this call.
+      final: evaluations of the final policy (when this call finished the run), else None.
     """
 
     run_dir: RunDir
@@ -63,6 +66,7 @@ class TrainResult:
     checkpoint: Path | None
     plot: Path
     seconds: float
+    final: FinalEvaluation | None = None
 
     @property
     def finished(self) -> bool:
@@ -223,13 +227,18 @@ class _Run:
         self.config, self.run_dir, self.store = config, run_dir, store
         self.period, self.env_steps = start_period, start_steps
         self.num_periods = num_periods
-        self.elapsed0, self.start = elapsed, time.perf_counter()
+        self.elapsed0, self.started = elapsed, time.perf_counter()
+        # A run resumed without a checkpoint starts over: its files are cleared (period -1),
+        # and every run that starts at period 0 first logs the initial policy's evaluation.
         self.metrics = MetricsLogger(
             run_dir.path,
             config.num_seeds,
-            resume_period=start_period if resumed else None,
+            resume_period=(start_period if start_period > 0 else -1) if resumed else None,
             resume_steps=start_steps,
         )
+        if start_period == 0:
+            run_dir.final_eval.unlink(missing_ok=True)
+        self.final: FinalEvaluation | None = None
         self.eval_returns = np.full(config.num_seeds, np.nan)
         self.checkpoint: Path | None = (
             run_dir.checkpoints / str(start_period) if start_period in store.steps() else None
@@ -245,7 +254,21 @@ class _Run:
             self.progress.console.quiet = True
 
     def wall_time(self) -> float:
-        return self.elapsed0 + time.perf_counter() - self.start
+        return self.elapsed0 + time.perf_counter() - self.started
+
+    def start(self, agent: Any, state: Any, obs_stats: Any) -> None:
+        """At period 0, evaluate the initial policy: the learning curve's first point."""
+        if self.period == 0:
+            returns = evaluate_policy(
+                self.config, agent, state, obs_stats, self.config.eval_episodes
+            )
+            self._log_evals(returns, 0)
+
+    def finish(self, agent: Any, state: Any, obs_stats: Any) -> None:
+        """After the last period: evaluate the final policy (``final_eval.json``)."""
+        if self.period >= self.num_periods:
+            self.final = final_evaluation(self.config, agent, state, obs_stats, self.env_steps)
+            self.final.save(self.run_dir.final_eval)
 
     def end_period(
         self, update_rows: list[dict[str, Any]], eval_returns: np.ndarray, env_steps: int
@@ -253,8 +276,13 @@ class _Run:
         """Log one evaluation period (``self.period`` already advanced)."""
         self.env_steps = env_steps
         self.eval_returns = np.asarray(eval_returns, np.float64)
-        wall = self.wall_time()
         self.metrics.log_updates(update_rows)
+        self._log_evals(self.eval_returns, env_steps)
+        per_seed = jnp.asarray(self.eval_returns)
+        self.progress.update(env_steps, float(jnp.mean(per_seed)), float(jnp.std(per_seed)))
+
+    def _log_evals(self, returns: np.ndarray, env_steps: int) -> None:
+        wall = self.wall_time()
         self.metrics.log_evals(
             [
                 {
@@ -264,11 +292,9 @@ class _Run:
                     "eval_return": float(value),
                     "wall_time": round(wall, 3),
                 }
-                for seed, value in enumerate(self.eval_returns)
+                for seed, value in enumerate(returns)
             ]
         )
-        per_seed = jnp.asarray(self.eval_returns)
-        self.progress.update(env_steps, float(jnp.mean(per_seed)), float(jnp.std(per_seed)))
 
     def checkpoint_due(self) -> bool:
         every = self.config.checkpoint_every
@@ -309,7 +335,8 @@ class _Run:
             eval_returns=self.eval_returns,
             checkpoint=self.checkpoint,
             plot=self.run_dir.plot,
-            seconds=time.perf_counter() - self.start,
+            seconds=time.perf_counter() - self.started,
+            final=self.final,
         )
 
 
@@ -416,6 +443,7 @@ def _train_jax(
     periods_done = 0
     try:
         with run.progress:
+            run.start(agent, carry.state, carry.obs_stats)
             while run.period < loop.num_periods:
                 carry, metrics = run_period(carry)
                 carry = _canonical(carry)
@@ -431,6 +459,7 @@ def _train_jax(
                     run.save(carry)
                 if stop_after_periods is not None and periods_done >= stop_after_periods:
                     break
+            run.finish(agent, carry.state, carry.obs_stats)
         run.plot()
     finally:
         run.close()
@@ -501,14 +530,17 @@ def _train_gymnasium(
     periods = layout.num_periods - start_period
     if stop_after_periods is not None:  # end early at a period boundary, as if interrupted
         periods = min(periods, stop_after_periods)
-    initial = None
-    if restored is not None:
+    if restored is None:
+        initial = _host_carry(config, agent, abstract=False)
+    else:
         initial = restored["carry"]
         if initial.buffer is None and not config.checkpoint_buffer:
             initial = initial._replace(buffer=_host_carry(config, agent, abstract=False).buffer)
-        initial = _canonical(initial)
+    initial = _canonical(initial)
+    last = {"carry": initial}
 
     def on_evaluation(info: dict[str, Any]) -> None:
+        last["carry"] = info["carry"]
         run.period += 1
         run.end_period(
             update_rows(info["metrics"], run.period, start_steps),
@@ -522,6 +554,7 @@ def _train_gymnasium(
         on_setup(_setup_message(run, layout.collections_per_period))
     try:
         with run.progress:
+            run.start(agent, initial.state, initial.obs_stats)
             if periods > 0:
                 train_gymnasium(
                     agent,
@@ -539,6 +572,7 @@ def _train_gymnasium(
                     initial=initial,
                     progress=on_evaluation,
                 )
+            run.finish(agent, last["carry"].state, last["carry"].obs_stats)
         run.plot()
     finally:
         run.close()
@@ -573,6 +607,72 @@ def load_run(run_dir: str | Path | RunDir, step: int | None = None) -> LoadedRun
     return LoadedRun(config, agent, carry.state, carry, meta, meta["step"])
 
 
+def evaluate_policy(
+    config: RunConfig,
+    agent: Any,
+    state: Any,
+    obs_stats: Any,
+    episodes: int,
+    seed: int = 0,
+    deterministic: bool | None = None,
+) -> np.ndarray:
+    """Mean return per seed ``[S]`` of ``episodes`` episodes of each seed's policy (``state``
+    and ``obs_stats`` with a leading seed axis), on the run's environments. The policy acts
+    as the algorithm evaluates (``agent.evaluates_deterministically``) unless
+    ``deterministic`` says otherwise. Compiled once per agent, environment, episode count and
+    mode."""
+    if deterministic is None:
+        deterministic = agent.evaluates_deterministically
+    if config.backend == "jax":
+        program = _jax_evaluation_program(agent, config.env, episodes, bool(deterministic))
+        keys = jax.random.split(jax.random.key(seed), config.num_seeds)
+        returns = program(state, obs_stats, keys)
+        return np.asarray(jax.device_get(returns), np.float64)
+    from jaxrl.training.gymnasium_driver import evaluate_gymnasium
+
+    returns = evaluate_gymnasium(
+        agent,
+        state,
+        config.env,
+        obs_stats,
+        episodes,
+        seed,
+        env_backend=config.env_backend,
+        num_seeds=config.num_seeds,
+        deterministic=bool(deterministic),
+    )
+    return np.asarray(returns, np.float64)
+
+
+@functools.lru_cache(maxsize=8)
+def _jax_evaluation_program(
+    agent: Any, env_id: str, episodes: int, deterministic: bool
+) -> Callable:
+    from jaxrl.training import evaluate, make_env
+
+    env, env_params = make_env(env_id)
+
+    def one(state: Any, stats: Any, key: jax.Array) -> jax.Array:
+        return evaluate(agent, state, env, env_params, key, episodes, stats, deterministic)
+
+    return jax.jit(jax.vmap(one))
+
+
+def final_evaluation(
+    config: RunConfig, agent: Any, state: Any, obs_stats: Any, env_steps: int
+) -> FinalEvaluation:
+    """Evaluate the final policy deterministically and (NPG/TRPO) stochastically,
+    ``eval_episodes`` episodes per seed and mode; the deterministic figure is what
+    ``jaxrl evaluate RUN_DIR --episodes <eval_episodes>`` reproduces for a deterministic
+    evaluator."""
+    episodes = config.eval_episodes
+    deterministic = evaluate_policy(config, agent, state, obs_stats, episodes, 0, True)
+    stochastic = None
+    if agent.learning_mode == "on_policy":
+        stochastic = evaluate_policy(config, agent, state, obs_stats, episodes, 0, False)
+    return FinalEvaluation(episodes, env_steps, deterministic, stochastic)
+
+
 def evaluate_run(
     run_dir: str | Path | RunDir, episodes: int = 10, seed: int = 0, step: int | None = None
 ) -> tuple[LoadedRun, np.ndarray]:
@@ -582,28 +682,7 @@ def evaluate_run(
     evaluates so: DDPG always, NPG/TRPO with ``deterministic_eval``).
     """
     loaded = load_run(run_dir, step)
-    config, agent = loaded.config, loaded.agent
-    if config.backend == "jax":
-        from jaxrl.training import evaluate, make_env
-
-        env, env_params = make_env(config.env)
-        keys = jax.random.split(jax.random.key(seed), config.num_seeds)
-
-        def one(state: Any, stats: Any, key: jax.Array) -> jax.Array:
-            return evaluate(agent, state, env, env_params, key, episodes, stats)
-
-        returns = jax.jit(jax.vmap(one))(loaded.state, loaded.carry.obs_stats, keys)
-        return loaded, np.asarray(jax.device_get(returns), np.float64)
-    from jaxrl.training.gymnasium_driver import evaluate_gymnasium
-
-    returns = evaluate_gymnasium(
-        agent,
-        loaded.state,
-        config.env,
-        loaded.carry.obs_stats,
-        episodes,
-        seed,
-        env_backend=config.env_backend,
-        num_seeds=config.num_seeds,
+    returns = evaluate_policy(
+        loaded.config, loaded.agent, loaded.state, loaded.carry.obs_stats, episodes, seed
     )
-    return loaded, np.asarray(returns, np.float64)
+    return loaded, returns

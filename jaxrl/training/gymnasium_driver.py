@@ -207,9 +207,11 @@ def evaluate_gymnasium(
     *,
     env_backend: str = "auto",
     num_seeds: int | None = None,
+    deterministic: bool | None = None,
 ) -> Any:
     """Mean return of ``num_episodes`` episodes run in parallel on fresh environments (the
-    policy acts deterministically where ``agent.evaluates_deterministically``).
+    policy acts deterministically where ``agent.evaluates_deterministically``, or as
+    ``deterministic`` says).
 
     With ``num_seeds=S`` the ``state`` (and the observation statistics) have a leading seed
     axis and the result is the per-seed mean return ``[S]``: all seeds' episodes run in one
@@ -224,7 +226,9 @@ def evaluate_gymnasium(
     if normalizer is not None and not stacked:
         normalizer = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], normalizer)
     count = num_seeds or 1
-    programs = _evaluation_programs(agent)
+    if deterministic is None:
+        deterministic = agent.evaluates_deterministically
+    programs = _evaluation_programs(agent, bool(deterministic))
     env = make_host_env(env_id, count * num_episodes, seed, env_backend, env_kwargs)
     try:
         # Seed i's actions use key(seed + i * num_episodes): the same alone or stacked.
@@ -239,10 +243,10 @@ def evaluate_gymnasium(
 _EVALUATION_CACHE: dict[Any, Callable] = {}
 
 
-def _evaluation_programs(agent: Any) -> Callable:
-    """The jitted evaluation policy of ``agent``, built once per agent (not per evaluation)."""
-    if agent not in _EVALUATION_CACHE:
-        deterministic = agent.evaluates_deterministically
+def _evaluation_programs(agent: Any, deterministic: bool) -> Callable:
+    """The jitted evaluation policy of ``agent``, built once per agent and mode (not per
+    evaluation)."""
+    if (agent, deterministic) not in _EVALUATION_CACHE:
 
         def actions(state, stats, raw, keys, step):
             def one_seed(state, stats, raw, key):
@@ -252,8 +256,8 @@ def _evaluation_programs(agent: Any) -> Callable:
 
             return jax.vmap(one_seed)(state, stats, raw, keys)
 
-        _EVALUATION_CACHE[agent] = jax.jit(actions)
-    return _EVALUATION_CACHE[agent]
+        _EVALUATION_CACHE[agent, deterministic] = jax.jit(actions)
+    return _EVALUATION_CACHE[agent, deterministic]
 
 
 def _run_evaluation(

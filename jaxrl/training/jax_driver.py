@@ -147,13 +147,16 @@ def evaluate(
     key: Array,
     num_episodes: int,
     obs_stats: RunningMeanStd | None = None,
+    deterministic: bool | Array | None = None,
 ) -> Array:
-    """Mean undiscounted return of ``num_episodes`` parallel episodes. NPG/TRPO act
-    deterministically if ``agent.deterministic_eval``; DDPG always acts without noise
-    (Tianshou's test collector). Each episode runs until its first termination or truncation,
-    at most ``env_params.max_steps_in_episode`` steps. With ``obs_stats`` the policy sees
+    """Mean undiscounted return of ``num_episodes`` parallel episodes. By default NPG/TRPO
+    act deterministically if ``agent.deterministic_eval``; DDPG always acts without noise
+    (Tianshou's test collector); ``deterministic`` (a bool, or a traced one) overrides it.
+    Each episode runs until its first termination or truncation, at most
+    ``env_params.max_steps_in_episode`` steps. With ``obs_stats`` the policy sees
     observations normalized by those (frozen) statistics."""
-    deterministic = agent.evaluates_deterministically
+    if deterministic is None:
+        deterministic = agent.evaluates_deterministically
     reset_key, run_key = jax.random.split(key)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
         jax.random.split(reset_key, num_episodes), env_params

@@ -109,8 +109,8 @@ def test_bad_arguments_are_one_line(capsys, tmp_path, monkeypatch, argv, expecte
 def test_a_resumed_run_keeps_its_configuration(capsys, tmp_path, monkeypatch, trpo_run):
     run_dir, _ = trpo_run
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "cache"))
-    line = error_line(capsys, ["train", "trpo", "--resume", str(run_dir), "--max-kl", "0.01"])
-    assert "--max-kl 0.01 differs from the resumed run's 0.005" in line
+    line = error_line(capsys, ["train", "trpo", "--resume", str(run_dir), "--max-kl", "0.02"])
+    assert "--max-kl 0.02 differs from the resumed run's 0.01" in line
     line = error_line(capsys, ["train", "npg", "--resume", str(run_dir)])
     assert "is a trpo run" in line
     existing = error_line(capsys, ["train", "trpo", "--run-dir", str(run_dir)])

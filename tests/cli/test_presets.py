@@ -47,9 +47,19 @@ def test_the_mujoco_preset_is_tianshous_mujoco_settings():
     assert run_defaults("ddpg", "mujoco")["num_envs"] == 1
 
 
-def test_the_pendulum_preset_keeps_tianshous_test_settings():
-    trpo = {spec.name: spec.default for spec in hyperparameters("trpo", "pendulum")}
+def test_tianshous_pendulum_test_settings_stay_a_preset():
+    trpo = {spec.name: spec.default for spec in hyperparameters("trpo", "tianshou-pendulum")}
     assert (trpo["gamma"], trpo["max_kl"], trpo["repeat"]) == (0.95, 0.005, 2)
+    run = run_defaults("trpo", "tianshou-pendulum")
+    assert (run["num_envs"], run["num_steps"], run["normalize_obs"]) == (16, 128, False)
+    # The main job's preset: Tianshou's MuJoCo networks, larger collections, deterministic
+    # evaluation (RESULTS.md section 8).
+    trpo = {spec.name: spec.default for spec in hyperparameters("trpo", "pendulum")}
+    assert (trpo["gamma"], trpo["max_kl"], trpo["optim_critic_iters"]) == (0.95, 0.01, 20)
+    assert trpo["deterministic_eval"] and trpo["log_std_init"] == -0.5
+    run = run_defaults("trpo", "pendulum")
+    assert (run["num_envs"], run["num_steps"], run["normalize_obs"]) == (16, 512, True)
+    assert run["total_steps"] == 327_680
     default = {spec.name: spec.default for spec in hyperparameters("trpo", "default")}
     assert (default["gamma"], default["max_kl"], default["repeat"]) == (0.99, 0.01, 1)
 

@@ -54,7 +54,7 @@ def test_gymnasium_run_resumes_its_agent_state_and_replay_buffer(jaxrl, tmp_path
     assert "Stopped DDPG on Pendulum-v1: 1 seed x 32 env steps (period 2/4)" in stopped.stdout
     resumed = jaxrl("train", "ddpg", "--resume", run_dir).check()
     assert "Finished DDPG on Pendulum-v1: 1 seed x 64 env steps (period 4/4)" in resumed.stdout
-    assert read_csv(run_dir / "evals.csv")["env_steps"].tolist() == [16, 32, 48, 64]
+    assert read_csv(run_dir / "evals.csv")["env_steps"].tolist() == [0, 16, 32, 48, 64]
     updates = read_csv(run_dir / "updates.csv")
     assert updates["update"].tolist() == list(range(1, 9))
     assert updates["period"].tolist() == [1, 1, 2, 2, 3, 3, 4, 4]

@@ -63,12 +63,13 @@ def test_train_writes_a_complete_run_directory(trpo_run):
         "jax",
         2,
     )
-    # Tianshou's tuned TRPO settings are the defaults; the command line overrode the net.
+    # The pendulum preset gives the defaults; the command line overrode the net.
     hyper = saved["hyperparameters"]
+    assert saved["preset"] == "pendulum" and saved["run"]["normalize_obs"] is True
     assert (hyper["max_kl"], hyper["gamma"], hyper["repeat"], hyper["return_scaling"]) == (
-        0.005,
+        0.01,
         0.95,
-        2,
+        1,
         True,
     )
     assert hyper["hidden_sizes"] == [8]
@@ -85,7 +86,8 @@ def test_train_writes_a_complete_run_directory(trpo_run):
     evals = read_csv(run_dir / "evals.csv")
     eval_header = (run_dir / "evals.csv").read_text().splitlines()[0].split(",")
     assert tuple(eval_header) == EVAL_COLUMNS
-    assert sorted(set(evals["env_steps"])) == [128, 256, 384, 512]
+    # The first evaluation is the initial policy's, at step 0.
+    assert sorted(set(evals["env_steps"])) == [0, 128, 256, 384, 512]
     assert sorted(set(evals["seed"])) == [0, 1]
     assert np.isfinite(evals["eval_return"]).all()
 
@@ -97,7 +99,7 @@ def test_train_writes_a_complete_run_directory(trpo_run):
     for seed in (0, 1):
         scalars = tensorboard_scalars(run_dir / "tensorboard" / f"seed_{seed}")
         steps = [step for step, _ in scalars["eval/return"]]
-        assert steps == [128, 256, 384, 512]
+        assert steps == [0, 128, 256, 384, 512]
         expected = evals["eval_return"][evals["seed"] == seed]
         np.testing.assert_allclose([v for _, v in scalars["eval/return"]], expected, rtol=1e-6)
         assert "train/kl" in scalars

@@ -15,10 +15,11 @@ from reliability_helpers import all_finite
 from jaxrl.io import CheckpointStore, RunConfig, RunDir, load_run, read_csv, train_run
 from jaxrl.training.gymnasium_driver import EnvironmentError_
 
-# Training steps 2 envs x 4 steps per update, 2 updates per period (16 steps), then evaluates
-# one 200-step episode: period 1 ends after 216 calls to `step` over all instances. The fault
-# comes at call 230, during period 2's training, after period 1's checkpoint.
-FAULT_AT_CALL = 230
+# The run first evaluates the initial policy (one 200-step episode), then trains 2 envs x 4
+# steps per update, 2 updates per period (16 steps), then evaluates one 200-step episode:
+# period 1 ends after 416 calls to `step` over all instances. The fault comes at call 430,
+# during period 2's training, after period 1's checkpoint.
+FAULT_AT_CALL = 430
 STEP_CALLS = itertools.count(1)
 
 
@@ -76,4 +77,4 @@ def test_faulty_environment_stops_the_run_and_its_checkpoint_still_loads(fault, 
     state = jax.tree_util.tree_map(lambda x: x[0], loaded.state)
     action = loaded.agent.act(state, np.zeros((1, 3), np.float32), jax.random.key(0))
     assert np.all(np.isfinite(np.asarray(action)))
-    assert read_csv(run_dir.evals_csv)["env_steps"].tolist() == [16]
+    assert read_csv(run_dir.evals_csv)["env_steps"].tolist() == [0, 16]

@@ -1,0 +1,257 @@
+"""Compile time of jaxrl's public programs, each in a fresh process with no compilation cache.
+
+For every program: tracing and lowering to StableHLO (``jax.jit(f).lower(*args)``), XLA's
+compilation (``.compile()``), and the size of what XLA received and produced (lines of the
+StableHLO text and of the optimized HLO), which show where compile time goes.
+
+Programs (Tianshou's Pendulum-v1 test settings, as in ``pendulum_wall_time.py``):
+  trpo-update      ``jax.jit(TRPO.update)`` on one 16 x 128 rollout
+  npg-update       the same for NPG
+  ddpg-update      ``jax.jit(DDPG.update)`` on one batch of 128 transitions
+  trpo-run-1       a whole TRPO run (245,760 env steps, 5 evaluations), one seed
+  trpo-run-16      the same, 16 seeds under ``jax.vmap``
+  npg-run-16       NPG, 16 seeds
+  ddpg-run-16      DDPG (100,000 env steps), 16 seeds
+  cli-trpo         what ``jaxrl train trpo --env Pendulum-v1`` compiles: the vmapped ``init``,
+                   ``run_period`` and evaluation programs of the command's default run
+
+    python benchmarks/compile_time.py                    # every program
+    python benchmarks/compile_time.py --programs trpo-run-1 trpo-update
+    python benchmarks/compile_time.py --quick            # CI: two small programs
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from common import (
+    PENDULUM_EPOCH_STEPS,
+    PENDULUM_EPOCHS,
+    base_parser,
+    command_line,
+    loadavg,
+    machine_info,
+    markdown_table,
+    output_dir,
+    pendulum_agent,
+    print_machine,
+    write_csv,
+    write_json,
+)
+
+PROGRAMS = (
+    "trpo-update",
+    "npg-update",
+    "ddpg-update",
+    "trpo-run-1",
+    "trpo-run-16",
+    "npg-run-16",
+    "ddpg-run-16",
+    "cli-trpo",
+)
+QUICK_PROGRAMS = ("trpo-update", "trpo-run-1")
+
+
+def _measure(name: str, fn: Any, *args: Any) -> dict[str, Any]:
+    import jax
+
+    start = time.perf_counter()
+    lowered = jax.jit(fn).lower(*args)
+    traced = time.perf_counter()
+    compiled = lowered.compile()
+    done = time.perf_counter()
+    return {
+        "program": name,
+        "lower_s": traced - start,
+        "compile_s": done - traced,
+        "total_s": done - start,
+        "stablehlo_lines": lowered.as_text().count("\n"),
+        "optimized_hlo_lines": compiled.as_text().count("\n"),
+    }
+
+
+def _rollout(agent: Any, num_steps: int, num_envs: int) -> tuple[Any, Any]:
+    import gymnax
+    import jax
+    import jax.numpy as jnp
+
+    import jaxrl
+
+    env, params = gymnax.make("Pendulum-v1")
+    state = agent.init(jax.random.key(0), env.observation_space(params), env.action_space(params))
+    shape = (num_steps, num_envs)
+    obs = jnp.zeros((*shape, 3), jnp.float32)
+    rollout = jaxrl.Rollout(
+        obs=obs,
+        action=jnp.zeros((*shape, 1), jnp.float32),
+        reward=jnp.zeros(shape, jnp.float32),
+        terminated=jnp.zeros(shape, bool),
+        truncated=jnp.zeros(shape, bool),
+        next_obs=obs,
+    )
+    return state, rollout
+
+
+def _update_program(algo: str) -> dict[str, Any]:
+    import jax
+
+    agent = pendulum_agent(algo)
+    if algo == "ddpg":
+        import gymnax
+
+        from jaxrl.replay import ReplayBuffer, Transition
+
+        env, params = gymnax.make("Pendulum-v1")
+        state = agent.init(
+            jax.random.key(0), env.observation_space(params), env.action_space(params)
+        )
+        segment = Transition(*_rollout(pendulum_agent("trpo"), 256, 1)[1])  # [256, 1, ...]
+        step = jax.tree_util.tree_map(lambda x: x[0], segment)
+        buffer = ReplayBuffer.create(20_000, step).extend(segment)
+        batch = agent.sample_batch(buffer, jax.random.key(1))
+        return _measure(f"{algo}-update", agent.update, state, batch, jax.random.key(2))
+    state, rollout = _rollout(agent, 128, 16)
+    return _measure(f"{algo}-update", agent.update, state, rollout, jax.random.key(1))
+
+
+def _run_program(algo: str, num_seeds: int) -> dict[str, Any]:
+    import jax
+
+    from jaxrl.training import TrainConfig, make_train
+
+    agent = pendulum_agent(algo)
+    steps = PENDULUM_EPOCH_STEPS[algo]
+    if algo == "ddpg":
+        config = TrainConfig(8, 1, PENDULUM_EPOCHS * steps, steps, 10)
+    else:
+        config = TrainConfig(16, 128, PENDULUM_EPOCHS * steps, steps, 10)
+    train = make_train(agent, "Pendulum-v1", config)
+    keys = jax.random.split(jax.random.key(0), num_seeds)
+    return _measure(f"{algo}-run-{num_seeds}", jax.vmap(train), keys)
+
+
+def _cli_program() -> dict[str, Any]:
+    import jax
+
+    from jaxrl.io import RunConfig
+    from jaxrl.io.runner import _jax_evaluation_program, _jax_loop, seed_keys
+
+    config = RunConfig.from_preset("trpo", "Pendulum-v1")
+    agent = config.make_agent()
+    loop = _jax_loop(config, agent)
+    keys = seed_keys(config)
+    parts = [
+        _measure("init", jax.vmap(loop.init), keys),
+    ]
+    carry = jax.jit(jax.vmap(loop.init))(keys)
+    parts.append(_measure("run_period", jax.vmap(loop.run_period), carry))
+    for deterministic in (True, False):  # the initial and final evaluations
+        evaluate = _jax_evaluation_program(agent, config.env, config.eval_episodes, deterministic)
+        args = (carry.state, carry.obs_stats, keys)
+        parts.append(_measure(f"evaluate-{deterministic}", evaluate.__wrapped__, *args))
+    total = {
+        key: sum(part[key] for part in parts)
+        for key in ("lower_s", "compile_s", "total_s", "stablehlo_lines", "optimized_hlo_lines")
+    }
+    return {"program": "cli-trpo", **total, "parts": parts}
+
+
+def child(name: str) -> dict[str, Any]:
+    import jax
+
+    jax.config.update("jax_enable_compilation_cache", False)
+    if name.endswith("-update"):
+        return _update_program(name.split("-")[0])
+    if name == "cli-trpo":
+        return _cli_program()
+    algo, _, seeds = name.split("-")
+    return _run_program(algo, int(seeds))
+
+
+def measure_in_fresh_process(name: str) -> dict[str, Any]:
+    env = {**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", name],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).parent,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{name} failed:\n{done.stdout}\n{done.stderr[-3000:]}")
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    row["process_s"] = time.perf_counter() - start
+    return row
+
+
+def main() -> None:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--programs", nargs="+", choices=PROGRAMS, default=None)
+    parser.add_argument("--child", default=None, help=argparse_hidden())
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child)))
+        return
+    info = machine_info()
+    print_machine(info)
+    programs = args.programs or (QUICK_PROGRAMS if args.quick else PROGRAMS)
+    rows = []
+    for name in programs:
+        before = loadavg()
+        row = measure_in_fresh_process(name)
+        row.update(loadavg_before=before, loadavg_after=loadavg())
+        rows.append(row)
+        print(
+            f"{name}: lower {row['lower_s']:.2f} s + compile {row['compile_s']:.2f} s "
+            f"= {row['total_s']:.2f} s (process {row['process_s']:.1f} s)",
+            flush=True,
+        )
+        for part in row.get("parts", []):
+            print(f"    {part['program']}: {part['lower_s']:.2f} + {part['compile_s']:.2f} s")
+    table = markdown_table(
+        [
+            "program",
+            "lower s",
+            "XLA compile s",
+            "total s",
+            "StableHLO lines",
+            "optimized HLO lines",
+        ],
+        [
+            [
+                r["program"],
+                f"{r['lower_s']:.2f}",
+                f"{r['compile_s']:.2f}",
+                f"{r['total_s']:.2f}",
+                r["stablehlo_lines"],
+                r["optimized_hlo_lines"],
+            ]
+            for r in rows
+        ],
+    )
+    print(table)
+    out = output_dir(args)
+    flat = [{k: v for k, v in r.items() if k != "parts"} for r in rows]
+    write_csv(out / "compile_time.csv", flat)
+    write_json(
+        out / "compile_time.json", {"machine": info, "command": command_line(), "rows": rows}
+    )
+
+
+def argparse_hidden() -> str:
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+if __name__ == "__main__":
+    main()

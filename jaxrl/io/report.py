@@ -1,0 +1,184 @@
+"""What a run ended with: the final policy's evaluations, the best evaluation during training,
+and a verdict against the environment's solved threshold where one is known.
+
+The command prints :func:`report_lines` at the end of ``jaxrl train``; the same numbers are in
+``RUN_DIR/final_eval.json`` (:class:`FinalEvaluation`) and ``evals.csv``
+(:class:`CurveSummary`), which ``jaxrl compare`` reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from jaxrl.io.plots import learning_curve
+
+# Thresholds the field uses where gymnasium's registry has none (``reward_threshold``).
+KNOWN_THRESHOLDS: dict[str, tuple[float, str]] = {
+    "Pendulum": (-250.0, "Tianshou's Pendulum bar"),
+}
+
+
+def solved_threshold(env_id: str) -> tuple[float, str] | None:
+    """``(threshold, where it comes from)`` for ``env_id``, or None if none is known.
+
+    Pendulum's -250 is the bar of Tianshou's tests; otherwise gymnasium's registered
+    ``reward_threshold`` (CartPole-v1: 475, ...)."""
+    base = env_id.rsplit("-v", 1)[0]
+    if base in KNOWN_THRESHOLDS:
+        return KNOWN_THRESHOLDS[base]
+    try:
+        import gymnasium as gym
+
+        spec = gym.spec(env_id)
+    except Exception:  # unknown to gymnasium (gymnax-only ids, typos): no threshold
+        return None
+    if spec.reward_threshold is None:
+        return None
+    return float(spec.reward_threshold), "gymnasium's reward_threshold"
+
+
+@dataclasses.dataclass(frozen=True)
+class FinalEvaluation:
+    """Evaluations of a run's final policy (one mean return per seed).
+
+    Attributes:
+      episodes: episodes per seed and mode.
+      env_steps: env steps per seed the policy was trained for.
+      deterministic: ``[S]`` returns of the deterministic policy (the mode of the action
+        distribution; DDPG's actor without noise).
+      stochastic: ``[S]`` returns with actions sampled from the policy (NPG/TRPO), or None
+        where the policy has no stochastic mode of its own (DDPG).
+    """
+
+    episodes: int
+    env_steps: int
+    deterministic: np.ndarray
+    stochastic: np.ndarray | None
+
+    def save(self, path: str | Path) -> None:
+        data = {
+            "episodes": self.episodes,
+            "env_steps": self.env_steps,
+            "deterministic": [float(r) for r in self.deterministic],
+            "stochastic": None if self.stochastic is None else [float(r) for r in self.stochastic],
+        }
+        Path(path).write_text(json.dumps(data, indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> FinalEvaluation | None:
+        """The saved evaluation, or None where the run has none (unfinished, older runs)."""
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, ValueError):
+            return None
+        stochastic = data.get("stochastic")
+        return cls(
+            episodes=int(data["episodes"]),
+            env_steps=int(data["env_steps"]),
+            deterministic=np.asarray(data["deterministic"], np.float64),
+            stochastic=None if stochastic is None else np.asarray(stochastic, np.float64),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class CurveSummary:
+    """A run's evaluations during training (from ``evals.csv``).
+
+    Attributes:
+      steps: ``[P]`` env steps of each evaluation (0: the initial policy).
+      returns: ``[P, S]`` evaluation return of each seed (NaN where a seed has none).
+    """
+
+    steps: np.ndarray
+    returns: np.ndarray
+
+    @classmethod
+    def load(cls, evals_csv: str | Path) -> CurveSummary:
+        if not Path(evals_csv).is_file():
+            return cls(np.zeros(0), np.zeros((0, 0)))
+        steps, returns, _ = learning_curve(evals_csv)
+        return cls(steps, returns)
+
+    @property
+    def num_seeds(self) -> int:
+        return self.returns.shape[1]
+
+    @property
+    def means(self) -> np.ndarray:
+        """``[P]`` mean across seeds (NaN where no seed has a value)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(self.returns, axis=1)
+
+    @property
+    def best(self) -> int | None:
+        """Index of the evaluation with the best mean (None without evaluations)."""
+        means = self.means
+        return None if not np.isfinite(means).any() else int(np.nanargmax(means))
+
+    @property
+    def last(self) -> int | None:
+        return len(self.steps) - 1 if len(self.steps) else None
+
+
+def mean_spread(values: np.ndarray) -> str:
+    """``"-152.3 +- 10.1"`` (mean and standard deviation across seeds; the spread only for
+    several seeds)."""
+    values = np.asarray(values, np.float64)
+    return f"{values.mean():.1f}" + (f" +- {values.std():.1f}" if values.size > 1 else "")
+
+
+def _per_seed(values: np.ndarray) -> str:
+    return ", ".join(f"{v:.1f}" for v in values)
+
+
+def verdict(env_id: str, returns: np.ndarray) -> str | None:
+    """One line: whether the mean of ``returns`` (final deterministic evaluation, one per
+    seed) reaches ``env_id``'s solved threshold, and how many seeds do; None if no threshold
+    is known."""
+    known = solved_threshold(env_id)
+    if known is None or not np.all(np.isfinite(returns)):
+        return None
+    threshold, source = known
+    mean, reached = float(np.mean(returns)), int(np.sum(returns >= threshold))
+    word = "Solved" if mean >= threshold else "Not solved"
+    sign = ">=" if mean >= threshold else "<"
+    return (
+        f"{word}: final deterministic return {mean:.1f} {sign} {threshold:g} ({source}); "
+        f"{reached} of {len(returns)} seed{'s' if len(returns) != 1 else ''} reach it."
+    )
+
+
+def report_lines(env_id: str, final: FinalEvaluation | None, curve: CurveSummary) -> list[str]:
+    """The end-of-run report: final evaluations per mode with per-seed values, the best and
+    the last evaluation during training, and the verdict."""
+    lines = []
+    if final is not None:
+        lines.append(
+            f"Final policy ({final.episodes} episodes per seed, {final.env_steps:,} env steps):"
+        )
+        modes = [("deterministic", final.deterministic), ("stochastic", final.stochastic)]
+        for name, values in modes:
+            if values is not None:
+                lines.append(
+                    f"  {name:<13} {mean_spread(values):>18}   (per seed: {_per_seed(values)})"
+                )
+    best, last = curve.best, curve.last
+    if best is not None and last is not None:
+        best_seeds = curve.returns[best][np.isfinite(curve.returns[best])]
+        last_seeds = curve.returns[last][np.isfinite(curve.returns[last])]
+        lines.append(
+            f"Evaluations during training: best {mean_spread(best_seeds)} after "
+            f"{int(curve.steps[best]):,} env steps; last {mean_spread(last_seeds)} after "
+            f"{int(curve.steps[last]):,}."
+        )
+    if final is not None:
+        line = verdict(env_id, final.deterministic)
+        if line is not None:
+            lines.append(line)
+    return lines
