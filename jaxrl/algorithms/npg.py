@@ -136,7 +136,9 @@ class NPG(struct.PyTreeNode):
     Structure (static):
       optim_critic_iters: critic Adam steps per minibatch.
       advantage_normalization: normalize advantages over the whole collected batch.
-      max_batchsize: chunk size when computing values and old log-probs (memory only).
+      max_batchsize: chunk size when computing values and old log-probs, to bound memory
+        (Tianshou's default: 256); None computes them in one batched pass (the default here:
+        the same values up to float rounding, cheaper to run and to compile).
       return_scaling: scale critic targets by a running std of the returns.
       batch_size: minibatch size (None: the whole batch, Tianshou's full-batch setting).
       repeat: passes over the batch per update (Tianshou's ``repeat_per_collect``).
@@ -164,7 +166,7 @@ class NPG(struct.PyTreeNode):
     damping: float = 0.1
     optim_critic_iters: int = struct.field(pytree_node=False, default=5)
     advantage_normalization: bool = struct.field(pytree_node=False, default=True)
-    max_batchsize: int = struct.field(pytree_node=False, default=256)
+    max_batchsize: int | None = struct.field(pytree_node=False, default=None)
     return_scaling: bool = struct.field(pytree_node=False, default=False)
     batch_size: int | None = struct.field(pytree_node=False, default=None)
     repeat: int = struct.field(pytree_node=False, default=1)
@@ -193,12 +195,12 @@ class NPG(struct.PyTreeNode):
         self._check_leaves(owner)
         for name, low in (
             ("optim_critic_iters", 0),
-            ("max_batchsize", 1),
             ("repeat", 1),
             ("cg_iters", 1),
         ):
             check_int_field(owner, name, getattr(self, name), low)
         check_int_field(owner, "batch_size", self.batch_size, 1, allow_none=True)
+        check_int_field(owner, "max_batchsize", self.max_batchsize, 1, allow_none=True)
         check_int_field(owner, "fvp_batch_size", self.fvp_batch_size, 1, allow_none=True)
         if not all(isinstance(h, int) and h > 0 for h in self.hidden_sizes):
             raise ValueError(f"{owner}.hidden_sizes must be positive ints, got {self.hidden_sizes}")
@@ -321,6 +323,12 @@ class NPG(struct.PyTreeNode):
           action for the environment.
         """
         dist = state.actor.apply_fn(state.actor.params, jnp.asarray(obs, jnp.float32))
+        if isinstance(deterministic, bool | np.bool_) and deterministic:
+            # No sampling is traced for a static deterministic policy (evaluation).
+            action = distributions.mode(dist)
+            dtype = jnp.int32 if state.action_space.kind == "discrete" else jnp.float32
+            action = action.astype(dtype)
+            return ActionSample(action=action, env_action=self.to_env_action(state, action))
         sampled = distributions.sample(key, dist)
         action = jnp.where(deterministic, distributions.mode(dist), sampled).astype(sampled.dtype)
         return ActionSample(action=action, env_action=self.to_env_action(state, action))
@@ -402,6 +410,8 @@ class NPG(struct.PyTreeNode):
 
         def chunked(fn: Callable, *xs: Array) -> Array:
             # Tianshou evaluates in chunks of max_batchsize to bound memory.
+            if self.max_batchsize is None or self.max_batchsize >= total:
+                return fn(*xs)
             return lax.map(lambda x: fn(*x), xs, batch_size=self.max_batchsize)
 
         def value(o: Array) -> Array:

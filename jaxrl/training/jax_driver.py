@@ -139,6 +139,26 @@ def _strong_types(tree: Any) -> Any:
     return jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.asarray(x).dtype), tree)
 
 
+def _step_without_reset(env: Any) -> Callable:
+    """``(key, state, action, params) -> (obs, state, reward, terminated, truncated)``.
+
+    Evaluation stops counting an episode at its first end, so it needs no auto-reset: for
+    gymnax environments this is ``step_env`` with the step key ``env.step`` would give it
+    (the same numbers, without tracing a reset every step); other environments use ``step``.
+    """
+    if not (
+        callable(getattr(env, "step_env", None)) and callable(getattr(env, "is_truncated", None))
+    ):
+        return lambda key, state, action, params: env.step(key, state, action, params)[:5]
+
+    def step(key: Array, state: Any, action: Array, params: Any) -> tuple:
+        step_key, _ = jax.random.split(key)  # env.step's split: its key for step_env
+        obs, state, reward, terminated, _ = env.step_env(step_key, state, action, params)
+        return obs, state, reward, terminated, env.is_truncated(state, params)
+
+    return step
+
+
 def evaluate(
     agent: Any,
     state: Any,
@@ -157,6 +177,7 @@ def evaluate(
     observations normalized by those (frozen) statistics."""
     if deterministic is None:
         deterministic = agent.evaluates_deterministically
+    env_step = _step_without_reset(env)
     reset_key, run_key = jax.random.split(key)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
         jax.random.split(reset_key, num_episodes), env_params
@@ -168,9 +189,9 @@ def evaluate(
         if obs_stats is not None:
             obs = normalize_observations(obs_stats, obs, update=False)[1]
         action = agent.policy(state, obs, act_key, deterministic)
-        obs, env_state, reward, terminated, truncated, _ = jax.vmap(
-            env.step, in_axes=(0, 0, 0, None)
-        )(jax.random.split(env_key, num_episodes), env_state, action, env_params)
+        obs, env_state, reward, terminated, truncated = jax.vmap(env_step, in_axes=(0, 0, 0, None))(
+            jax.random.split(env_key, num_episodes), env_state, action, env_params
+        )
         returns = returns + jnp.where(running, reward, 0.0)
         running = running & ~(terminated | truncated)
         return (obs, env_state, returns, running), None
