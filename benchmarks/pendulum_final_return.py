@@ -60,12 +60,17 @@ def main() -> None:
     ]
     if args.preset:
         command += ["--preset", args.preset]
-    if args.quick:
-        command += ["--total-steps", "8192", "--eval-every", "4096", "--num-steps", "128"]
+    if args.quick:  # tiny: 2 periods of one 4 x 32-step update, a [8] network
+        command += ["--total-steps", "256", "--eval-every", "128", "--num-steps", "32"]
+        command += ["--num-envs", "4", "--eval-episodes", "2", "--hidden-sizes", "8"]
     command += args.extra
     run_dir = Path(tempfile.mkdtemp()) / "run"
-    cache = Path(tempfile.mkdtemp())  # a fresh compilation cache: compile time is included
+    # A fresh compilation cache, so that compile time is included (quick mode, for CI, uses
+    # the caller's cache when it has one).
+    cache = Path(tempfile.mkdtemp())
     env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(cache)}
+    if args.quick and "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        env["JAX_COMPILATION_CACHE_DIR"] = os.environ["JAX_COMPILATION_CACHE_DIR"]
     script = Path(sys.executable).parent / "jaxrl"
     exe = [str(script)] if script.exists() else [sys.executable, "-m", "jaxrl"]
     print("$ jaxrl " + " ".join(command), flush=True)

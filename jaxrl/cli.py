@@ -668,23 +668,26 @@ def _evaluate(args: EvaluateCommand) -> int:
 
 
 def _check_run_dirs(run_dirs: tuple[str, ...], command: str, least: int = 1) -> None:
+    from jaxrl.io.run_dir import RunDir
+
     if len(run_dirs) < least:
         need = "at least one RUN_DIR" if least == 1 else f"at least {least} RUN_DIRs"
         raise UsageError(f"jaxrl {command} needs {need}")
     for run_dir in run_dirs:
-        if not (Path(run_dir) / "evals.csv").is_file():
+        if not RunDir(Path(run_dir)).evals_csv.is_file():
             problem = "does not exist" if not Path(run_dir).exists() else "has no evals.csv"
             raise UsageError(f"run directory {run_dir!r} {problem}")
 
 
 def _plot(args: PlotCommand) -> int:
     from jaxrl.io.plots import plot_runs
+    from jaxrl.io.run_dir import RunDir
 
     _check_run_dirs(args.run_dirs, "plot")
     if args.output is not None:
         output = Path(args.output)
     elif len(args.run_dirs) == 1:
-        output = Path(args.run_dirs[0]) / "learning_curve.png"
+        output = RunDir(Path(args.run_dirs[0])).plot
     else:
         output = Path("learning_curves.png")
     path = plot_runs(args.run_dirs, output, title=args.title, spread=args.spread)

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from jaxrl.io.run_dir import RunDir
+
 UPDATE_COLUMNS = ("seed", "period", "update", "env_steps", "train_return")
 EVAL_COLUMNS = ("seed", "period", "env_steps", "eval_return", "wall_time")
 
@@ -135,8 +137,9 @@ class MetricsLogger:
         tensorboard: bool = True,
     ) -> None:
         directory = Path(directory)
-        self.updates_path = directory / "updates.csv"
-        self.evals_path = directory / "evals.csv"
+        run_dir = RunDir(Path(directory))
+        self.updates_path = run_dir.updates_csv
+        self.evals_path = run_dir.evals_csv
         if resume_period is not None:
             truncate_csv(self.updates_path, resume_period)
             truncate_csv(self.evals_path, resume_period)
@@ -149,7 +152,7 @@ class MetricsLogger:
             if resume_period is not None:  # keep the events up to the checkpoint (none: -1)
                 purge = resume_steps + 1 if resume_period >= 0 else 0
             self.writers = [
-                writer_class(str(directory / "tensorboard" / f"seed_{seed}"), purge_step=purge)
+                writer_class(str(run_dir.tensorboard / f"seed_{seed}"), purge_step=purge)
                 for seed in range(num_seeds)
             ]
 

@@ -13,6 +13,7 @@ from typing import Literal
 import numpy as np
 
 from jaxrl.io.metrics import read_csv
+from jaxrl.io.run_dir import RunDir
 
 Spread = Literal["std", "ci95", "minmax", "none"]
 
@@ -56,7 +57,7 @@ def band(returns: np.ndarray, spread: Spread) -> tuple[np.ndarray, np.ndarray, n
 def run_label(run_dir: Path) -> str:
     """The label ``ALGO ENV`` from a run directory's config.json (its name without one)."""
     try:
-        config = json.loads((run_dir / "config.json").read_text())
+        config = json.loads(RunDir(run_dir).config.read_text())
         return f"{config['algo'].upper()} {config['env']}"
     except (OSError, ValueError, KeyError):
         return run_dir.name
@@ -96,7 +97,7 @@ def plot_runs(
     from matplotlib.ticker import FuncFormatter
 
     run_dirs = [Path(d) for d in run_dirs]
-    curves = [learning_curve(d / "evals.csv") for d in run_dirs]
+    curves = [learning_curve(RunDir(d).evals_csv) for d in run_dirs]
     if labels is None:
         base = [run_label(d) for d in run_dirs]
         labels = [

@@ -1,0 +1,52 @@
+"""Helpers of the benchmark tests: every benchmark script runs end to end in its ``--quick``
+mode (tiny budgets), as a subprocess exactly as a user would run it, with ``--no-tianshou``
+(CI installs only ``.[test]``, so the Tianshou side must be optional) and the results in a
+temporary folder. The scripts share a JAX compilation cache so that programs compiled by one
+are reused by the next. The tests are split over two files so that pytest-xdist's
+``--dist loadfile`` runs them on both workers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "benchmarks"
+
+
+@pytest.fixture(scope="session")
+def run_quick(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., str]:
+    """``run_quick(script, out, *extra) -> output`` (asserting exit status 0)."""
+    # The parent of the base temp folder is shared by pytest-xdist workers.
+    cache = tmp_path_factory.getbasetemp().parent / "benchmarks-jax-cache"
+    cache.mkdir(exist_ok=True)
+
+    def run(script: str, out: Path, *extra: str) -> str:
+        env = {
+            **os.environ,
+            "JAX_COMPILATION_CACHE_DIR": str(cache),
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+        }
+        command = [sys.executable, str(BENCH / script), "--quick", "--no-tianshou"]
+        result = subprocess.run(
+            [*command, "--out", str(out), *extra],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        output = result.stdout + result.stderr
+        assert result.returncode == 0, output[-4000:]
+        if script in ("update_latency.py", "pendulum_wall_time.py"):  # with a Tianshou side
+            assert "Tianshou side skipped" in output
+        return output
+
+    return run
