@@ -27,12 +27,3 @@ def test_host_throughput_quick(tmp_path, run_quick):
     assert [r["num_seeds"] for r in rows] == [1, 2]
     assert all(r["env_steps_per_s"] > 0 for r in rows)
     assert "vs gymnasium x1" in output
-
-
-def test_pendulum_final_return_quick(tmp_path, run_quick):
-    output = run_quick("pendulum_final_return.py", tmp_path)
-    (path,) = tmp_path.glob("pendulum_final_return_trpo_pendulum_1000.json")
-    run = json.loads(path.read_text())["run"]
-    assert run["num_seeds"] == 2 and len(run["deterministic"]) == 2
-    assert 0 <= run["reached"] <= 2 and run["env_steps"] == 256
-    assert "seeds >= -250" in output

@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from jaxrl import cli
 from jaxrl.io import read_csv
 from jaxrl.io.compare import compare_rows, format_table
 from jaxrl.io.report import CurveSummary, FinalEvaluation, report_lines, solved_threshold, verdict
-
-from .helpers import single_error_line
 
 
 def test_solved_thresholds_come_from_tianshou_or_gymnasium():
@@ -122,7 +121,7 @@ def test_the_learning_curve_starts_at_the_initial_policy(trpo_run):
     assert np.isfinite(evals["eval_return"][at_start]).all()
 
 
-def test_compare_command_writes_figure_and_table(trpo_run, jaxrl, tmp_path):
+def test_compare_command_writes_figure_and_table(trpo_run, jaxrl, tmp_path, capsys):
     run_dir, _ = trpo_run
     other = tmp_path / "other"
     other.mkdir()
@@ -137,7 +136,10 @@ def test_compare_command_writes_figure_and_table(trpo_run, jaxrl, tmp_path):
     data = json.loads(jaxrl("compare", run_dir, other, "-o", output, "--json").check().stdout)
     assert [row["seeds"] for row in data["runs"]] == [2, 2]
     assert "deterministic" in data["runs"][0] and "deterministic" not in data["runs"][1]
-    error = single_error_line(jaxrl("compare", run_dir))
-    assert "needs at least 2 RUN_DIRs" in error
-    error = single_error_line(jaxrl("compare", run_dir, tmp_path / "nope"))
-    assert "does not exist" in error
+    for argv, expected in (
+        (["compare", str(run_dir)], "needs at least 2 RUN_DIRs"),
+        (["compare", str(run_dir), str(tmp_path / "nope")], "does not exist"),
+    ):
+        assert cli.main(argv) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and expected in error, error
