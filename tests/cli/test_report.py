@@ -139,6 +139,7 @@ def test_compare_command_writes_figure_and_table(trpo_run, jaxrl, tmp_path, caps
     for argv, expected in (
         (["compare", str(run_dir)], "needs at least 2 RUN_DIRs"),
         (["compare", str(run_dir), str(tmp_path / "nope")], "does not exist"),
+        (["compare", str(run_dir), str(other), "--labels", "one"], "got 1 labels for 2 run"),
     ):
         assert cli.main(argv) == 2
         error = capsys.readouterr().err
