@@ -151,10 +151,12 @@ def _cli_program() -> dict[str, Any]:
     ]
     carry = jax.jit(jax.vmap(loop.init))(keys)
     parts.append(_measure("run_period", jax.vmap(loop.run_period), carry))
-    for deterministic in (True, False):  # the initial and final evaluations
-        evaluate = _jax_evaluation_program(agent, config.env, config.eval_episodes, deterministic)
-        args = (carry.state, carry.obs_stats, keys)
-        parts.append(_measure(f"evaluate-{deterministic}", evaluate.__wrapped__, *args))
+    # The initial and final evaluations, both modes (a traced flag): one program.
+    evaluate = _jax_evaluation_program(
+        agent, config.env, config.brax_backend, config.eval_episodes, None
+    )
+    args = (carry.state, carry.obs_stats, keys, jax.numpy.asarray(True))
+    parts.append(_measure("evaluate", evaluate.__wrapped__, *args))
     total = {
         key: sum(part[key] for part in parts)
         for key in ("lower_s", "compile_s", "total_s", "stablehlo_lines", "optimized_hlo_lines")

@@ -99,7 +99,8 @@ def _run_fields(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
             "env",
             str,
             "Pendulum-v1",
-            "environment id: gymnax ids run in the jitted driver, other gymnasium ids on the host",
+            "environment id: gymnax ids and Brax ids (brax:hopper) run in the jitted driver, "
+            "other gymnasium ids on the host",
         ),
         (
             "preset",
@@ -120,6 +121,13 @@ def _run_fields(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
             "auto",
             "host environments: auto uses EnvPool for the ids it has when installed, "
             "gymnasium's vector env otherwise (naming one uses the host driver)",
+        ),
+        (
+            "brax_backend",
+            Literal["generalized", "positional", "spring", "mjx"] | None,
+            None,
+            "physics of brax:NAME environments: generalized (Brax's default; None picks it), "
+            "positional, spring, or mjx (MuJoCo XLA, for GPUs)",
         ),
         (
             "num_seeds",
@@ -482,6 +490,7 @@ def _check_positive(values: dict[str, Any]) -> None:
 def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     """The run's configuration and directory (created or opened), and whether to resume."""
     from jaxrl.envs import resolve_env_backend
+    from jaxrl.envs.brax_env import DEFAULT_BRAX_BACKEND, is_brax_id
     from jaxrl.io.config import DEFAULT_NUM_SEEDS, RunConfig
     from jaxrl.io.run_dir import RunDir, default_run_path
     from jaxrl.io.runner import check_config, resolve_backend
@@ -535,8 +544,15 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     env_backend = "auto"
     if backend == "gymnasium":
         env_backend = resolve_env_backend(values["env"], values["env_backend"])
+    brax_backend = values["brax_backend"]
+    if is_brax_id(values["env"]):
+        brax_backend = brax_backend or DEFAULT_BRAX_BACKEND
+    elif brax_backend is not None:
+        raise UsageError(
+            f"--brax-backend is for Brax environments (--env brax:NAME), not {values['env']}"
+        )
     num_seeds = values["num_seeds"] or DEFAULT_NUM_SEEDS[backend]
-    fixed = {"num_seeds": num_seeds, "env_backend": env_backend}
+    fixed = {"num_seeds": num_seeds, "env_backend": env_backend, "brax_backend": brax_backend}
     config = RunConfig(
         algo=algo,
         env=values["env"],
@@ -578,7 +594,7 @@ def _train(args: Any, argv: list[str]) -> int:
     _enable_compilation_cache()
     try:
         config, run_dir, resume = _resolve_train(args, argv)
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, ModuleNotFoundError) as error:
         raise UsageError(str(error)) from None
     resume_cmd = f"jaxrl train {config.algo} --resume {run_dir.path}"
     _interrupt_on_sigterm()

@@ -11,6 +11,9 @@ this unless ``--preset`` names one); every value can still be overridden.
   decay, return scaling and observation normalization; TRPO max_kl 0.01, NPG step size 0.1.
   DDPG: [256, 256] relu, actor and critic lr 1e-3, 25k random start steps, Gaussian noise 0.1,
   batch 256, 1 env, 1 update per env step, a 1M-transition buffer. Budget: 1M env steps.
+  Brax's versions of these tasks (``brax:hopper``, ...) get the same settings: Brax models
+  them after gymnasium's MuJoCo tasks (rewards, termination, actions in [-1, 1]; a
+  1000-step time limit here), though its physics differ in detail.
 - ``pendulum``: settings that *end* with a solved Pendulum-v1 (the command's main job), found
   by a search over seeds the tests and the reported figures do not use
   (``benchmarks/pendulum_search.py``, checked by ``benchmarks/pendulum_final_return.py``;
@@ -46,6 +49,21 @@ MUJOCO_TASKS = (
     "Swimmer",
     "Walker2d",
 )
+
+# Brax's environments that model these tasks (``brax:NAME`` ids get the ``mujoco`` preset).
+BRAX_MUJOCO_TASKS: dict[str, str] = {
+    "ant": "Ant",
+    "halfcheetah": "HalfCheetah",
+    "hopper": "Hopper",
+    "humanoid": "Humanoid",
+    "humanoidstandup": "HumanoidStandup",
+    "inverted_double_pendulum": "InvertedDoublePendulum",
+    "inverted_pendulum": "InvertedPendulum",
+    "pusher": "Pusher",
+    "reacher": "Reacher",
+    "swimmer": "Swimmer",
+    "walker2d": "Walker2d",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,9 +271,11 @@ def is_mujoco_id(env_id: str) -> bool:
 
 
 def preset_for_env(env_id: str) -> str:
-    """The preset an environment gets when none is named: ``mujoco`` for MuJoCo ids,
-    ``pendulum`` for ``Pendulum-v1``, ``default`` otherwise."""
-    if is_mujoco_id(env_id):
+    """The preset an environment gets when none is named: ``mujoco`` for MuJoCo ids (and the
+    Brax ids of MuJoCo tasks, ``brax:hopper``), ``pendulum`` for ``Pendulum-v1``,
+    ``default`` otherwise."""
+    brax_task = env_id.startswith("brax:") and env_id[len("brax:") :] in BRAX_MUJOCO_TASKS
+    if is_mujoco_id(env_id) or brax_task:
         return "mujoco"
     if env_id.rsplit("-v", 1)[0] == "Pendulum":
         return "pendulum"

@@ -1,5 +1,17 @@
-"""Environment adapters: host environments (gymnasium, EnvPool) behind one interface."""
+"""Environment adapters.
 
+- JAX-native environments for the jitted driver, all with gymnax's interface: gymnax ids and
+  Brax ids (``"brax:hopper"``) resolved by :func:`make_env`.
+- Host environments for the host driver (gymnasium, EnvPool) behind one interface.
+"""
+
+from jaxrl.envs.brax_env import (
+    BRAX_BACKENDS,
+    BraxEnv,
+    brax_available,
+    is_brax_id,
+    make_brax_env,
+)
 from jaxrl.envs.host import (
     ENV_BACKENDS,
     EnvironmentError_,
@@ -12,8 +24,15 @@ from jaxrl.envs.host import (
     make_host_env,
     resolve_env_backend,
 )
+from jaxrl.envs.jax_envs import make_env
 
 __all__ = [
+    "BRAX_BACKENDS",
+    "BraxEnv",
+    "brax_available",
+    "is_brax_id",
+    "make_brax_env",
+    "make_env",
     "ENV_BACKENDS",
     "EnvPoolVectorEnv",
     "EnvironmentError_",

@@ -223,7 +223,8 @@ class RunConfig:
     Attributes:
       algo: ``"npg"``, ``"trpo"`` or ``"ddpg"``.
       env: environment id.
-      backend: ``"jax"`` (a gymnax id, the jitted driver) or ``"gymnasium"`` (host driver).
+      backend: ``"jax"`` (a gymnax or Brax id, the jitted driver) or ``"gymnasium"`` (host
+        driver).
       num_envs, num_steps: parallel environments and vector steps per collection.
       total_steps: env-step budget per seed.
       eval_every: env steps between evaluations (one evaluation period).
@@ -239,6 +240,8 @@ class RunConfig:
       checkpoint_buffer: host runs: checkpoints hold the replay buffer too (exact resume of
         off-policy learning; a DDPG buffer of ``buffer_size`` transitions costs about
         ``buffer_size * (2 * obs_dim + act_dim + 3) * 4`` bytes per seed and checkpoint).
+      brax_backend: Brax's physics backend for a ``brax:NAME`` environment (``generalized``,
+        ``positional``, ``spring`` or ``mjx``); None for every other environment.
     """
 
     algo: str
@@ -257,6 +260,7 @@ class RunConfig:
     normalize_obs: bool = False
     env_backend: str = "auto"
     checkpoint_buffer: bool = True
+    brax_backend: str | None = None
 
     RUN_FIELDS: typing.ClassVar[tuple[str, ...]] = (
         "num_envs",
@@ -270,6 +274,7 @@ class RunConfig:
         "normalize_obs",
         "env_backend",
         "checkpoint_buffer",
+        "brax_backend",
     )
 
     def __post_init__(self) -> None:

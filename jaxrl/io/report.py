@@ -27,7 +27,10 @@ def solved_threshold(env_id: str) -> tuple[float, str] | None:
     """``(threshold, where it comes from)`` for ``env_id``, or None if none is known.
 
     Pendulum's -250 is the bar of Tianshou's tests; otherwise gymnasium's registered
-    ``reward_threshold`` (CartPole-v1: 475, ...)."""
+    ``reward_threshold`` (CartPole-v1: 475, ...). Brax's tasks register none (and gymnasium
+    would read ``brax:NAME`` as a module to import)."""
+    if env_id.startswith("brax:"):
+        return None
     base = env_id.rsplit("-v", 1)[0]
     if base in KNOWN_THRESHOLDS:
         return KNOWN_THRESHOLDS[base]

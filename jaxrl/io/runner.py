@@ -101,14 +101,22 @@ class LoadedRun:
 
 
 def resolve_backend(env: str, backend: str = "auto") -> Backend:
-    """``"jax"`` for gymnax ids, ``"gymnasium"`` for other registered gymnasium ids (or any
-    id when ``backend="gymnasium"``).
+    """``"jax"`` for gymnax and Brax (``brax:NAME``) ids, ``"gymnasium"`` for other registered
+    gymnasium ids (or any id when ``backend="gymnasium"``).
 
     Raises:
-      ValueError: an id neither library knows, naming the closest known ids.
+      ValueError: an id neither library knows, naming the closest known ids, or a Brax id
+        with ``backend="gymnasium"``.
     """
     import gymnasium as gym
     import gymnax
+
+    from jaxrl.envs import is_brax_id
+
+    if is_brax_id(env):
+        if backend == "gymnasium":
+            raise ValueError(f"{env} is a Brax environment: it runs in the jitted driver (jax)")
+        return "jax"
 
     jax_ids = list(gymnax.registered_envs)
     gym_ids = list(gym.envs.registry)
@@ -391,10 +399,17 @@ def check_config(config: RunConfig) -> None:
         _host_carry(config, agent, abstract=True)
 
 
+def _jax_env(env_id: str, brax_backend: str | None) -> tuple[Any, Any]:
+    from jaxrl.envs import make_env
+
+    return make_env(env_id, brax_backend=brax_backend)
+
+
 def _jax_loop(config: RunConfig, agent: Any) -> Any:
     from jaxrl.training import make_train_loop
 
-    return make_train_loop(agent, config.env, _train_config(config))
+    env, env_params = _jax_env(config.env, config.brax_backend)
+    return make_train_loop(agent, env, _train_config(config), env_params)
 
 
 def _resume_point(
@@ -624,9 +639,12 @@ def evaluate_policy(
     if deterministic is None:
         deterministic = agent.evaluates_deterministically
     if config.backend == "jax":
-        program = _jax_evaluation_program(agent, config.env, episodes, bool(deterministic))
+        # On-policy agents evaluate in both modes (a traced flag: one compiled program);
+        # DDPG only without noise (its OU noise state cannot take a traced flag).
+        static = None if agent.learning_mode == "on_policy" else bool(deterministic)
+        program = _jax_evaluation_program(agent, config.env, config.brax_backend, episodes, static)
         keys = jax.random.split(jax.random.key(seed), config.num_seeds)
-        returns = program(state, obs_stats, keys)
+        returns = program(state, obs_stats, keys, jnp.asarray(bool(deterministic)))
         return np.asarray(jax.device_get(returns), np.float64)
     from jaxrl.training.gymnasium_driver import evaluate_gymnasium
 
@@ -646,16 +664,22 @@ def evaluate_policy(
 
 @functools.lru_cache(maxsize=8)
 def _jax_evaluation_program(
-    agent: Any, env_id: str, episodes: int, deterministic: bool
+    agent: Any, env_id: str, brax_backend: str | None, episodes: int, static: bool | None
 ) -> Callable:
-    from jaxrl.training import evaluate, make_env
+    """``(state [S], obs_stats [S], keys [S], deterministic) -> returns [S]``, jitted.
 
-    env, env_params = make_env(env_id)
+    With ``static=None``, ``deterministic`` is a traced bool, so that the deterministic and
+    the stochastic evaluations (the step-0 and the final ones) share one compiled program;
+    otherwise the policy acts as ``static`` says and the argument is ignored."""
+    from jaxrl.training import evaluate
 
-    def one(state: Any, stats: Any, key: jax.Array) -> jax.Array:
-        return evaluate(agent, state, env, env_params, key, episodes, stats, deterministic)
+    env, env_params = _jax_env(env_id, brax_backend)
 
-    return jax.jit(jax.vmap(one))
+    def one(state: Any, stats: Any, key: jax.Array, deterministic: jax.Array) -> jax.Array:
+        mode = deterministic if static is None else static
+        return evaluate(agent, state, env, env_params, key, episodes, stats, mode)
+
+    return jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None)))
 
 
 def final_evaluation(

@@ -7,7 +7,8 @@ and ``update_per_step`` updates per collected env step follow), and periodic eva
 inside one ``lax.scan`` (PureJaxRL's design). Because ``train`` is
 pure, ``jax.jit(jax.vmap(train))(keys)`` trains many seeds in one program.
 
-Environments: any gymnax id, or any object with the gymnax interface::
+Environments: any gymnax id, a Brax id (``"brax:hopper"``, :mod:`jaxrl.envs.brax_env`), or
+any object with the gymnax interface (:func:`jaxrl.envs.jax_envs.make_env` resolves them)::
 
     env.reset(key, params) -> (obs, env_state)
     env.step(key, env_state, action, params)
@@ -26,7 +27,6 @@ import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import gymnax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -34,6 +34,7 @@ from jax import lax
 from jax.experimental import checkify
 
 from jaxrl.core.normalization import RunningMeanStd, normalize_observations
+from jaxrl.envs.jax_envs import make_env
 from jaxrl.replay import Transition
 from jaxrl.rollout import Rollout
 from jaxrl.spaces import describe_space
@@ -46,20 +47,6 @@ from jaxrl.training.agent_steps import (
 from jaxrl.training.periods import RunLayout
 
 Array = jax.Array
-
-
-def make_env(env: Any, env_params: Any = None) -> tuple[Any, Any]:
-    """Resolve a gymnax id (``"Pendulum-v1"``) or an environment object to ``(env, params)``."""
-    if isinstance(env, str):
-        try:
-            env, default_params = gymnax.make(env)
-        except (ValueError, KeyError) as error:
-            raise ValueError(f"env: unknown gymnax environment id {env!r}") from error
-        return env, env_params if env_params is not None else default_params
-    for method in ("reset", "step", "observation_space", "action_space"):
-        if not callable(getattr(env, method, None)):
-            raise TypeError(f"env must have the gymnax interface; it lacks {method}()")
-    return env, env_params if env_params is not None else env.default_params
 
 
 @dataclasses.dataclass(frozen=True)
@@ -261,7 +248,9 @@ def make_train_loop(
     Args:
       agent: the algorithm object (its numeric fields may be traced: vmap over stacked agents
         to sweep hyperparameters).
-      env: a gymnax id or an environment with the gymnax interface.
+      env: a gymnax id, a Brax id (``"brax:NAME"``, Brax's default ``generalized`` backend;
+        pass ``jaxrl.envs.BraxEnv(name, backend=...)`` for another) or an environment with
+        the gymnax interface.
       config: the run's shape.
       env_params: environment parameters (default: the environment's defaults).
       progress: optional host callback, called after every evaluation with a dict of

@@ -20,6 +20,10 @@ def test_environments_get_their_presets():
         assert is_mujoco_id(env) and preset_for_env(env) == "mujoco", env
     assert preset_for_env("Pendulum-v1") == "pendulum"
     assert preset_for_env("CartPole-v1") == "default"
+    # Brax's versions of MuJoCo tasks (a brax: id only: not a bare name).
+    for env in ("brax:hopper", "brax:halfcheetah", "brax:inverted_pendulum"):
+        assert preset_for_env(env) == "mujoco" and not is_mujoco_id(env), env
+    assert preset_for_env("brax:fast") == preset_for_env("hopper") == "default"
     assert preset_in_force(["train", "trpo", "--env", "Hopper-v5"]) == "mujoco"
     assert preset_in_force(["train", "trpo", "--env=Hopper-v5", "--preset", "pendulum"]) == (
         "pendulum"

@@ -24,6 +24,7 @@ def test_solved_thresholds_come_from_tianshou_or_gymnasium():
     assert solved_threshold("MountainCarContinuous-v0")[0] == 90.0
     assert solved_threshold("HalfCheetah-v5")[0] == 4800.0
     assert solved_threshold("Breakout-MinAtar") is None  # gymnax only: none known
+    assert solved_threshold("brax:hopper") is None  # Brax registers none
 
 
 def test_verdict_uses_the_mean_and_counts_the_seeds():

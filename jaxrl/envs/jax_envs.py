@@ -1,0 +1,51 @@
+"""JAX-native environments for the jitted driver: gymnax ids, Brax ids, or objects.
+
+Every environment the jitted driver (:mod:`jaxrl.training.jax_driver`) steps has gymnax's
+interface; :func:`make_env` resolves what a user names to one:
+
+- a gymnax id (``"Pendulum-v1"``, ``"CartPole-v1"``): ``gymnax.make``;
+- a Brax id (``"brax:hopper"``): :class:`jaxrl.envs.brax_env.BraxEnv` on the backend given
+  (``generalized`` by default);
+- an object that already has the interface (passed through).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jaxrl.envs.brax_env import DEFAULT_BRAX_BACKEND, brax_name, is_brax_id, make_brax_env
+
+_INTERFACE = ("reset", "step", "observation_space", "action_space")
+
+
+def make_env(
+    env: Any, env_params: Any = None, *, brax_backend: str | None = None
+) -> tuple[Any, Any]:
+    """Resolve an environment id or object to ``(env, params)``.
+
+    Args:
+      env: a gymnax id, a ``"brax:NAME"`` id, or an object with the gymnax interface.
+      env_params: environment parameters (default: the environment's ``default_params``).
+      brax_backend: Brax's physics backend for a Brax id (default ``generalized``).
+
+    Raises:
+      ValueError: an unknown id (or a ``brax_backend`` given for an environment that is not
+        a Brax id); ``TypeError``: an object without the gymnax interface;
+        ``ModuleNotFoundError``: a Brax id without Brax installed.
+    """
+    if brax_backend is not None and not is_brax_id(env):
+        raise ValueError(f"brax_backend is for Brax ids (brax:NAME); env is {env!r}")
+    if is_brax_id(env):
+        env = make_brax_env(brax_name(env), brax_backend or DEFAULT_BRAX_BACKEND)
+    elif isinstance(env, str):
+        import gymnax
+
+        try:
+            env, default_params = gymnax.make(env)
+        except (ValueError, KeyError) as error:
+            raise ValueError(f"env: unknown gymnax environment id {env!r}") from error
+        return env, env_params if env_params is not None else default_params
+    for method in _INTERFACE:
+        if not callable(getattr(env, method, None)):
+            raise TypeError(f"env must have the gymnax interface; it lacks {method}()")
+    return env, env_params if env_params is not None else env.default_params

@@ -1,0 +1,93 @@
+"""The Brax adapter (``jaxrl.envs.brax_env``): the jitted driver's environment interface.
+
+Brax's cheapest physics on a CPU (``positional``) and its cheapest task (``inverted_pendulum``,
+whose pole falls past 0.2 rad: ``done``).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+pytest.importorskip("brax")
+
+from jaxrl.envs import BraxEnv, make_brax_env, make_env
+from jaxrl.envs import brax_env as brax_module
+from jaxrl.envs.brax_env import BraxParams
+from jaxrl.spaces import describe_space
+
+
+@pytest.fixture(scope="module")
+def pendulum() -> tuple[BraxEnv, object, object]:
+    """The environment and its jitted ``reset`` and ``step`` (compiled once for the file)."""
+    env = make_brax_env("inverted_pendulum", "positional")
+    return env, jax.jit(env.reset), jax.jit(env.step)
+
+
+def test_ids_resolve_to_brax_envs_with_box_spaces(pendulum):
+    env, _, _ = pendulum
+    resolved, params = make_env("brax:inverted_pendulum", brax_backend="positional")
+    assert resolved is env  # one object per arguments: programs built from the id share caches
+    assert params.max_steps_in_episode == 1000
+    obs_space = describe_space(env.observation_space(params))
+    action_space = describe_space(env.action_space(params))
+    assert obs_space.kind == "box" and obs_space.shape == (4,)
+    assert np.all(np.isinf(obs_space.low_array)) and np.all(np.isinf(obs_space.high_array))
+    assert action_space.shape == (1,) and action_space.low == [-1.0] and action_space.high == [1.0]
+    default, _ = make_env("brax:inverted_pendulum")
+    assert default.backend == "generalized"
+
+
+def test_time_limit_truncates_and_keeps_the_final_observation(pendulum):
+    env, reset, step = pendulum
+    params = BraxParams(max_steps_in_episode=3)
+    obs, state = reset(jax.random.key(0), params)
+    action = jnp.zeros(1)
+    for t in range(1, 4):
+        key = jax.random.key(100 + t)
+        expected = env.env.step(state.brax_state, action)  # Brax itself, no wrapper
+        obs, state, reward, terminated, truncated, info = step(key, state, action, params)
+        assert not terminated
+        assert reward.dtype == jnp.float32 and float(reward) == 1.0
+        np.testing.assert_array_equal(info["final_observation"], expected.obs)
+        if t < 3:
+            assert not truncated and int(state.time) == t
+            np.testing.assert_array_equal(obs, expected.obs)
+    # The time limit: truncated (bootstrap kept), not terminated; the env auto-reset with the
+    # reset half of the step key (gymnax's split), and its clock restarted.
+    assert truncated and int(state.time) == 0
+    reset_obs, _ = env.reset(jax.random.split(key)[1], params)
+    np.testing.assert_array_equal(obs, reset_obs)
+    assert not np.array_equal(obs, info["final_observation"])
+
+
+def test_a_fallen_pole_terminates_without_truncation(pendulum):
+    env, reset, step = pendulum
+    params = env.default_params
+    obs, state = reset(jax.random.key(1), params)
+    push = jnp.ones(1)
+    for t in range(1, 200):
+        obs, state, _, terminated, truncated, info = step(jax.random.key(t), state, push, params)
+        angle = float(info["final_observation"][1])
+        assert bool(terminated) == (abs(angle) > 0.2)
+        if terminated:
+            break
+    assert terminated and not truncated, "pushing the cart must topple the pole"
+    assert t > 1 and int(state.time) == 0
+    assert abs(float(obs[1])) <= 0.011  # the next episode starts near upright
+
+
+def test_errors_name_what_is_wrong(monkeypatch):
+    with pytest.raises(ValueError, match=r"unknown Brax environment 'brax:hoper'.*brax:hopper"):
+        make_env("brax:hoper")
+    with pytest.raises(ValueError, match="brax_backend must be one of generalized"):
+        BraxEnv("hopper", backend="physx")
+    with pytest.raises(ValueError, match="episode_length must be a positive int"):
+        BraxEnv("hopper", episode_length=0)
+    with pytest.raises(ValueError, match="brax_backend is for Brax ids"):
+        make_env("Pendulum-v1", brax_backend="mjx")
+    monkeypatch.setattr(brax_module.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ModuleNotFoundError, match=r"pip install 'jaxrl\[brax\]'"):
+        BraxEnv("hopper")
