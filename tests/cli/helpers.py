@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from jaxrl.io import RunConfig
 
 # Tiny runs: 2 seeds, 4 environments x 32 steps per update, one update per evaluation period.
@@ -70,3 +72,12 @@ def make_config(**changes: object) -> RunConfig:
         hyperparameters={},
     )
     return RunConfig(**{**values, **changes})
+
+
+def error_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    from jaxrl import cli
+
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("jaxrl: error: "), err
+    return err.strip()

@@ -15,15 +15,7 @@ from jaxrl import cli
 from jaxrl.io import ALGORITHMS, CheckpointError, CheckpointStore, RunConfig, hyperparameters
 from jaxrl.io.config import PYTHON_ONLY, parse_noise
 
-from .helpers import leaves_equal, make_config
-
-
-def error_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    assert cli.main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("jaxrl: error: "), err
-    return err.strip()
-
+from .helpers import error_line, leaves_equal, make_config
 
 # ---------------------------------------------------------------------------------------------
 # Parsing
