@@ -14,7 +14,7 @@ across seeds), and draws the learning curves.
     # CPU figures: Brax's cheap physics, small budgets
     python benchmarks/brax_training.py --algos trpo ddpg --envs inverted_pendulum \\
         --backend positional --num-seeds 16 --total-steps 49152
-    python benchmarks/brax_training.py --quick     # CI smoke run (Brax's physics-free "fast")
+    python benchmarks/brax_training.py --quick     # smoke run, ~20 s (Brax's physics-free "fast")
 
 Partial results are written after every period (``brax_training.partial.json``); a run that
 must survive interruptions belongs in ``jaxrl train ... --resume``.

@@ -47,20 +47,3 @@ def test_compile_time_quick(tmp_path, run_quick):
     for row in data["rows"]:
         assert row["lower_s"] > 0 and row["compile_s"] > 0 and row["optimized_hlo_lines"] > 0
     assert "| program |" in output
-
-
-@pytest.mark.slow
-def test_brax_training_quick(tmp_path, run_quick):
-    pytest.importorskip("brax")
-    output = run_quick("brax_training.py", tmp_path)
-    data = json.loads((tmp_path / "brax_training.json").read_text())
-    assert [(r["algo"], r["env"]) for r in data["rows"]] == [
-        ("trpo", "brax:fast"),
-        ("ddpg", "brax:fast"),
-    ]
-    for row in data["rows"]:
-        assert row["num_seeds"] == 2 and row["env_steps_per_seed"] == 2048
-        assert row["compile_s"] > 0 and row["env_steps_per_s"] > 0
-        assert len(row["eval_mean"]) == 2 and len(row["final_returns"]) == 2
-    assert "| trpo | brax:fast | positional | 2 |" in output
-    assert (tmp_path / "brax_training.png").exists()

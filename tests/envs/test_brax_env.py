@@ -21,13 +21,14 @@ from jaxrl.spaces import describe_space
 
 @pytest.fixture(scope="module")
 def pendulum() -> tuple[BraxEnv, object, object]:
-    """The environment and its jitted ``reset`` and ``step`` (compiled once for the file)."""
+    """The environment, its jitted ``reset`` and ``step``, and Brax's own jitted step (the
+    reference: no adapter), compiled once for the file."""
     env = make_brax_env("inverted_pendulum", "positional")
-    return env, jax.jit(env.reset), jax.jit(env.step)
+    return env, jax.jit(env.reset), jax.jit(env.step), jax.jit(env.env.step)
 
 
 def test_ids_resolve_to_brax_envs_with_box_spaces(pendulum):
-    env, _, _ = pendulum
+    env, _, _, _ = pendulum
     resolved, params = make_env("brax:inverted_pendulum", brax_backend="positional")
     assert resolved is env  # one object per arguments: programs built from the id share caches
     assert params.max_steps_in_episode == 1000
@@ -41,13 +42,13 @@ def test_ids_resolve_to_brax_envs_with_box_spaces(pendulum):
 
 
 def test_time_limit_truncates_and_keeps_the_final_observation(pendulum):
-    env, reset, step = pendulum
+    _, reset, step, brax_step = pendulum
     params = BraxParams(max_steps_in_episode=3)
     obs, state = reset(jax.random.key(0), params)
     action = jnp.zeros(1)
     for t in range(1, 4):
         key = jax.random.key(100 + t)
-        expected = env.env.step(state.brax_state, action)  # Brax itself, no wrapper
+        expected = brax_step(state.brax_state, action)  # Brax itself, no wrapper
         obs, state, reward, terminated, truncated, info = step(key, state, action, params)
         assert not terminated
         assert reward.dtype == jnp.float32 and float(reward) == 1.0
@@ -58,13 +59,13 @@ def test_time_limit_truncates_and_keeps_the_final_observation(pendulum):
     # The time limit: truncated (bootstrap kept), not terminated; the env auto-reset with the
     # reset half of the step key (gymnax's split), and its clock restarted.
     assert truncated and int(state.time) == 0
-    reset_obs, _ = env.reset(jax.random.split(key)[1], params)
+    reset_obs, _ = reset(jax.random.split(key)[1], params)
     np.testing.assert_array_equal(obs, reset_obs)
     assert not np.array_equal(obs, info["final_observation"])
 
 
 def test_a_fallen_pole_terminates_without_truncation(pendulum):
-    env, reset, step = pendulum
+    env, reset, step, _ = pendulum
     params = env.default_params
     obs, state = reset(jax.random.key(1), params)
     push = jnp.ones(1)

@@ -354,6 +354,44 @@ def test_one_update_equals_tianshous(case):
     assert float(stats["kl"].max) == 0.0 and ts_stats.kl.mean > case.max_kl
 
 
+def test_advantages_and_returns_equal_tianshous():
+    """The pre-processing on its own: jaxrl's pure ``gae`` on the critic's values (scaled by
+    the running return std, as ``update`` does) against Tianshou's advantages and critic
+    targets for the same buffer (its ``_add_returns_and_advantages``, the step of ``update``
+    before the learning passes)."""
+    from jaxrl.algorithms.npg import RETURN_SCALING_EPS
+    from jaxrl.core import gae
+
+    case = CASES[1]
+    agent = jaxrl_agent(case)
+    state = agent.init(jax.random.key(3), OBS_SPACE, ACTION_SPACE)
+    data = rollout_data()
+    algorithm = tianshou_side.make_on_policy(
+        "trpo", OBS_SPACE, ACTION_SPACE, hidden_sizes=HIDDEN, gamma=0.95, gae_lambda=0.95
+    )
+    copy_on_policy_weights(state, algorithm)
+    buffer = tianshou_side.filled_buffer(data, T * N)
+    batch, indices = buffer.sample(0)
+    with torch.no_grad():
+        batch = algorithm._add_returns_and_advantages(batch, buffer, indices)
+
+    scale = np.sqrt(np.asarray(state.return_rms.var) + RETURN_SCALING_EPS)
+    value = lambda obs: state.critic.apply_fn(state.critic.params, obs) * scale  # noqa: E731
+    advantages, returns = gae(
+        data["rew"],
+        value(data["obs"]),
+        value(data["obs_next"]),
+        data["terminated"],
+        data["truncated"],
+        0.95,
+        0.95,
+    )
+    env_major = lambda x: np.asarray(x).T.reshape(-1)  # [T, N] -> Tianshou's n * T + t  # noqa: E731
+    rtol, atol = case.tolerance
+    np.testing.assert_allclose(env_major(advantages), batch.adv.numpy(), rtol, atol)
+    np.testing.assert_allclose(env_major(returns) / scale, batch.returns, rtol, atol)
+
+
 def test_a_different_formula_is_detected():
     """The comparison is sensitive: jaxrl with GAE's lambda 0.96 against Tianshou's 0.95."""
     case = CASES[1]
