@@ -8,6 +8,7 @@ from jaxrl.algorithms import (
     ActionSample,
     DDPGState,
     GaussianNoise,
+    OnPolicyBatch,
     OnPolicyState,
     OUNoise,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "GaussianNoise",
     "NStepBatch",
     "OUNoise",
+    "OnPolicyBatch",
     "OnPolicyState",
     "ReplayBuffer",
     "Rollout",

@@ -1,7 +1,7 @@
 """Algorithms composed from :mod:`jaxrl.core`, one module each."""
 
 from jaxrl.algorithms.ddpg import DDPG, DDPGState, GaussianNoise, OUNoise
-from jaxrl.algorithms.npg import NPG, ActionSample, OnPolicyState
+from jaxrl.algorithms.npg import NPG, ActionSample, OnPolicyBatch, OnPolicyState
 from jaxrl.algorithms.trpo import TRPO
 
 __all__ = [
@@ -12,5 +12,6 @@ __all__ = [
     "DDPGState",
     "GaussianNoise",
     "OUNoise",
+    "OnPolicyBatch",
     "OnPolicyState",
 ]

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxrl.core._checks import concrete_value
+from jaxrl.core._checks import check_in_range, concrete_value
 
 Schedule = Callable[[jax.Array], jax.Array]
 
@@ -39,18 +39,15 @@ def check_field(
     low_open: bool = False,
     high_open: bool = False,
 ) -> None:
-    """Raise ``ValueError`` naming ``owner.name`` if a concrete value is out of range."""
+    """Raise ``ValueError`` naming ``owner.name`` if a concrete value is out of range
+    (:func:`jaxrl.core._checks.check_in_range` on a hyperparameter field: tracers and JAX's
+    placeholder objects are skipped, a string raises ``TypeError``)."""
+    if isinstance(value, str):
+        raise TypeError(f"{owner}.{name} must be a number, got {value!r}")
     concrete = numeric_or_none(value)
     if concrete is None:
-        if isinstance(value, str):
-            raise TypeError(f"{owner}.{name} must be a number, got {value!r}")
         return
-    high_open = high_open or high == float("inf")  # an unbounded range still needs a number
-    ok_low = concrete > low if low_open else concrete >= low
-    ok_high = concrete < high if high_open else concrete <= high
-    if not np.all(ok_low & ok_high):
-        left, right = "(" if low_open else "[", ")" if high_open else "]"
-        raise ValueError(f"{owner}.{name} must be in {left}{low}, {high}{right}, got {value!r}")
+    check_in_range(f"{owner}.{name}", value, low, high, low_open=low_open, high_open=high_open)
 
 
 def check_int_field(owner: str, name: str, value: Any, low: int, allow_none: bool = False) -> None:

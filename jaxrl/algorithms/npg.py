@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import flax.linen as nn
 import jax
@@ -85,6 +85,26 @@ class OnPolicyState(struct.PyTreeNode):
     num_updates: Array
     observation_space: SpaceSpec = struct.field(pytree_node=False)
     action_space: SpaceSpec = struct.field(pytree_node=False)
+
+
+class OnPolicyBatch(NamedTuple):
+    """What the learning passes of an NPG/TRPO update see (:meth:`NPG.prepare_batch`):
+    ``B = T * N`` samples of a rollout, flattened time-major.
+
+    Attributes:
+      obs: ``[B, *obs_shape]`` float32 observations.
+      action: ``[B, *action_shape]`` the collected raw actions.
+      advantage: ``[B]`` GAE advantages (normalized with ``advantage_normalization``).
+      target: ``[B]`` the critic's regression targets: TD(lambda) returns, divided by the
+        running return std with ``return_scaling``.
+      log_prob_old: ``[B]`` log-probabilities of the actions under the collecting policy.
+    """
+
+    obs: Array
+    action: Array
+    advantage: Array
+    target: Array
+    log_prob_old: Array
 
 
 def _weighted_mean(x: Array, weights: Array) -> Array:
@@ -394,6 +414,35 @@ class NPG(struct.PyTreeNode):
           ``backtracks`` (total line-search backtracks), ``line_search_failures`` and
           ``rejected_steps`` (non-finite steps refused, parameters kept).
         """
+        batch, return_rms = self.prepare_batch(state, rollout)
+        actor_params, critic, per_step = self._learn(state, batch, key)
+        new_state = state.replace(
+            actor=state.actor.replace(
+                params=actor_params, step=state.actor.step + per_step["kl"].shape[0]
+            ),
+            critic=critic,
+            return_rms=return_rms,
+            num_updates=state.num_updates + 1,
+        )
+        return new_state, self._summarize(per_step)
+
+    def prepare_batch(
+        self, state: OnPolicyState, rollout: Rollout
+    ) -> tuple[OnPolicyBatch, RunningMeanStd]:
+        """The first step of :meth:`update` (Tianshou's pre-processing of a collected batch):
+        the critic's values of ``obs`` and ``next_obs``, GAE advantages and TD(lambda)
+        returns (:func:`jaxrl.core.gae`), return scaling with its running statistics, advantage
+        normalization over the whole batch, and the log-probabilities of the collected actions.
+
+        Args:
+          state: the train state.
+          rollout: a time-major :class:`jaxrl.Rollout` (``[T, N, ...]``).
+
+        Returns:
+          ``(batch, return_rms)``: the :class:`OnPolicyBatch` of ``B = T * N`` samples
+          (flattened time-major: sample ``t * N + n``) and the return statistics updated with
+          this batch's returns (unchanged without ``return_scaling``).
+        """
         discrete = state.action_space.kind == "discrete"
         action_shape = () if discrete else state.action_space.shape
         num_steps, num_envs = check_time_major(
@@ -453,14 +502,23 @@ class NPG(struct.PyTreeNode):
         def old_log_prob(o: Array, a: Array) -> Array:
             return distributions.log_prob(actor_apply(state.actor.params, o), a)
 
-        batch = {
-            "obs": obs,
-            "action": actions,
-            "advantage": advantages,
-            "target": targets,
-            "log_prob_old": chunked(old_log_prob, obs, actions),
-        }
+        batch = OnPolicyBatch(
+            obs=obs,
+            action=actions,
+            advantage=advantages,
+            target=targets,
+            log_prob_old=chunked(old_log_prob, obs, actions),
+        )
+        return batch, return_rms
 
+    def _learn(
+        self, state: OnPolicyState, batch: OnPolicyBatch, key: Array
+    ) -> tuple[PyTree, TrainState, dict[str, Array]]:
+        """The second step of :meth:`update` (Tianshou's ``learn``): ``repeat`` passes over
+        shuffled minibatches, each an actor step (:meth:`_actor_step`) then the critic's
+        Adam steps; returns the actor's parameters, the critic and per-step statistics."""
+        total = batch.advantage.shape[0]
+        actor_apply = state.actor.apply_fn
         learning_rate = scheduled_learning_rate(self.lr, self.lr_schedule, state.num_updates)
         critic = state.critic.replace(
             opt_state=set_learning_rate(state.critic.opt_state, learning_rate)
@@ -497,15 +555,7 @@ class NPG(struct.PyTreeNode):
             one_pass, (state.actor.params, critic), jax.random.split(key, self.repeat)
         )
         per_step = jax.tree_util.tree_map(lambda x: x.reshape(-1), per_step)
-        new_state = state.replace(
-            actor=state.actor.replace(
-                params=actor_params, step=state.actor.step + per_step["kl"].shape[0]
-            ),
-            critic=critic,
-            return_rms=return_rms,
-            num_updates=state.num_updates + 1,
-        )
-        return new_state, self._summarize(per_step)
+        return actor_params, critic, per_step
 
     def _summarize(self, per_step: dict[str, Array]) -> dict[str, Any]:
         stats: dict[str, Any] = {
@@ -516,14 +566,14 @@ class NPG(struct.PyTreeNode):
         return stats
 
     def _critic_steps(
-        self, critic: TrainState, minibatch: dict[str, Array], weights: Array
+        self, critic: TrainState, minibatch: OnPolicyBatch, weights: Array
     ) -> tuple[TrainState, Array, Array]:
         """``optim_critic_iters`` Adam steps; returns the critic, the last loss and the number
         of steps refused as non-finite."""
 
         def loss_fn(params: PyTree) -> Array:
-            prediction = critic.apply_fn(params, minibatch["obs"])
-            return _weighted_mean((minibatch["target"] - prediction) ** 2, weights)
+            prediction = critic.apply_fn(params, minibatch.obs)
+            return _weighted_mean((minibatch.target - prediction) ** 2, weights)
 
         def step(critic: TrainState, _: None) -> tuple[TrainState, tuple[Array, Array]]:
             loss, grads = jax.value_and_grad(loss_fn)(critic.params)
@@ -536,14 +586,14 @@ class NPG(struct.PyTreeNode):
         return critic, losses[-1], jnp.sum(rejected)
 
     # The actor's surrogate: NPG's vanilla policy-gradient loss (TRPO overrides it).
-    def _surrogate(self, log_prob: Array, minibatch: dict[str, Array], weights: Array) -> Array:
-        return -_weighted_mean(log_prob * minibatch["advantage"], weights)
+    def _surrogate(self, log_prob: Array, minibatch: OnPolicyBatch, weights: Array) -> Array:
+        return -_weighted_mean(log_prob * minibatch.advantage, weights)
 
     def _actor_step(
         self,
         actor_apply: Callable,
         params: PyTree,
-        minibatch: dict[str, Array],
+        minibatch: OnPolicyBatch,
         weights: Array,
         key: Array,
     ) -> tuple[PyTree, dict[str, Array]]:
@@ -551,20 +601,20 @@ class NPG(struct.PyTreeNode):
         (traced at :data:`TRUST_REGION_PRECISION` by the caller)."""
 
         def surrogate(p: PyTree) -> Array:
-            log_prob = distributions.log_prob(actor_apply(p, minibatch["obs"]), minibatch["action"])
+            log_prob = distributions.log_prob(actor_apply(p, minibatch.obs), minibatch.action)
             return self._surrogate(log_prob, minibatch, weights)
 
-        old_dist = jax.lax.stop_gradient(actor_apply(params, minibatch["obs"]))
+        old_dist = jax.lax.stop_gradient(actor_apply(params, minibatch.obs))
 
         def mean_kl(p: PyTree) -> Array:
-            new_dist = actor_apply(p, minibatch["obs"])
+            new_dist = actor_apply(p, minibatch.obs)
             return _weighted_mean(distributions.kl_divergence(old_dist, new_dist), weights)
 
         # The Fisher-vector product in Gauss-Newton form: J^T M J v with J the Jacobian of the
         # distribution parameters in theta and M the KL's Hessian in those parameters. This is
         # the Hessian of mean_kl at theta_old (what Tianshou differentiates twice), for about
         # half the cost per conjugate-gradient iteration.
-        fvp_obs, fvp_old, fvp_weights = minibatch["obs"], old_dist, weights
+        fvp_obs, fvp_old, fvp_weights = minibatch.obs, old_dist, weights
         if self.fvp_batch_size is not None and self.fvp_batch_size < weights.shape[0]:
             subset = jax.random.choice(
                 key,

@@ -18,7 +18,7 @@ from flax import struct
 from optax import tree_utils as otu
 
 from jaxrl.algorithms._common import accept_aliases, check_field, check_int_field
-from jaxrl.algorithms.npg import NPG, _weighted_mean
+from jaxrl.algorithms.npg import NPG, OnPolicyBatch, _weighted_mean
 from jaxrl.core.stats import SummaryStats
 from jaxrl.core.trust_region import backtracking_line_search
 
@@ -58,9 +58,9 @@ class TRPO(NPG):
         check_field(owner, "backtrack_coeff", self.backtrack_coeff, 0.0, 1.0, low_open=True)
         check_int_field(owner, "max_backtracks", self.max_backtracks, 1)
 
-    def _surrogate(self, log_prob: Array, minibatch: dict[str, Array], weights: Array) -> Array:
-        ratio = jnp.exp(log_prob - minibatch["log_prob_old"])
-        return -_weighted_mean(ratio * minibatch["advantage"], weights)
+    def _surrogate(self, log_prob: Array, minibatch: OnPolicyBatch, weights: Array) -> Array:
+        ratio = jnp.exp(log_prob - minibatch.log_prob_old)
+        return -_weighted_mean(ratio * minibatch.advantage, weights)
 
     def _step(
         self,

@@ -30,20 +30,26 @@ def check_in_range(
     low: float,
     high: float,
     *,
-    low_inclusive: bool = True,
-    high_inclusive: bool = True,
+    low_open: bool = False,
+    high_open: bool = False,
 ) -> None:
-    """Raise ``ValueError`` naming ``name`` if a concrete ``value`` is outside the interval."""
+    """Raise ``ValueError`` naming ``name`` if a concrete ``value`` is outside the interval
+    (closed unless ``low_open``/``high_open``; an infinite bound is always open, as no number
+    reaches it). Traced values are skipped; a non-numeric value raises ``TypeError``.
+
+    The one range check of the library: the core calls it with argument names, the algorithm
+    objects (:func:`jaxrl.algorithms._common.check_field`) with ``Owner.field``."""
     concrete = concrete_value(value)
     if concrete is None:
         return
     if concrete.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    above_low = concrete >= low if low_inclusive else concrete > low
-    below_high = concrete <= high if high_inclusive else concrete < high
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    high_open = high_open or high == float("inf")
+    low_open = low_open or low == float("-inf")
+    above_low = concrete > low if low_open else concrete >= low
+    below_high = concrete < high if high_open else concrete <= high
     if not np.all(above_low & below_high):  # NaN fails both comparisons
-        left = "[" if low_inclusive else "("
-        right = "]" if high_inclusive else ")"
+        left, right = "(" if low_open else "[", ")" if high_open else "]"
         raise ValueError(f"{name} must be in {left}{low}, {high}{right}, got {value!r}")
 
 

@@ -241,7 +241,7 @@ def backtracking_line_search(
     Returns:
       A :class:`LineSearchResult`.
     """
-    check_in_range("backtrack_coeff", backtrack_coeff, 0.0, 1.0, low_inclusive=False)
+    check_in_range("backtrack_coeff", backtrack_coeff, 0.0, 1.0, low_open=True)
     check_in_range("max_backtracks", max_backtracks, 0, float("inf"))
 
     def candidate(index: Array) -> PyTree:

@@ -1,9 +1,11 @@
-"""Helpers of the benchmark tests: every benchmark script runs end to end in its ``--quick``
+"""Helpers of the benchmark tests: the benchmark scripts run end to end in their ``--quick``
 mode (tiny budgets), as a subprocess exactly as a user would run it, with ``--no-tianshou``
 (CI installs only ``.[test]``, so the Tianshou side must be optional) and the results in a
-temporary folder. The scripts share a JAX compilation cache so that programs compiled by one
-are reused by the next. The tests are split over two files so that pytest-xdist's
-``--dist loadfile`` runs them on both workers."""
+temporary folder. Left out, to keep CI under 20 minutes: the search, and thin loops over
+pieces tested here (``seed_scaling.py``, ``pendulum_final_return.py``, ``brax_training.py``).
+The scripts share a JAX compilation cache so that programs compiled by one are reused by the
+next. The tests are split over two files so that pytest-xdist's ``--dist loadfile`` runs
+them on both workers."""
 
 from __future__ import annotations
 

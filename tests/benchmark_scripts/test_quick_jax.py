@@ -32,14 +32,6 @@ def test_pendulum_wall_time_quick(tmp_path, run_quick):
 
 
 @pytest.mark.slow
-def test_seed_scaling_quick(tmp_path, run_quick):
-    run_quick("seed_scaling.py", tmp_path)
-    data = json.loads((tmp_path / "seed_scaling.json").read_text())
-    assert [(r["algo"], r["num_seeds"]) for r in data["rows"]] == [("trpo", 2), ("ddpg", 2)]
-    assert all(r["env_steps_per_s"] > 0 for r in data["rows"])
-
-
-@pytest.mark.slow
 def test_compile_time_quick(tmp_path, run_quick):
     output = run_quick("compile_time.py", tmp_path)
     data = json.loads((tmp_path / "compile_time.json").read_text())

@@ -106,6 +106,18 @@ def rollout_data(seed: int = 0, discrete: bool = False) -> dict[str, np.ndarray]
     }
 
 
+def as_rollout(data: dict[str, np.ndarray]) -> jaxrl.Rollout:
+    """The data of :func:`rollout_data` as jaxrl's ``Rollout``."""
+    return jaxrl.Rollout(
+        obs=data["obs"],
+        action=data["act"],
+        reward=data["rew"],
+        terminated=data["terminated"],
+        truncated=data["truncated"],
+        next_obs=data["obs_next"],
+    )
+
+
 def jaxrl_agent(case: Case) -> object:
     cls = jaxrl.NPG if case.algo == "npg" else jaxrl.TRPO
     kwargs = dict(
@@ -267,14 +279,7 @@ def run_both(case: Case, agent: object | None = None) -> tuple[object, object, d
     action_space = DISCRETE_SPACE if case.discrete else ACTION_SPACE
     state = agent.init(jax.random.key(3), OBS_SPACE, action_space)
     data = rollout_data(discrete=case.discrete)
-    rollout = jaxrl.Rollout(
-        obs=data["obs"],
-        action=data["act"],
-        reward=data["rew"],
-        terminated=data["terminated"],
-        truncated=data["truncated"],
-        next_obs=data["obs_next"],
-    )
+    rollout = as_rollout(data)
     key = jax.random.key(7)
     new_state, stats = jax.jit(agent.update)(state, rollout, key)
 
@@ -354,42 +359,40 @@ def test_one_update_equals_tianshous(case):
     assert float(stats["kl"].max) == 0.0 and ts_stats.kl.mean > case.max_kl
 
 
-def test_advantages_and_returns_equal_tianshous():
-    """The pre-processing on its own: jaxrl's pure ``gae`` on the critic's values (scaled by
-    the running return std, as ``update`` does) against Tianshou's advantages and critic
-    targets for the same buffer (its ``_add_returns_and_advantages``, the step of ``update``
-    before the learning passes)."""
-    from jaxrl.algorithms.npg import RETURN_SCALING_EPS
-    from jaxrl.core import gae
-
+def test_prepared_batch_equals_tianshous():
+    """The pre-processing on its own: ``NPG.prepare_batch`` (the first step of ``update``)
+    against Tianshou's ``_preprocess_batch`` on the same buffer: advantages (normalized),
+    critic targets (scaled by the running return std), the collecting policy's
+    log-probabilities, and the running return statistics after the batch."""
     case = CASES[1]
     agent = jaxrl_agent(case)
     state = agent.init(jax.random.key(3), OBS_SPACE, ACTION_SPACE)
     data = rollout_data()
+    rollout = as_rollout(data)
+    batch, return_rms = jax.jit(agent.prepare_batch)(state, rollout)
     algorithm = tianshou_side.make_on_policy(
         "trpo", OBS_SPACE, ACTION_SPACE, hidden_sizes=HIDDEN, gamma=0.95, gae_lambda=0.95
     )
     copy_on_policy_weights(state, algorithm)
     buffer = tianshou_side.filled_buffer(data, T * N)
-    batch, indices = buffer.sample(0)
+    theirs, indices = buffer.sample(0)
     with torch.no_grad():
-        batch = algorithm._add_returns_and_advantages(batch, buffer, indices)
+        theirs = algorithm._preprocess_batch(theirs, buffer, indices)
 
-    scale = np.sqrt(np.asarray(state.return_rms.var) + RETURN_SCALING_EPS)
-    value = lambda obs: state.critic.apply_fn(state.critic.params, obs) * scale  # noqa: E731
-    advantages, returns = gae(
-        data["rew"],
-        value(data["obs"]),
-        value(data["obs_next"]),
-        data["terminated"],
-        data["truncated"],
-        0.95,
-        0.95,
-    )
-    env_major = lambda x: np.asarray(x).T.reshape(-1)  # [T, N] -> Tianshou's n * T + t  # noqa: E731
+    # jaxrl's samples are time-major (t * N + n), Tianshou's env-major (n * T + t).
+    env_major = np.arange(T * N).reshape(T, N).T.reshape(-1)
     rtol, atol = case.tolerance
-    np.testing.assert_allclose(env_major(advantages), batch.adv.numpy(), rtol, atol)
-    np.testing.assert_allclose(env_major(returns) / scale, batch.returns, rtol, atol)
+    for ours, name in (
+        (batch.advantage, "adv"),
+        (batch.target, "returns"),
+        (batch.log_prob_old, "logp_old"),
+    ):
+        expected = np.asarray(getattr(theirs, name), np.float64).reshape(-1)
+        np.testing.assert_allclose(np.asarray(ours)[env_major], expected, rtol, atol, err_msg=name)
+    for field in ("mean", "var", "count"):
+        np.testing.assert_allclose(
+            getattr(return_rms, field), getattr(algorithm.ret_rms, field), rtol, atol, err_msg=field
+        )
 
 
 def test_a_different_formula_is_detected():
