@@ -15,9 +15,18 @@ Programs (Tianshou's Pendulum-v1 test settings, as in ``pendulum_wall_time.py``)
   cli-trpo         what ``jaxrl train trpo --env Pendulum-v1`` compiles: the vmapped ``init``,
                    ``run_period`` and evaluation programs of the command's default run
 
+Where a run's compile time goes (not in the default list): ``trpo-run-1`` with a part taken out,
+each in its own process. The differences to ``trpo-run-1`` are the parts' shares.
+  trpo-run-1-no-update    the agent's update replaced by a no-op (collection still traced)
+  trpo-run-1-no-eval      the periodic evaluation replaced by a constant
+  trpo-run-1-collect      neither: initialization and collection only
+  trpo-init-1             the run's initialization alone (networks, optimizer, env resets)
+
     python benchmarks/compile_time.py                    # every program
     python benchmarks/compile_time.py --programs trpo-run-1 trpo-update
     python benchmarks/compile_time.py --quick            # CI: one TRPO update
+    XLA_FLAGS=... python benchmarks/compile_time.py --programs trpo-run-1 --execute
+                                                         # an XLA option's compile/run cost
 """
 
 from __future__ import annotations
@@ -55,7 +64,9 @@ PROGRAMS = (
     "ddpg-run-16",
     "cli-trpo",
 )
+PARTS = ("trpo-run-1-no-update", "trpo-run-1-no-eval", "trpo-run-1-collect", "trpo-init-1")
 QUICK_PROGRAMS = ("trpo-update",)
+EXECUTE = False  # --execute: also run each compiled program (set in the child process)
 
 
 def _measure(name: str, fn: Any, *args: Any) -> dict[str, Any]:
@@ -66,7 +77,7 @@ def _measure(name: str, fn: Any, *args: Any) -> dict[str, Any]:
     traced = time.perf_counter()
     compiled = lowered.compile()
     done = time.perf_counter()
-    return {
+    row = {
         "program": name,
         "lower_s": traced - start,
         "compile_s": done - traced,
@@ -74,6 +85,14 @@ def _measure(name: str, fn: Any, *args: Any) -> dict[str, Any]:
         "stablehlo_lines": lowered.as_text().count("\n"),
         "optimized_hlo_lines": compiled.as_text().count("\n"),
     }
+    if EXECUTE:  # what a compile-time option costs at run time: two runs, the faster one
+        runs = []
+        for _ in range(2):
+            begin = time.perf_counter()
+            jax.block_until_ready(compiled(*args))
+            runs.append(time.perf_counter() - begin)
+        row["run_s"] = min(runs)
+    return row
 
 
 def _rollout(agent: Any, num_steps: int, num_envs: int) -> tuple[Any, Any]:
@@ -120,10 +139,28 @@ def _update_program(algo: str) -> dict[str, Any]:
     return _measure(f"{algo}-update", agent.update, state, rollout, jax.random.key(1))
 
 
-def _run_program(algo: str, num_seeds: int) -> dict[str, Any]:
-    import jax
+def _without_learning(agent: Any) -> Any:
+    """The same agent with ``update`` a no-op: what a run compiles besides learning."""
+    import dataclasses
 
-    from jaxrl.training import TrainConfig, make_train
+    class NoLearning(type(agent)):
+        def update(self, state: Any, rollout: Any, key: Any) -> tuple[Any, dict]:
+            return state, {}
+
+    fields = {f.name: getattr(agent, f.name) for f in dataclasses.fields(agent)}
+    return NoLearning(**fields)
+
+
+def _run_program(
+    name: str, algo: str, num_seeds: int, without: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """A whole run of ``num_seeds`` vmapped seeds, or (``without``) the run with parts taken
+    out: ``"update"``, ``"eval"``, or ``"run"`` (initialization alone)."""
+    import jax
+    import jax.numpy as jnp
+
+    import jaxrl.training.jax_driver as jax_driver
+    from jaxrl.training import TrainConfig, make_train_loop
 
     agent = pendulum_agent(algo)
     steps = PENDULUM_EPOCH_STEPS[algo]
@@ -131,9 +168,15 @@ def _run_program(algo: str, num_seeds: int) -> dict[str, Any]:
         config = TrainConfig(8, 1, PENDULUM_EPOCHS * steps, steps, 10)
     else:
         config = TrainConfig(16, 128, PENDULUM_EPOCHS * steps, steps, 10)
-    train = make_train(agent, "Pendulum-v1", config)
+    if "update" in without:
+        agent = _without_learning(agent)
+    if "eval" in without:  # this child process only: the driver's evaluation, a constant
+        jax_driver.evaluate = lambda *args, **kwargs: jnp.zeros(())
+    loop = make_train_loop(agent, "Pendulum-v1", config)
     keys = jax.random.split(jax.random.key(0), num_seeds)
-    return _measure(f"{algo}-run-{num_seeds}", jax.vmap(train), keys)
+    if without == ("run",):
+        return _measure(name, jax.vmap(loop.init), keys)
+    return _measure(name, jax.vmap(loop.train), keys)
 
 
 def _cli_program() -> dict[str, Any]:
@@ -168,20 +211,23 @@ def child(name: str) -> dict[str, Any]:
     import jax
 
     jax.config.update("jax_enable_compilation_cache", False)
-    if name.endswith("-update"):
+    if name in ("trpo-update", "npg-update", "ddpg-update"):
         return _update_program(name.split("-")[0])
     if name == "cli-trpo":
         return _cli_program()
-    algo, _, seeds = name.split("-")
-    return _run_program(algo, int(seeds))
+    if name == "trpo-init-1":
+        return _run_program(name, "trpo", 1, ("run",))
+    algo, _, seeds, *part = name.split("-")
+    parts = {"no-update": ("update",), "no-eval": ("eval",), "collect": ("update", "eval")}
+    return _run_program(name, algo, int(seeds), parts.get("-".join(part), ()))
 
 
-def measure_in_fresh_process(name: str) -> dict[str, Any]:
+def measure_in_fresh_process(name: str, execute: bool = False) -> dict[str, Any]:
     env = {**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"}
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, __file__, "--child", name],
+        [sys.executable, __file__, "--child", name, *(["--execute"] if execute else [])],
         capture_output=True,
         text=True,
         env=env,
@@ -197,10 +243,15 @@ def measure_in_fresh_process(name: str) -> dict[str, Any]:
 
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
-    parser.add_argument("--programs", nargs="+", choices=PROGRAMS, default=None)
+    parser.add_argument("--programs", nargs="+", choices=PROGRAMS + PARTS, default=None)
     parser.add_argument("--child", default=None, help=argparse_hidden())
+    parser.add_argument(
+        "--execute", action="store_true", help="also run each program (twice; the faster run)"
+    )
     args = parser.parse_args()
     if args.child:
+        global EXECUTE
+        EXECUTE = args.execute
         print(json.dumps(child(args.child)))
         return
     info = machine_info()
@@ -209,12 +260,13 @@ def main() -> None:
     rows = []
     for name in programs:
         before = loadavg()
-        row = measure_in_fresh_process(name)
+        row = measure_in_fresh_process(name, args.execute)
         row.update(loadavg_before=before, loadavg_after=loadavg())
         rows.append(row)
         print(
             f"{name}: lower {row['lower_s']:.2f} s + compile {row['compile_s']:.2f} s "
-            f"= {row['total_s']:.2f} s (process {row['process_s']:.1f} s)",
+            f"= {row['total_s']:.2f} s (process {row['process_s']:.1f} s)"
+            + (f", run {row['run_s']:.2f} s" if "run_s" in row else ""),
             flush=True,
         )
         for part in row.get("parts", []):

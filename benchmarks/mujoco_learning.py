@@ -225,8 +225,10 @@ def main() -> None:
     if args.algos is None:
         args.algos = ["trpo", "ddpg"] if args.quick else ["trpo", "npg", "ddpg"]
     if args.quick:
+        # A smoke run: DDPG's learning steps (one update each on the host) are most of its
+        # time, so most of its 1,024 steps are the random warm-up.
         args.seeds, args.total_steps, args.ddpg_total_steps = [0], 2048, 1024
-        args.warmup_steps, args.eval_every, args.eval_episodes = 100, 1024, 2
+        args.warmup_steps, args.eval_every, args.eval_episodes = 768, 1024, 2
         if not mujoco_available():
             print("MuJoCo is not installed: the quick run uses gymnasium's Pendulum-v1 instead.")
             args.envs = ["Pendulum-v1"]

@@ -34,3 +34,18 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _CACHE_DIR is not None:
         shutil.rmtree(_CACHE_DIR, ignore_errors=True)
+
+
+# Subprocesses that run a smoke budget (the ``jaxrl`` command, the benchmark scripts' quick
+# modes, the notebooks, a sharded run) spend most of their time in XLA's compiler, which takes
+# about half as long without backend optimizations. What they check (files written, resumed
+# runs equal to uninterrupted ones in the same mode, errors, reports) does not depend on them.
+SMOKE_XLA_FLAG = "--xla_backend_optimization_level=0"
+
+
+@pytest.fixture(scope="session")
+def smoke_env() -> dict[str, str]:
+    """This process's environment for a smoke-budget subprocess: XLA's backend optimizations
+    off (:data:`SMOKE_XLA_FLAG`)."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    return {**os.environ, "XLA_FLAGS": f"{flags} {SMOKE_XLA_FLAG}".strip()}

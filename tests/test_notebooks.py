@@ -11,7 +11,6 @@ Refresh the saved outputs after changing a notebook, from the repository root:
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import nbformat
@@ -53,12 +52,10 @@ def test_saved_outputs_come_from_a_full_budget_run(path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
-def test_notebook_runs_top_to_bottom_on_the_ci_budget(path, tmp_path, monkeypatch):
+def test_notebook_runs_top_to_bottom_on_the_ci_budget(path, tmp_path, monkeypatch, smoke_env):
     # The kernel inherits this process's environment.
     monkeypatch.setenv("JAXRL_NOTEBOOK_BUDGET", "ci")
-    # A smoke run is dominated by XLA compilation, which halves without backend optimizations.
-    flags = os.environ.get("XLA_FLAGS", "")
-    monkeypatch.setenv("XLA_FLAGS", f"{flags} --xla_backend_optimization_level=0".strip())
+    monkeypatch.setenv("XLA_FLAGS", smoke_env["XLA_FLAGS"])
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(
         notebook,

@@ -4,7 +4,6 @@ exactly the parameters of an uninterrupted run."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -30,10 +29,10 @@ def command(*args) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def environment(tmp_path_factory):
+def environment(tmp_path_factory, smoke_env):
     cache = tmp_path_factory.mktemp("xla-cache")
     return {
-        **os.environ,
+        **smoke_env,
         "JAX_COMPILATION_CACHE_DIR": str(cache),
         "JAX_PLATFORMS": "cpu",
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",

@@ -67,8 +67,9 @@ def test_vmapped_seed_equals_single_run(agent, config):
 
 def test_period_by_period_equals_whole_run():
     """train_until runs the loop period by period (vmapped over seeds: equal to the whole run
-    up to float32 rounding) and ends after the period at which `stop` first holds."""
-    loop = make_train_loop(TRPO, "Pendulum-v1", TINY)
+    up to float32 rounding) and ends after the period at which `stop` first holds. (The
+    agent and run of the vmapped-seed test: the whole run's program compiles once.)"""
+    loop = make_train_loop(WELL_CONDITIONED_TRPO, "Pendulum-v1", TINY)
     _, whole = jax.jit(loop.train)(jax.random.key(0))
     _, full = train_until(loop, jax.random.key(0)[None], lambda eval_returns: False)
     assert set(full) == set(whole)
