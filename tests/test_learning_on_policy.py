@@ -59,6 +59,7 @@ def best_returns(agent, env_id: str, config: TrainConfig, threshold: float) -> n
     return best
 
 
+@pytest.mark.learning
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "agent",
@@ -73,6 +74,7 @@ def test_solves_pendulum(agent):
     assert np.sum(best >= -250) >= 7, f"best evaluation return per seed: {best}"
 
 
+@pytest.mark.learning
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "agent",

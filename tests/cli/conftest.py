@@ -41,12 +41,11 @@ def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def jaxrl(shared_root: Path, smoke_env: dict[str, str]) -> Callable[..., Result]:
-    """``jaxrl(*args, cwd=...)``: run the command (smoke budgets: ``smoke_env``) with a
-    compilation cache shared by the session, so repeated programs (a run and its resumption)
-    compile once."""
+def jaxrl(shared_root: Path) -> Callable[..., Result]:
+    """``jaxrl(*args, cwd=...)``: run the command with a compilation cache shared by the
+    session, so repeated programs (a run and its resumption) compile once."""
     env = {
-        **smoke_env,
+        **os.environ,
         "JAX_COMPILATION_CACHE_DIR": str(shared_root / "xla-cache"),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_PLATFORMS": "cpu",

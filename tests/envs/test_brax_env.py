@@ -80,6 +80,7 @@ def test_a_fallen_pole_terminates_without_truncation(pendulum):
     assert abs(float(obs[1])) <= 0.011  # the next episode starts near upright
 
 
+@pytest.mark.learning
 @pytest.mark.slow
 def test_trpo_learns_to_balance_the_pole_with_vmapped_seeds():
     """A learning smoke test: TRPO with the settings ``jaxrl train trpo --env

@@ -4,6 +4,7 @@ exactly the parameters of an uninterrupted run."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -29,10 +30,10 @@ def command(*args) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def environment(tmp_path_factory, smoke_env):
+def environment(tmp_path_factory):
     cache = tmp_path_factory.mktemp("xla-cache")
     return {
-        **smoke_env,
+        **os.environ,
         "JAX_COMPILATION_CACHE_DIR": str(cache),
         "JAX_PLATFORMS": "cpu",
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",

@@ -16,6 +16,7 @@ from jaxrl.training.gymnasium_driver import (
 SMALL = dict(num_envs=2, num_steps=16, total_steps=64, eval_every=64, eval_episodes=2)
 
 
+@pytest.mark.learning
 @pytest.mark.slow
 def test_trpo_solves_gymnasium_pendulum():
     agent = jaxrl.TRPO(gamma=0.95, max_kl=0.005, return_scaling=True, repeat=2)
@@ -115,6 +116,7 @@ def test_ddpg_learns_only_after_its_warm_up():
     assert int(state.num_updates) == 2 * 4  # update_per_step 1: 4 updates per collection
 
 
+@pytest.mark.learning
 @pytest.mark.slow
 def test_ddpg_solves_gymnasium_pendulum():
     """Tianshou's DDPG test settings through the host driver, one seed, 50k env steps."""

@@ -155,6 +155,7 @@ def test_configuration_errors_name_the_problem():
         )
 
 
+@pytest.mark.learning
 @pytest.mark.slow
 def test_ddpg_solves_pendulum_with_eight_vmapped_seeds():
     """Tianshou's DDPG test settings: 8 envs, 1 update per 8 env steps, batch 128, n-step 3,
