@@ -43,7 +43,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(_CACHE_DIR, ignore_errors=True)
 
 
-
 @pytest.fixture(autouse=True)
 def _compile_mode(request: pytest.FixtureRequest):
     """Learning tests (``@pytest.mark.learning``) compile with XLA's full optimizations."""
@@ -58,3 +57,36 @@ def _compile_mode(request: pytest.FixtureRequest):
         yield
     finally:
         jax.config.update("jax_disable_most_optimizations", previous)
+
+
+# The heaviest test files first (worker-seconds measured on a 2-core CPU, most first): with
+# `--dist loadfile` each file runs on one worker, and a heavy file started last leaves the
+# other worker idle (simulated on a full run's durations: 1,110 s against 1,011 s). The
+# order changes scheduling only, never what a test sees: tests within a file keep their order.
+HEAVY_FILES_FIRST = (
+    "training/test_jax_driver.py",
+    "test_learning_on_policy.py",
+    "test_notebooks.py",
+    "envs/test_brax_env.py",
+    "training/test_host_multi_seed.py",
+    "training/test_gymnasium_driver.py",
+    "reliability/test_determinism.py",
+    "parity/test_tianshou_on_policy.py",
+    "benchmark_scripts/test_quick_jax.py",
+    "benchmark_scripts/test_quick_host.py",
+    "reliability/test_interrupted_runs.py",
+    "test_on_policy.py",
+    "test_ddpg.py",
+    "cli/test_resume.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    rank = {name: i for i, name in enumerate(HEAVY_FILES_FIRST)}
+
+    def file_rank(item: pytest.Item) -> int:
+        path = os.path.relpath(str(item.path), tests_dir).replace(os.sep, "/")
+        return rank.get(path, len(rank))
+
+    items.sort(key=file_rank)  # stable: the rest keep their collection order
