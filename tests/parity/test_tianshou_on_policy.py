@@ -28,6 +28,7 @@ import pytest
 import tianshou.data.batch as tianshou_batch
 import tianshou_side
 import torch
+from common import pendulum_agent
 
 import jaxrl
 
@@ -119,24 +120,15 @@ def as_rollout(data: dict[str, np.ndarray]) -> jaxrl.Rollout:
 
 
 def jaxrl_agent(case: Case) -> object:
-    cls = jaxrl.NPG if case.algo == "npg" else jaxrl.TRPO
-    kwargs = dict(
-        hidden_sizes=HIDDEN,
-        activation="tanh",
-        gamma=0.95,
-        gae_lambda=0.95,
-        lr=1e-3,
-        return_scaling=True,
-        advantage_normalization=True,
-        optim_critic_iters=5,
-        batch_size=case.batch_size,
-        repeat=case.repeat,
-    )
+    """Tianshou's Pendulum test settings (``benchmarks/common.py``) with the case's network,
+    minibatches, passes and step."""
     if case.algo == "trpo":
-        kwargs.update(max_kl=case.max_kl, backtrack_coeff=case.backtrack_coeff)
+        step = dict(max_kl=case.max_kl, backtrack_coeff=case.backtrack_coeff)
     else:
-        kwargs["trust_region_size"] = case.trust_region_size
-    return cls(**kwargs)
+        step = dict(trust_region_size=case.trust_region_size)
+    return pendulum_agent(case.algo).replace(
+        hidden_sizes=HIDDEN, batch_size=case.batch_size, repeat=case.repeat, **step
+    )
 
 
 def _torch(x: object) -> torch.Tensor:
