@@ -46,7 +46,7 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
 
     from jaxrl.algorithms import registry
     from jaxrl.io import RunConfig
-    from jaxrl.io.runner import _jax_loop
+    from jaxrl.io.backends import jax_loop
 
     run = {"total_steps": args.total_steps, "num_seeds": args.num_seeds, "seed": args.seed}
     for name in ("num_envs", "num_steps", "eval_every", "eval_episodes"):
@@ -63,7 +63,7 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
         **run,
     )
     agent = config.make_agent()
-    loop = _jax_loop(config, agent)  # what `jaxrl train` runs
+    loop = jax_loop(config, agent)  # what `jaxrl train` runs
     keys = jax.random.split(jax.random.key(config.seed), config.num_seeds)
     load_before = loadavg()
     start = time.perf_counter()

@@ -183,11 +183,11 @@ def _cli_program() -> dict[str, Any]:
     import jax
 
     from jaxrl.io import RunConfig
-    from jaxrl.io.runner import _jax_evaluation_program, _jax_loop, seed_keys
+    from jaxrl.io.backends import jax_evaluation_program, jax_loop, seed_keys
 
     config = RunConfig.from_preset("trpo", "Pendulum-v1")
     agent = config.make_agent()
-    loop = _jax_loop(config, agent)
+    loop = jax_loop(config, agent)
     keys = seed_keys(config)
     parts = [
         _measure("init", jax.vmap(loop.init), keys),
@@ -195,7 +195,7 @@ def _cli_program() -> dict[str, Any]:
     carry = jax.jit(jax.vmap(loop.init))(keys)
     parts.append(_measure("run_period", jax.vmap(loop.run_period), carry))
     # The initial and final evaluations, both modes (a traced flag): one program.
-    evaluate = _jax_evaluation_program(
+    evaluate = jax_evaluation_program(
         agent, config.env, config.brax_backend, config.eval_episodes, None
     )
     args = (carry.state, carry.obs_stats, keys, jax.numpy.asarray(True))

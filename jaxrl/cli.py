@@ -15,16 +15,21 @@ one line on stderr naming the problem and exit status 2.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
+import io
 import json
 import os
 import signal
 import sys
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import tyro
+
+from jaxrl.cli_usage import CommandSpec, explain
 
 PROG = "jaxrl"
 COMMANDS = ("train", "evaluate", "plot", "compare")
@@ -287,63 +292,38 @@ def _command_type(preset: str) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
-def _flag(argument: Any) -> str:
-    try:
-        lowered = argument.lowered
-        if argument.is_positional() or not lowered.name_or_flags:
-            return str(lowered.metavar)
-        return "/".join(lowered.name_or_flags)
-    except AttributeError:
-        return "an argument"
+_POSITIONAL = {"run_dir": "RUN_DIR", "run_dirs": "RUN_DIR..."}
+_SUBCOMMANDS = {"evaluate": EvaluateCommand, "plot": PlotCommand, "compare": CompareCommand}
 
 
-def _known_flags(argv: list[str]) -> list[str]:
-    if len(argv) >= 2 and argv[0] == "train" and argv[1] in algorithm_names():
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def command_spec(argv: list[str], preset: str) -> CommandSpec:
+    """The options and positional arguments of the command ``argv`` names (for one-line
+    errors; :mod:`jaxrl.cli_usage`)."""
+    head = argv[0] if argv else ""
+    if head == "train" and len(argv) >= 2 and argv[1] in algorithm_names():
         from jaxrl.io.config import hyperparameters
 
-        names = [f[0] for f in _run_fields(argv[1], "default")]
-        names += [h.name for h in hyperparameters(argv[1])]
-        return ["--" + n.replace("_", "-") for n in names]
-    return []
-
-
-def _parse_error_message(event: Any, argv: list[str]) -> str:
-    """One line for a tyro parse-error event."""
-    from tyro import _errors as events
-
-    if argv[:1] == ["train"]:
-        command = " ".join([PROG, *argv[:2]])
-    else:
-        command = f"{PROG} {argv[0]}" if argv and argv[0] in COMMANDS else PROG
-    if isinstance(event, events.UnrecognizedArgs):
-        options = [t for t in event.tokens if t.startswith("-")]
-        if options:
-            option = options[0].split("=", 1)[0]
-            if len(argv) >= 2 and argv[0] == "train":
-                close = difflib.get_close_matches(option, _known_flags(argv), n=1)
-                hint = f"; did you mean {close[0]}?" if close else ""
-                return (
-                    f"unknown hyperparameter or option {option} for {command}{hint} "
-                    f"(see {command} --help)"
-                )
-            return f"unknown option {option} for {command} (see {command} --help)"
-        return f"unexpected argument {event.tokens[0]!r} for {command}"
-    if isinstance(event, events.InvalidChoice):
-        choices = ", ".join(sorted(event.choices))
-        return f"invalid value {event.value!r} for {_flag(event.argument)} (choose from {choices})"
-    if isinstance(event, events.InstantiationFailure):
-        message = event.message.strip().splitlines()[0] if event.message.strip() else "invalid"
-        where = _flag(event.argument) if event.argument is not None else command
-        return f"invalid value for {where}: {message}"
-    if isinstance(event, events.BadValue):
-        return f"{_flag(event.argument)} expects a value"
-    if isinstance(event, events.MissingArgs):
-        names = [_flag(a.arg) for a in event.missing_arguments]
-        return f"missing {', '.join(names)} for {command} (see {command} --help)"
-    if isinstance(event, events.MissingSubcommand):
-        names = ", ".join(sorted(event.subcommand_spec.parser_from_name))
-        return f"missing subcommand for {command}: choose from {names}"
-    return f"invalid arguments for {command} (see {command} --help)"
+        options = {_option(f[0]): f[1] for f in _run_fields(argv[1], preset)}
+        options.update({_option(h.name): h.type for h in hyperparameters(argv[1], preset)})
+        return CommandSpec(f"{PROG} train {argv[1]}", options, hyperparameters=True)
+    if head not in _SUBCOMMANDS:
+        return CommandSpec(PROG, {})
+    hints = typing.get_type_hints(_SUBCOMMANDS[head])
+    options = {_option(n): kind for n, kind in hints.items() if n not in _POSITIONAL}
+    if "--output" in options:
+        options["-o"] = options["--output"]
+    (positional,) = [n for n in hints if n in _POSITIONAL]
+    return CommandSpec(
+        f"{PROG} {head}",
+        options,
+        positional=_POSITIONAL[positional],
+        positional_required=positional == "run_dir",
+        many_positional=positional == "run_dirs",
+    )
 
 
 def _precheck(argv: list[str]) -> None:
@@ -427,17 +407,21 @@ def parse(argv: list[str]) -> Any:
     """
     _precheck(argv)
     argv = _rewrite_aliases(argv)
-    command_type = _command_type(preset_in_force(argv))
+    preset = preset_in_force(argv)
+    command_type = _command_type(preset)
 
-    def on_error(event: Any) -> None:
-        raise UsageError(_parse_error_message(event, argv))
-
+    if any(token in ("-h", "--help") for token in argv):
+        return tyro.cli(command_type, prog=PROG, args=argv)  # prints the help, exits 0
     try:
-        from tyro._errors import on_parse_error
-    except ImportError:  # tyro's hook is private: without it tyro prints its own error box
-        return tyro.cli(command_type, prog=PROG, args=argv)
-    with on_parse_error(on_error):
-        return tyro.cli(command_type, prog=PROG, args=argv)
+        # Quiet: the one-line message below replaces tyro's report (some of tyro's value
+        # errors are printed even with its console output off, hence the redirect too).
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            return tyro.cli(command_type, prog=PROG, args=argv, console_outputs=False)
+    except SystemExit as exit_:
+        if not exit_.code:
+            raise
+        words = 2 if argv[:1] == ["train"] else 1
+        raise UsageError(explain(command_spec(argv, preset), argv[words:])) from None
 
 
 def _given_options(argv: list[str]) -> set[str]:

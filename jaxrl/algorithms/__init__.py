@@ -1,7 +1,9 @@
 """Algorithms composed from :mod:`jaxrl.core`, one module each."""
 
+from jaxrl.algorithms._types import ActionSample
 from jaxrl.algorithms.ddpg import DDPG, DDPGState, GaussianNoise, OUNoise
-from jaxrl.algorithms.npg import NPG, ActionSample, OnPolicyBatch, OnPolicyState
+from jaxrl.algorithms.natural_gradient import NaturalGradient, OnPolicyBatch, OnPolicyState
+from jaxrl.algorithms.npg import NPG
 from jaxrl.algorithms.trpo import TRPO
 
 __all__ = [
@@ -11,6 +13,7 @@ __all__ = [
     "ActionSample",
     "DDPGState",
     "GaussianNoise",
+    "NaturalGradient",
     "OUNoise",
     "OnPolicyBatch",
     "OnPolicyState",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import textwrap
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from flax import struct
 
 from jaxrl.core._checks import check_in_range, concrete_value
 
@@ -60,8 +64,45 @@ def check_int_field(owner: str, name: str, value: Any, low: int, allow_none: boo
         raise ValueError(f"{owner}.{name} must be >= {low}, got {value!r}")
 
 
-def accept_aliases(aliases: dict[str, str]) -> Callable[[type], type]:
-    """Class decorator: let ``__init__`` take Tianshou 1.x keyword names as aliases."""
+def hyperparameter(default: Any, help: str, *, static: bool = False) -> Any:
+    """An algorithm's hyperparameter field: a pytree leaf (``jax.vmap`` can sweep it) unless
+    ``static`` (it fixes shapes or control flow); ``help`` describes it in a sentence or two,
+    read by :func:`document_fields` and the command line (:func:`jaxrl.io.hyperparameters`,
+    whose help is its first sentence)."""
+    return struct.field(pytree_node=not static, default=default, metadata={"help": help})
+
+
+def field_help(field: dataclasses.Field) -> str:
+    """The ``help`` of a :func:`hyperparameter` field ("" for other fields)."""
+    return field.metadata.get("help", "")
+
+
+def document_fields(cls: type) -> type:
+    """Class decorator: append the descriptions of the class's :func:`hyperparameter` fields
+    (inherited ones included) to its docstring, leaves and static fields apart."""
+    groups: dict[str, list[str]] = {"Learning (leaves)": [], "Structure (static)": []}
+    for field in dataclasses.fields(cls):
+        if field_help(field):
+            group = "Learning (leaves)" if field.metadata["pytree_node"] else "Structure (static)"
+            text = textwrap.fill(
+                f"{field.name}: {field_help(field)}.",
+                width=88,
+                initial_indent="      ",
+                subsequent_indent="        ",
+            )
+            groups[group].append(text)
+    sections = [f"    {title}:\n" + "\n".join(lines) for title, lines in groups.items() if lines]
+    cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n\n" + "\n".join(sections) + "\n    "
+    return cls
+
+
+def accept_aliases(
+    aliases: dict[str, str], ignored: dict[str, str] | None = None
+) -> Callable[[type], type]:
+    """Class decorator: let ``__init__`` take Tianshou 1.x keyword names as aliases, and
+    accept (with a warning saying why) the keywords in ``ignored``: ``name -> reason``,
+    Tianshou arguments the algorithm takes for parity and does not use."""
+    ignored = dict(ignored or {})
 
     def decorate(cls: type) -> type:
         original_init = cls.__init__
@@ -75,10 +116,15 @@ def accept_aliases(aliases: dict[str, str]) -> Callable[[type], type]:
                             f"{cls.__name__}: pass {new} or its 1.x alias {old}, not both"
                         )
                     kwargs[new] = kwargs.pop(old)
+            for name, reason in ignored.items():
+                if name in kwargs:
+                    kwargs.pop(name)
+                    warnings.warn(f"{cls.__name__} ignores {name}: {reason}", stacklevel=2)
             original_init(self, *args, **kwargs)
 
         cls.__init__ = __init__
         cls.ALIASES = dict(aliases)
+        cls.IGNORED = dict(ignored)
         return cls
 
     return decorate

@@ -41,7 +41,9 @@ from jaxrl.algorithms._common import (
     adam_with_injected_lr,
     check_field,
     check_int_field,
+    document_fields,
     guarded_gradient_step,
+    hyperparameter,
     scheduled_learning_rate,
     set_learning_rate,
 )
@@ -117,6 +119,7 @@ class DDPGState(struct.PyTreeNode):
 
 
 @accept_aliases({"estimation_step": "n_step_return_horizon"})
+@document_fields
 class DDPG(struct.PyTreeNode):
     """Deep Deterministic Policy Gradient: a frozen pytree of hyperparameters with jittable
     methods.
@@ -126,53 +129,81 @@ class DDPG(struct.PyTreeNode):
     accepted as a keyword alias of ``n_step_return_horizon``. Learning rates, batch size and
     buffer size default to Tianshou's DDPG test (Pendulum).
 
-    Learning (leaves):
-      tau: soft-update weight of the target networks, in [0, 1].
-      gamma: discount factor in [0, 1].
-      actor_lr, critic_lr: Adam learning rates (Tianshou test: 1e-4, 1e-3).
-      exploration_noise: ``"default"`` (``GaussianNoise(sigma=0.1)``, Tianshou 1.x), a
-        :class:`GaussianNoise`, an :class:`OUNoise`, or None (no noise). Its parameters are
-        leaves; the noise is added in ``[-1, 1]``-action space.
-    Structure (static):
-      n_step_return_horizon: ``n`` of the n-step critic targets (Tianshou ``estimation_step``).
-      batch_size: transitions per update (:meth:`sample_batch`).
-      buffer_size: total replay capacity over all environments (Tianshou's
-        ``VectorReplayBuffer(buffer_size, num_envs)``; :meth:`init_buffer`).
-      warmup_steps: environment steps (over all envs) of uniformly random actions before the
-        policy acts (Tianshou's ``start_timesteps``; 0 in its Pendulum test). Read by training
-        loops, see :meth:`sample_random_actions`.
-      update_per_step: gradient steps per environment step collected (Tianshou's trainer
-        ``update_per_step``; its test: 8 envs, collect 8 steps, 0.125 -> 1 update per collect).
-        Read by training loops.
-      action_scaling: map bounded actions from ``[-1, 1]`` to ``[low, high]``.
-      action_bound_method: ``"clip"`` or None (DDPG's actor is already tanh-bounded).
-      actor_lr_schedule, critic_lr_schedule: optional ``update_count -> multiplier`` of the
-        learning rates (Tianshou's ``lr_scheduler``, stepped once per update).
-      hidden_sizes, activation: the default networks (Tianshou's ``Net``: MLP, ReLU, [128, 128]).
-      actor_network, critic_network: optional Flax modules (``obs -> action in [-1, 1]``,
-        ``(obs, action) -> Q``) used instead.
+    Each field's description is its ``help`` metadata (also the command line's help), listed
+    below.
     """
 
     learning_mode: ClassVar[LearningMode] = "off_policy"
 
-    tau: float | Array = 0.005
-    gamma: float | Array = 0.99
-    actor_lr: float | Array = 1e-4
-    critic_lr: float | Array = 1e-3
-    exploration_noise: Noise | Literal["default"] | None = "default"
-    n_step_return_horizon: int = struct.field(pytree_node=False, default=1)
-    batch_size: int = struct.field(pytree_node=False, default=128)
-    buffer_size: int = struct.field(pytree_node=False, default=20000)
-    warmup_steps: int = struct.field(pytree_node=False, default=0)
-    update_per_step: float = struct.field(pytree_node=False, default=0.125)
-    action_scaling: bool = struct.field(pytree_node=False, default=True)
-    action_bound_method: Literal["clip"] | None = struct.field(pytree_node=False, default="clip")
-    actor_lr_schedule: Schedule | None = struct.field(pytree_node=False, default=None)
-    critic_lr_schedule: Schedule | None = struct.field(pytree_node=False, default=None)
-    hidden_sizes: Sequence[int] = struct.field(pytree_node=False, default=(128, 128))
-    activation: str = struct.field(pytree_node=False, default="relu")
-    actor_network: nn.Module | None = struct.field(pytree_node=False, default=None)
-    critic_network: nn.Module | None = struct.field(pytree_node=False, default=None)
+    tau: float | Array = hyperparameter(
+        0.005, "soft-update weight of the target networks, in [0, 1]"
+    )
+    gamma: float | Array = hyperparameter(0.99, "discount factor in [0, 1]")
+    actor_lr: float | Array = hyperparameter(1e-4, "actor Adam learning rate (Tianshou test: 1e-4)")
+    critic_lr: float | Array = hyperparameter(
+        1e-3, "critic Adam learning rate (Tianshou test: 1e-3)"
+    )
+    exploration_noise: Noise | Literal["default"] | None = hyperparameter(
+        "default",
+        '"default" (GaussianNoise(sigma=0.1), Tianshou 1.x), a GaussianNoise, an OUNoise, or '
+        "None (no noise). Its parameters are leaves; the noise is added in [-1, 1]-action space",
+    )
+    n_step_return_horizon: int = hyperparameter(
+        1, "n of the n-step critic targets (Tianshou estimation_step)", static=True
+    )
+    batch_size: int = hyperparameter(128, "transitions per update (sample_batch)", static=True)
+    buffer_size: int = hyperparameter(
+        20000,
+        "total replay capacity over all environments (Tianshou's "
+        "VectorReplayBuffer(buffer_size, num_envs); init_buffer)",
+        static=True,
+    )
+    warmup_steps: int = hyperparameter(
+        0,
+        "environment steps (over all envs) of uniformly random actions before the policy acts "
+        "(Tianshou's start_timesteps; 0 in its Pendulum test). Read by training loops, see "
+        "sample_random_actions",
+        static=True,
+    )
+    update_per_step: float = hyperparameter(
+        0.125,
+        "gradient steps per environment step collected (Tianshou's trainer update_per_step; "
+        "its test: 8 envs, collect 8 steps, 0.125 -> 1 update per collect). Read by training "
+        "loops",
+        static=True,
+    )
+    action_scaling: bool = hyperparameter(
+        True, "scale bounded actions from [-1, 1] to the action space's [low, high]", static=True
+    )
+    action_bound_method: Literal["clip"] | None = hyperparameter(
+        "clip",
+        "bound raw actions before scaling: clip or None (the actor is already tanh-bounded)",
+        static=True,
+    )
+    actor_lr_schedule: Schedule | None = hyperparameter(
+        None,
+        "optional update_count -> multiplier of actor_lr (Tianshou's lr_scheduler, stepped "
+        "once per update)",
+        static=True,
+    )
+    critic_lr_schedule: Schedule | None = hyperparameter(
+        None,
+        "optional update_count -> multiplier of critic_lr (Tianshou's lr_scheduler, stepped "
+        "once per update)",
+        static=True,
+    )
+    hidden_sizes: Sequence[int] = hyperparameter(
+        (128, 128),
+        "hidden layer sizes of the actor and critic MLPs (Tianshou's Net: [128, 128])",
+        static=True,
+    )
+    activation: str = hyperparameter("relu", "activation of the hidden layers", static=True)
+    actor_network: nn.Module | None = hyperparameter(
+        None, "optional Flax module (obs -> action in [-1, 1]) used instead", static=True
+    )
+    critic_network: nn.Module | None = hyperparameter(
+        None, "optional Flax module ((obs, action) -> Q) used instead", static=True
+    )
 
     # ------------------------------------------------------------------ validation
     def __post_init__(self) -> None:

@@ -1,669 +1,84 @@
 """Natural Policy Gradient (Kakade 2001), with Tianshou's semantics and defaults.
 
-The update is one pure function: values in chunks, GAE, return scaling, advantage
-normalization, old log-probabilities, ``repeat`` passes over shuffled minibatches, each with a
-natural-gradient actor step (conjugate gradients on Fisher-vector products) and
-``optim_critic_iters`` Adam steps on the critic. TRPO (:mod:`jaxrl.algorithms.trpo`) reuses all
-of it and replaces the actor step.
+The update is :class:`jaxrl.algorithms.natural_gradient.NaturalGradient`'s; NPG's part is the
+surrogate ``-mean(log_prob * advantage)`` and the step ``theta + trust_region_size * d`` along
+the natural-gradient direction ``d = -F^-1 g`` (Tianshou's raw multiplier, no KL bound).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import numpy as np
-from flax import struct
-from flax.training.train_state import TrainState
-from jax import lax
 from optax import tree_utils as otu
 
-from jaxrl.algorithms._common import (
-    Schedule,
-    accept_aliases,
-    adam_with_injected_lr,
-    all_finite,
-    check_field,
-    check_int_field,
-    guarded_gradient_step,
-    no_optimizer,
-    scheduled_learning_rate,
-    set_learning_rate,
-)
+from jaxrl.algorithms._common import accept_aliases, check_field, document_fields, hyperparameter
 from jaxrl.algorithms._types import ActionSample
-from jaxrl.algorithms.protocol import LearningMode
-from jaxrl.core import distributions
-from jaxrl.core.actions import check_bound_method, map_action
-from jaxrl.core.normalization import RunningMeanStd
-from jaxrl.core.returns import gae
-from jaxrl.core.stats import SummaryStats
-from jaxrl.core.trust_region import conjugate_gradient, make_gauss_newton_vector_product
-from jaxrl.networks import (
-    CategoricalActor,
-    GaussianActor,
-    ValueCritic,
-    check_activation,
-    stable_apply,
+from jaxrl.algorithms.natural_gradient import (
+    CG_RESIDUAL_TOL,
+    RETURN_SCALING_EPS,
+    TIANSHOU_1X_ALIASES,
+    TRUST_REGION_PRECISION,
+    ActorStep,
+    NaturalGradient,
+    OnPolicyBatch,
+    OnPolicyState,
+    minibatch_layout,
+    weighted_mean,
 )
-from jaxrl.rollout import Rollout, check_time_major
-from jaxrl.spaces import SpaceSpec, describe_space
+
+__all__ = [
+    "CG_RESIDUAL_TOL",
+    "NPG",
+    "RETURN_SCALING_EPS",
+    "TRUST_REGION_PRECISION",
+    "ActionSample",
+    "OnPolicyBatch",
+    "OnPolicyState",
+    "minibatch_layout",
+]
 
 Array = jax.Array
 PyTree = Any
 
-# Tianshou's constants: epsilon of the return scaling, CG tolerance.
-RETURN_SCALING_EPS = 1e-8
-CG_RESIDUAL_TOL = 1e-10
-# Matmul precision of the natural-gradient step (gradient, Fisher-vector products, conjugate
-# gradients, KL checks): float32 on every backend, not GPUs' default TF32. Critic steps and
-# acting keep the backend's default.
-TRUST_REGION_PRECISION = "float32"
 
+@accept_aliases(TIANSHOU_1X_ALIASES)
+@document_fields
+class NPG(NaturalGradient):
+    """Natural Policy Gradient: every :class:`NaturalGradient` field plus its step size.
 
-class OnPolicyState(struct.PyTreeNode):
-    """Everything NPG/TRPO learn and carry between updates (a pytree).
-
-    Attributes:
-      actor: ``TrainState`` of the policy network (updated by natural-gradient steps, so its
-        optimizer is a placeholder); ``actor.step`` counts actor steps.
-      critic: ``TrainState`` of the value network with its Adam state.
-      return_rms: running statistics of the returns (return scaling).
-      action_low, action_high: Box bounds for action mapping (zeros for Discrete).
-      num_updates: number of ``update`` calls so far (drives the learning-rate schedule).
-      action_space, observation_space: static descriptions of the spaces.
+    Tianshou 2.x names and defaults; the 1.x names ``actor_step_size``, ``discount_factor``,
+    ``reward_normalization`` and ``lr_scheduler`` are accepted as keyword aliases.
+    ``normalize_step`` goes beyond Tianshou (its default keeps Tianshou's behaviour).
     """
 
-    actor: TrainState
-    critic: TrainState
-    return_rms: RunningMeanStd
-    action_low: Array
-    action_high: Array
-    num_updates: Array
-    observation_space: SpaceSpec = struct.field(pytree_node=False)
-    action_space: SpaceSpec = struct.field(pytree_node=False)
-
-
-class OnPolicyBatch(NamedTuple):
-    """What the learning passes of an NPG/TRPO update see (:meth:`NPG.prepare_batch`):
-    ``B = T * N`` samples of a rollout, flattened time-major.
-
-    Attributes:
-      obs: ``[B, *obs_shape]`` float32 observations.
-      action: ``[B, *action_shape]`` the collected raw actions.
-      advantage: ``[B]`` GAE advantages (normalized with ``advantage_normalization``).
-      target: ``[B]`` the critic's regression targets: TD(lambda) returns, divided by the
-        running return std with ``return_scaling``.
-      log_prob_old: ``[B]`` log-probabilities of the actions under the collecting policy.
-    """
-
-    obs: Array
-    action: Array
-    advantage: Array
-    target: Array
-    log_prob_old: Array
-
-
-def _weighted_mean(x: Array, weights: Array) -> Array:
-    return jnp.sum(x * weights) / jnp.sum(weights)
-
-
-def minibatch_layout(total: int, batch_size: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """Positions ``[M, S]`` and validity mask of Tianshou's ``split(batch_size, merge_last)``.
-
-    ``M = total // batch_size`` minibatches of ``batch_size``, the remainder merged into the
-    last one; shorter rows are padded (mask False). ``None`` or a size ``>= total`` gives one
-    minibatch holding everything.
-    """
-    if batch_size is None or batch_size >= total:
-        return np.arange(total)[None], np.ones((1, total), bool)
-    count = total // batch_size
-    width = batch_size + total % batch_size
-    positions = np.zeros((count, width), np.int32)
-    mask = np.zeros((count, width), bool)
-    for i in range(count):
-        size = width if i == count - 1 else batch_size
-        positions[i, :size] = i * batch_size + np.arange(size)
-        mask[i, :size] = True
-    return positions, mask
-
-
-@accept_aliases(
-    {
-        "actor_step_size": "trust_region_size",
-        "discount_factor": "gamma",
-        "reward_normalization": "return_scaling",
-        "lr_scheduler": "lr_schedule",
-    }
-)
-class NPG(struct.PyTreeNode):
-    """Natural Policy Gradient: a frozen pytree of hyperparameters with jittable methods.
-
-    Numeric hyperparameters are pytree leaves (``jax.vmap`` can sweep them); fields that fix
-    shapes or control flow are static. Tianshou 2.x names and defaults; the 1.x names
-    ``actor_step_size``, ``discount_factor``, ``reward_normalization`` and ``lr_scheduler``
-    are accepted as keyword aliases.
-
-    Learning (leaves):
-      trust_region_size: natural-gradient step multiplier (Tianshou: theta += size * d).
-      gamma: discount factor in [0, 1].
-      gae_lambda: GAE lambda in [0, 1].
-      lr: critic Adam learning rate.
-      damping: Fisher damping added in Fisher-vector products (Tianshou: 0.1).
-    Structure (static):
-      optim_critic_iters: critic Adam steps per minibatch.
-      advantage_normalization: normalize advantages over the whole collected batch.
-      max_batchsize: chunk size when computing values and old log-probs, to bound memory
-        (Tianshou's default: 256); None computes them in one batched pass (the default here:
-        the same values up to float rounding, cheaper to run and to compile).
-      return_scaling: scale critic targets by a running std of the returns.
-      batch_size: minibatch size (None: the whole batch, Tianshou's full-batch setting).
-      repeat: passes over the batch per update (Tianshou's ``repeat_per_collect``).
-      deterministic_eval, action_scaling, action_bound_method: policy options.
-      lr_schedule: optional ``update_count -> multiplier`` of ``lr`` (Tianshou's LambdaLR
-        ``lr_scheduler``), e.g. ``lambda n: 1 - n / num_updates`` for linear decay.
-      hidden_sizes, activation, init_gain, actor_output_scale, log_std_init: the default
-        networks (orthogonal init, state-independent log-std).
-      actor_network, critic_network: optional custom Flax modules
-        (obs -> DistributionParams, obs -> V(s)) used instead.
-      cg_iters: conjugate-gradient iterations (Tianshou: 10).
-    Beyond Tianshou (defaults keep Tianshou's behaviour):
-      normalize_step: if True, scale the NPG step to ``sqrt(2 * trust_region_size / d.Fd)``,
-        making ``trust_region_size`` a KL bound, as Tianshou's docstring describes.
-      fvp_batch_size: if set, Fisher-vector products use a random subsample of this many
-        minibatch samples (cheaper CG); None uses the whole minibatch.
-    """
-
-    learning_mode: ClassVar[LearningMode] = "on_policy"
-
-    trust_region_size: float = 0.5
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    lr: float = 1e-3
-    damping: float = 0.1
-    optim_critic_iters: int = struct.field(pytree_node=False, default=5)
-    advantage_normalization: bool = struct.field(pytree_node=False, default=True)
-    max_batchsize: int | None = struct.field(pytree_node=False, default=None)
-    return_scaling: bool = struct.field(pytree_node=False, default=False)
-    batch_size: int | None = struct.field(pytree_node=False, default=None)
-    repeat: int = struct.field(pytree_node=False, default=1)
-    deterministic_eval: bool = struct.field(pytree_node=False, default=False)
-    action_scaling: bool = struct.field(pytree_node=False, default=True)
-    action_bound_method: Literal["clip", "tanh"] | None = struct.field(
-        pytree_node=False, default="clip"
+    trust_region_size: float = hyperparameter(
+        0.5, "natural-gradient step multiplier (Tianshou: theta += size * d)"
     )
-    lr_schedule: Schedule | None = struct.field(pytree_node=False, default=None)
-    hidden_sizes: Sequence[int] = struct.field(pytree_node=False, default=(64, 64))
-    activation: str = struct.field(pytree_node=False, default="tanh")
-    init_gain: float = struct.field(pytree_node=False, default=1.0)
-    actor_output_scale: float = struct.field(pytree_node=False, default=1.0)
-    log_std_init: float = struct.field(pytree_node=False, default=0.0)
-    actor_network: nn.Module | None = struct.field(pytree_node=False, default=None)
-    critic_network: nn.Module | None = struct.field(pytree_node=False, default=None)
-    cg_iters: int = struct.field(pytree_node=False, default=10)
-    normalize_step: bool = struct.field(pytree_node=False, default=False)
-    fvp_batch_size: int | None = struct.field(pytree_node=False, default=None)
-
-    # ------------------------------------------------------------------ validation
-    def __post_init__(self) -> None:
-        owner = type(self).__name__
-        if isinstance(self.hidden_sizes, list):
-            object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
-        self._check_leaves(owner)
-        for name, low in (
-            ("optim_critic_iters", 0),
-            ("repeat", 1),
-            ("cg_iters", 1),
-        ):
-            check_int_field(owner, name, getattr(self, name), low)
-        check_int_field(owner, "batch_size", self.batch_size, 1, allow_none=True)
-        check_int_field(owner, "max_batchsize", self.max_batchsize, 1, allow_none=True)
-        check_int_field(owner, "fvp_batch_size", self.fvp_batch_size, 1, allow_none=True)
-        if not all(isinstance(h, int) and h > 0 for h in self.hidden_sizes):
-            raise ValueError(f"{owner}.hidden_sizes must be positive ints, got {self.hidden_sizes}")
-        check_activation(self.activation)
-        try:
-            check_bound_method(self.action_bound_method)
-        except ValueError as error:
-            raise ValueError(f"{owner}.{error}") from None
-        if self.lr_schedule is not None and not callable(self.lr_schedule):
-            raise TypeError(f"{owner}.lr_schedule must be callable (update count -> factor)")
+    normalize_step: bool = hyperparameter(
+        False,
+        "if True, scale the NPG step to sqrt(2 * trust_region_size / d.Fd), making "
+        "trust_region_size a KL bound, as Tianshou's docstring describes (beyond Tianshou)",
+        static=True,
+    )
 
     def _check_leaves(self, owner: str) -> None:
+        super()._check_leaves(owner)
         check_field(
             owner, "trust_region_size", self.trust_region_size, 0.0, math.inf, low_open=True
         )
-        check_field(owner, "gamma", self.gamma, 0.0, 1.0)
-        check_field(owner, "gae_lambda", self.gae_lambda, 0.0, 1.0)
-        check_field(owner, "lr", self.lr, 0.0, math.inf)
-        check_field(owner, "damping", self.damping, 0.0, math.inf)
 
-    # ------------------------------------------------------------------ construction
-    def _networks(self, action_space: SpaceSpec) -> tuple[nn.Module, nn.Module]:
-        if self.actor_network is not None:
-            actor = self.actor_network
-        elif action_space.kind == "box":
-            actor = GaussianActor(
-                action_dim=math.prod(action_space.shape),
-                hidden_sizes=tuple(self.hidden_sizes),
-                activation=self.activation,
-                gain=self.init_gain,
-                output_scale=self.actor_output_scale,
-                log_std_init=self.log_std_init,
-            )
-        else:
-            actor = CategoricalActor(
-                num_actions=action_space.n,
-                hidden_sizes=tuple(self.hidden_sizes),
-                activation=self.activation,
-                gain=self.init_gain,
-                output_scale=self.actor_output_scale,
-            )
-        critic = self.critic_network or ValueCritic(
-            hidden_sizes=tuple(self.hidden_sizes), activation=self.activation, gain=self.init_gain
-        )
-        return actor, critic
-
-    def init(self, key: Array, observation_space: Any, action_space: Any) -> OnPolicyState:
-        """Initialize networks, optimizer and statistics for the given spaces.
-
-        Args:
-          key: PRNG key.
-          observation_space: a gymnasium or gymnax ``Box``.
-          action_space: a gymnasium or gymnax ``Box`` (continuous) or ``Discrete``.
-        """
-        obs_space = describe_space(observation_space, "observation_space")
-        if obs_space.kind != "box":
-            raise TypeError(
-                f"observation_space must be a Box, got {type(observation_space).__name__}"
-            )
-        act_space = describe_space(action_space, "action_space")
-        if act_space.kind == "box" and len(act_space.shape) != 1:
-            raise ValueError(f"action_space must be a 1-D Box, got shape {act_space.shape}")
-        actor_module, critic_module = self._networks(act_space)
-        actor_key, critic_key = jax.random.split(key)
-        dummy_obs = jnp.zeros((1, *obs_space.shape), jnp.float32)
-        critic_tx = adam_with_injected_lr()
-        critic = TrainState.create(
-            apply_fn=stable_apply(critic_module),
-            params=critic_module.init(critic_key, dummy_obs),
-            tx=critic_tx,
-        )
-        # Strongly typed counters: the state returned by `update` must match this one exactly,
-        # or `jax.jit(update)` would compile a second time.
-        critic = critic.replace(
-            step=jnp.zeros((), jnp.int32),
-            opt_state=set_learning_rate(critic.opt_state, self.lr),
-        )
-        actor = TrainState.create(
-            apply_fn=stable_apply(actor_module),
-            params=actor_module.init(actor_key, dummy_obs),
-            tx=no_optimizer(),
-        ).replace(step=jnp.zeros((), jnp.int32))
-        if act_space.kind == "box":
-            low, high = jnp.asarray(act_space.low_array), jnp.asarray(act_space.high_array)
-            if self.action_scaling and not (
-                np.all(np.isfinite(act_space.low_array))
-                and np.all(np.isfinite(act_space.high_array))
-            ):
-                raise ValueError(
-                    "action_scaling=True needs a Box action_space with finite bounds; "
-                    "pass action_scaling=False"
-                )
-        else:
-            low = high = jnp.zeros((), jnp.float32)
-        return OnPolicyState(
-            actor=actor,
-            critic=critic,
-            return_rms=RunningMeanStd.create(()),
-            action_low=low,
-            action_high=high,
-            num_updates=jnp.zeros((), jnp.int32),
-            observation_space=obs_space,
-            action_space=act_space,
-        )
-
-    # ------------------------------------------------------------------ acting
-    def sample_actions(
-        self, state: OnPolicyState, obs: Array, key: Array, deterministic: bool | Array = False
-    ) -> ActionSample:
-        """Sample (or, if ``deterministic``, take the mode of) the policy for a batch of obs.
-
-        Args:
-          state: the train state.
-          obs: ``[..., *obs_shape]``.
-          key: PRNG key (unused when deterministic).
-          deterministic: a bool (may be traced).
-
-        Returns:
-          ``ActionSample(action, env_action)``: the raw action for rollouts and the mapped
-          action for the environment.
-        """
-        dist = state.actor.apply_fn(state.actor.params, jnp.asarray(obs, jnp.float32))
-        if isinstance(deterministic, bool | np.bool_) and deterministic:
-            # No sampling is traced for a static deterministic policy (evaluation).
-            action = distributions.mode(dist)
-            dtype = jnp.int32 if state.action_space.kind == "discrete" else jnp.float32
-            action = action.astype(dtype)
-            return ActionSample(action=action, env_action=self.to_env_action(state, action))
-        sampled = distributions.sample(key, dist)
-        action = jnp.where(deterministic, distributions.mode(dist), sampled).astype(sampled.dtype)
-        return ActionSample(action=action, env_action=self.to_env_action(state, action))
-
-    def act(
-        self, state: OnPolicyState, obs: Array, key: Array, deterministic: bool | Array = False
-    ) -> Array:
-        """Environment-ready actions for a batch of observations (see :meth:`sample_actions`)."""
-        return self.sample_actions(state, obs, key, deterministic).env_action
-
-    # ------------------------------------------------------------------ agent protocol
-    @property
-    def evaluates_deterministically(self) -> bool:
-        """Evaluation follows ``deterministic_eval`` (Tianshou's policy option)."""
-        return bool(self.deterministic_eval)
-
-    def init_training(
-        self, key: Array, observation_space: Any, action_space: Any, num_envs: int
-    ) -> tuple[OnPolicyState, None]:
-        """:meth:`init`; on-policy learning keeps no buffer."""
-        return self.init(key, observation_space, action_space), None
-
-    def explore(
-        self, state: OnPolicyState, obs: Array, key: Array, env_steps: Array
-    ) -> tuple[OnPolicyState, ActionSample]:
-        """Training actions: sampled from the policy (the state is unchanged)."""
-        return state, self.sample_actions(state, obs, key)
-
-    def policy(
-        self, state: OnPolicyState, obs: Array, key: Array, deterministic: bool | Array
-    ) -> Array:
-        """Environment actions: :meth:`act`."""
-        return self.act(state, obs, key, deterministic)
-
-    def to_env_action(self, state: OnPolicyState, action: Array) -> Array:
-        """Bound and scale raw actions for a Box space; Discrete actions pass through."""
-        if state.action_space.kind == "discrete":
-            return action
-        return map_action(
-            action,
-            state.action_low,
-            state.action_high,
-            self.action_scaling,
-            self.action_bound_method,
-        )
-
-    # ------------------------------------------------------------------ learning
-    def update(
-        self, state: OnPolicyState, rollout: Rollout, key: Array
-    ) -> tuple[OnPolicyState, dict[str, Any]]:
-        """One learning step on a freshly collected rollout (Tianshou's ``process_fn`` +
-        ``learn``).
-
-        Args:
-          state: the train state.
-          rollout: a time-major :class:`jaxrl.Rollout` (``[T, N, ...]``).
-          key: PRNG key for minibatch shuffling and FVP subsampling.
-
-        Returns:
-          ``(new_state, stats)``; ``stats`` maps ``actor_loss``, ``vf_loss``, ``kl`` (and TRPO's
-          ``step_size``) to :class:`jaxrl.core.SummaryStats` over the minibatch steps, plus
-          diagnostics: ``cg_residual`` (SummaryStats), ``cg_iterations`` (SummaryStats),
-          ``backtracks`` (total line-search backtracks), ``line_search_failures`` and
-          ``rejected_steps`` (non-finite steps refused, parameters kept).
-        """
-        batch, return_rms = self.prepare_batch(state, rollout)
-        actor_params, critic, per_step = self._learn(state, batch, key)
-        new_state = state.replace(
-            actor=state.actor.replace(
-                params=actor_params, step=state.actor.step + per_step["kl"].shape[0]
-            ),
-            critic=critic,
-            return_rms=return_rms,
-            num_updates=state.num_updates + 1,
-        )
-        return new_state, self._summarize(per_step)
-
-    def prepare_batch(
-        self, state: OnPolicyState, rollout: Rollout
-    ) -> tuple[OnPolicyBatch, RunningMeanStd]:
-        """The first step of :meth:`update` (Tianshou's pre-processing of a collected batch):
-        the critic's values of ``obs`` and ``next_obs``, GAE advantages and TD(lambda)
-        returns (:func:`jaxrl.core.gae`), return scaling with its running statistics, advantage
-        normalization over the whole batch, and the log-probabilities of the collected actions.
-
-        Args:
-          state: the train state.
-          rollout: a time-major :class:`jaxrl.Rollout` (``[T, N, ...]``).
-
-        Returns:
-          ``(batch, return_rms)``: the :class:`OnPolicyBatch` of ``B = T * N`` samples
-          (flattened time-major: sample ``t * N + n``) and the return statistics updated with
-          this batch's returns (unchanged without ``return_scaling``).
-        """
-        discrete = state.action_space.kind == "discrete"
-        action_shape = () if discrete else state.action_space.shape
-        num_steps, num_envs = check_time_major(
-            rollout, state.observation_space.shape, action_shape, discrete
-        )
-        total = num_steps * num_envs
-        obs_shape = state.observation_space.shape
-        obs = jnp.asarray(rollout.obs, jnp.float32).reshape(total, *obs_shape)
-        next_obs = jnp.asarray(rollout.next_obs, jnp.float32).reshape(total, *obs_shape)
-        actions = jnp.asarray(rollout.action).reshape(total, *action_shape)
-
-        critic_apply = state.critic.apply_fn
-        actor_apply = state.actor.apply_fn
-
-        def chunked(fn: Callable, *xs: Array) -> Array:
-            # Tianshou evaluates in chunks of max_batchsize to bound memory.
-            if self.max_batchsize is None or self.max_batchsize >= total:
-                return fn(*xs)
-            return lax.map(lambda x: fn(*x), xs, batch_size=self.max_batchsize)
-
-        def value(o: Array) -> Array:
-            return critic_apply(state.critic.params, o)
-
-        values = chunked(value, obs).reshape(num_steps, num_envs)
-        next_values = chunked(value, next_obs).reshape(num_steps, num_envs)
-        return_std = jnp.sqrt(state.return_rms.var + RETURN_SCALING_EPS)
-        if self.return_scaling:
-            values, next_values = values * return_std, next_values * return_std
-        advantages, returns = gae(
-            jnp.asarray(rollout.reward, jnp.float32),
-            values,
-            next_values,
-            rollout.terminated,
-            rollout.truncated,
-            self.gamma,
-            self.gae_lambda,
-        )
-        return_rms = state.return_rms
-        if self.return_scaling:
-            targets = returns / return_std
-            # Non-finite returns (bad rewards), or finite ones so large that the variance
-            # overflows (1e30**2), must not poison the running statistics.
-            updated = return_rms.update(returns.reshape(-1))
-            keep = all_finite(returns) & all_finite(updated)
-            return_rms = jax.tree_util.tree_map(
-                lambda new, old: jnp.where(keep, new, old), updated, return_rms
-            )
-        else:
-            targets = returns
-        advantages, targets = advantages.reshape(total), targets.reshape(total)
-        if self.advantage_normalization:
-            centered = advantages - jnp.mean(advantages)
-            std = jnp.std(advantages, ddof=1) if total > 1 else jnp.zeros(())
-            # Tianshou divides by the unbiased std; a zero-variance batch stays centered (0).
-            advantages = jnp.where(std > 0, centered / jnp.where(std > 0, std, 1.0), centered)
-
-        def old_log_prob(o: Array, a: Array) -> Array:
-            return distributions.log_prob(actor_apply(state.actor.params, o), a)
-
-        batch = OnPolicyBatch(
-            obs=obs,
-            action=actions,
-            advantage=advantages,
-            target=targets,
-            log_prob_old=chunked(old_log_prob, obs, actions),
-        )
-        return batch, return_rms
-
-    def _learn(
-        self, state: OnPolicyState, batch: OnPolicyBatch, key: Array
-    ) -> tuple[PyTree, TrainState, dict[str, Array]]:
-        """The second step of :meth:`update` (Tianshou's ``learn``): ``repeat`` passes over
-        shuffled minibatches, each an actor step (:meth:`_actor_step`) then the critic's
-        Adam steps; returns the actor's parameters, the critic and per-step statistics."""
-        total = batch.advantage.shape[0]
-        actor_apply = state.actor.apply_fn
-        learning_rate = scheduled_learning_rate(self.lr, self.lr_schedule, state.num_updates)
-        critic = state.critic.replace(
-            opt_state=set_learning_rate(state.critic.opt_state, learning_rate)
-        )
-        positions, mask = minibatch_layout(total, self.batch_size)
-        shuffle = positions.shape[0] > 1
-
-        def minibatch_step(carry: tuple, inputs: tuple) -> tuple[tuple, dict]:
-            actor_params, critic_state = carry
-            indices, weights, step_key = inputs
-            minibatch = jax.tree_util.tree_map(lambda x: x[indices], batch)
-            # The natural-gradient step at float32 on every backend: conjugate gradients
-            # amplify the rounding of GPUs' default TF32 matmuls by the Fisher's condition.
-            with jax.default_matmul_precision(TRUST_REGION_PRECISION):
-                actor_params, actor_stats = self._actor_step(
-                    actor_apply, actor_params, minibatch, weights, step_key
-                )
-            critic_state, vf_loss, critic_rejected = self._critic_steps(
-                critic_state, minibatch, weights
-            )
-            actor_stats["rejected"] = actor_stats["rejected"] + critic_rejected
-            return (actor_params, critic_state), {**actor_stats, "vf_loss": vf_loss}
-
-        def one_pass(carry: tuple, pass_key: Array) -> tuple[tuple, dict]:
-            perm_key, steps_key = jax.random.split(pass_key)
-            order = jax.random.permutation(perm_key, total) if shuffle else jnp.arange(total)
-            indices = order[jnp.asarray(positions)]
-            step_keys = jax.random.split(steps_key, positions.shape[0])
-            return lax.scan(
-                minibatch_step, carry, (indices, jnp.asarray(mask, jnp.float32), step_keys)
-            )
-
-        (actor_params, critic), per_step = lax.scan(
-            one_pass, (state.actor.params, critic), jax.random.split(key, self.repeat)
-        )
-        per_step = jax.tree_util.tree_map(lambda x: x.reshape(-1), per_step)
-        return actor_params, critic, per_step
-
-    def _summarize(self, per_step: dict[str, Array]) -> dict[str, Any]:
-        stats: dict[str, Any] = {
-            name: SummaryStats.from_sequence(per_step[name])
-            for name in ("actor_loss", "vf_loss", "kl", "cg_residual", "cg_iterations")
-        }
-        stats["rejected_steps"] = jnp.sum(per_step["rejected"])
-        return stats
-
-    def _critic_steps(
-        self, critic: TrainState, minibatch: OnPolicyBatch, weights: Array
-    ) -> tuple[TrainState, Array, Array]:
-        """``optim_critic_iters`` Adam steps; returns the critic, the last loss and the number
-        of steps refused as non-finite."""
-
-        def loss_fn(params: PyTree) -> Array:
-            prediction = critic.apply_fn(params, minibatch.obs)
-            return _weighted_mean((minibatch.target - prediction) ** 2, weights)
-
-        def step(critic: TrainState, _: None) -> tuple[TrainState, tuple[Array, Array]]:
-            loss, grads = jax.value_and_grad(loss_fn)(critic.params)
-            critic, rejected = guarded_gradient_step(critic, loss, grads)
-            return critic, (loss, rejected)
-
-        if self.optim_critic_iters == 0:
-            return critic, loss_fn(critic.params), jnp.zeros((), jnp.int32)
-        critic, (losses, rejected) = lax.scan(step, critic, None, length=self.optim_critic_iters)
-        return critic, losses[-1], jnp.sum(rejected)
-
-    # The actor's surrogate: NPG's vanilla policy-gradient loss (TRPO overrides it).
     def _surrogate(self, log_prob: Array, minibatch: OnPolicyBatch, weights: Array) -> Array:
-        return -_weighted_mean(log_prob * minibatch.advantage, weights)
+        """The vanilla policy-gradient loss ``-mean(log_prob * advantage)``."""
+        return -weighted_mean(log_prob * minibatch.advantage, weights)
 
-    def _actor_step(
-        self,
-        actor_apply: Callable,
-        params: PyTree,
-        minibatch: OnPolicyBatch,
-        weights: Array,
-        key: Array,
-    ) -> tuple[PyTree, dict[str, Array]]:
-        """Natural-gradient direction ``d = -F^-1 g`` by CG, then the algorithm's step
-        (traced at :data:`TRUST_REGION_PRECISION` by the caller)."""
-
-        def surrogate(p: PyTree) -> Array:
-            log_prob = distributions.log_prob(actor_apply(p, minibatch.obs), minibatch.action)
-            return self._surrogate(log_prob, minibatch, weights)
-
-        old_dist = jax.lax.stop_gradient(actor_apply(params, minibatch.obs))
-
-        def mean_kl(p: PyTree) -> Array:
-            new_dist = actor_apply(p, minibatch.obs)
-            return _weighted_mean(distributions.kl_divergence(old_dist, new_dist), weights)
-
-        # The Fisher-vector product in Gauss-Newton form: J^T M J v with J the Jacobian of the
-        # distribution parameters in theta and M the KL's Hessian in those parameters. This is
-        # the Hessian of mean_kl at theta_old (what Tianshou differentiates twice), for about
-        # half the cost per conjugate-gradient iteration.
-        fvp_obs, fvp_old, fvp_weights = minibatch.obs, old_dist, weights
-        if self.fvp_batch_size is not None and self.fvp_batch_size < weights.shape[0]:
-            subset = jax.random.choice(
-                key,
-                weights.shape[0],
-                (self.fvp_batch_size,),
-                replace=False,
-                p=weights / jnp.sum(weights),
-            )
-            fvp_obs = fvp_obs[subset]
-            fvp_old = jax.tree_util.tree_map(lambda x: x[subset], old_dist)
-            fvp_weights = jnp.ones((self.fvp_batch_size,), weights.dtype)
-
-        def output_kl(dist: distributions.DistributionParams) -> Array:
-            return _weighted_mean(distributions.kl_divergence(fvp_old, dist), fvp_weights)
-
-        loss, grad = jax.value_and_grad(surrogate)(params)
-        fvp = make_gauss_newton_vector_product(
-            lambda p: actor_apply(p, fvp_obs), output_kl, params, self.damping
-        )
-        cg = conjugate_gradient(fvp, grad, self.cg_iters, CG_RESIDUAL_TOL)
-        direction = otu.tree_scale(-1.0, cg.x)
-        new_params, step_stats = self._step(params, direction, fvp, loss, surrogate, mean_kl)
-        finite = jnp.isfinite(loss) & all_finite(grad) & all_finite(new_params)
-        # A non-finite gradient, direction or step (NaN/inf anywhere) is refused: the
-        # parameters stay as they were and the refusal is counted in `rejected_steps`.
-        new_params = otu.tree_where(finite, new_params, params)
-        stats = {
-            "actor_loss": loss,
-            "kl": jnp.where(finite, mean_kl(new_params), 0.0),
-            "cg_residual": cg.residual_sq,
-            "cg_iterations": cg.iterations.astype(jnp.float32),
-            "rejected": (~finite).astype(jnp.int32),
-            **step_stats,
-        }
-        return new_params, stats
-
-    def _step(
-        self,
-        params: PyTree,
-        direction: PyTree,
-        fvp: Callable,
-        loss: Array,
-        surrogate: Callable,
-        mean_kl: Callable,
-    ) -> tuple[PyTree, dict[str, Array]]:
-        """NPG: ``theta + trust_region_size * d`` (or the KL-normalized step)."""
-        step = jnp.asarray(self.trust_region_size, jnp.float32)
+    def _step(self, step: ActorStep) -> tuple[PyTree, dict[str, Array]]:
+        """``theta + trust_region_size * d`` (or the KL-normalized step)."""
+        size = jnp.asarray(self.trust_region_size, jnp.float32)
         if self.normalize_step:
-            curvature = otu.tree_vdot(direction, fvp(direction))
+            curvature = otu.tree_vdot(step.direction, step.fvp(step.direction))
             usable = jnp.isfinite(curvature) & (curvature > 0)
-            step = jnp.where(usable, jnp.sqrt(2.0 * step / jnp.where(usable, curvature, 1.0)), 0.0)
-        return otu.tree_add_scale(params, step, direction), {}
+            size = jnp.where(usable, jnp.sqrt(2.0 * size / jnp.where(usable, curvature, 1.0)), 0.0)
+        return otu.tree_add_scale(step.params, size, step.direction), {}

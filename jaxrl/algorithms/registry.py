@@ -72,25 +72,6 @@ def get(name: str) -> AlgorithmInfo:
     return _REGISTRY[name]
 
 
-register(
-    AlgorithmInfo(
-        "ddpg",
-        DDPG,
-        "DDPG (Deep Deterministic Policy Gradient)",
-        help=MappingProxyType(
-            {
-                "action_bound_method": "bound raw actions before scaling: clip or None",
-            }
-        ),
-    )
-)
+register(AlgorithmInfo("ddpg", DDPG, "DDPG (Deep Deterministic Policy Gradient)"))
 register(AlgorithmInfo("npg", NPG, "NPG (Natural Policy Gradient)"))
-register(
-    AlgorithmInfo(
-        "trpo",
-        TRPO,
-        "TRPO (Trust Region Policy Optimization)",
-        # TRPO keeps NPG's step size for Tianshou parity but never uses it.
-        ignored_fields=frozenset({"trust_region_size", "normalize_step"}),
-    )
-)
+register(AlgorithmInfo("trpo", TRPO, "TRPO (Trust Region Policy Optimization)"))

@@ -9,16 +9,26 @@ restores the parameters when none is accepted (Tianshou 2.x).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-from flax import struct
 from optax import tree_utils as otu
 
-from jaxrl.algorithms._common import accept_aliases, check_field, check_int_field
-from jaxrl.algorithms.npg import NPG, OnPolicyBatch, _weighted_mean
+from jaxrl.algorithms._common import (
+    accept_aliases,
+    check_field,
+    check_int_field,
+    document_fields,
+    hyperparameter,
+)
+from jaxrl.algorithms.natural_gradient import (
+    TIANSHOU_1X_ALIASES,
+    ActorStep,
+    NaturalGradient,
+    OnPolicyBatch,
+    weighted_mean,
+)
 from jaxrl.core.stats import SummaryStats
 from jaxrl.core.trust_region import backtracking_line_search
 
@@ -27,30 +37,26 @@ PyTree = Any
 
 
 @accept_aliases(
-    {
-        "actor_step_size": "trust_region_size",
-        "discount_factor": "gamma",
-        "reward_normalization": "return_scaling",
-        "lr_scheduler": "lr_schedule",
-    }
+    TIANSHOU_1X_ALIASES,
+    ignored={
+        "trust_region_size": "TRPO's step is set by max_kl and the line search "
+        "(Tianshou's TRPO takes it and does not use it either)",
+    },
 )
-class TRPO(NPG):
-    """Trust Region Policy Optimization; every NPG field plus:
+@document_fields
+class TRPO(NaturalGradient):
+    """Trust Region Policy Optimization: the :class:`NaturalGradient` update with TRPO's
+    surrogate and a KL-bounded step (``max_kl``, ``backtrack_coeff``, ``max_backtracks``).
 
-    Learning (leaves):
-      max_kl: KL bound of each actor step.
-      backtrack_coeff: line-search shrink factor in (0, 1].
-    Structure (static):
-      max_backtracks: number of line-search candidates.
-
-    ``trust_region_size`` is accepted for parity with Tianshou and ignored. Stats add
+    ``trust_region_size`` (and its 1.x name ``actor_step_size``) is accepted for parity with
+    Tianshou and ignored, with a warning. Stats add
     ``step_size`` (SummaryStats; 0 for a failed line search), ``backtracks`` and
     ``line_search_failures``. ``kl`` is measured at the parameters kept after the step.
     """
 
-    max_kl: float = 0.01
-    backtrack_coeff: float = 0.8
-    max_backtracks: int = struct.field(pytree_node=False, default=10)
+    max_kl: float = hyperparameter(0.01, "KL bound of each actor step")
+    backtrack_coeff: float = hyperparameter(0.8, "line-search shrink factor in (0, 1]")
+    max_backtracks: int = hyperparameter(10, "number of line-search candidates", static=True)
 
     def _check_leaves(self, owner: str) -> None:
         super()._check_leaves(owner)
@@ -60,18 +66,12 @@ class TRPO(NPG):
 
     def _surrogate(self, log_prob: Array, minibatch: OnPolicyBatch, weights: Array) -> Array:
         ratio = jnp.exp(log_prob - minibatch.log_prob_old)
-        return -_weighted_mean(ratio * minibatch.advantage, weights)
+        return -weighted_mean(ratio * minibatch.advantage, weights)
 
-    def _step(
-        self,
-        params: PyTree,
-        direction: PyTree,
-        fvp: Callable,
-        loss: Array,
-        surrogate: Callable,
-        mean_kl: Callable,
-    ) -> tuple[PyTree, dict[str, Array]]:
-        curvature = otu.tree_vdot(direction, fvp(direction))
+    def _step(self, step: ActorStep) -> tuple[PyTree, dict[str, Array]]:
+        """``beta = sqrt(2 max_kl / d.(F + damping I)d)``, then the line search over
+        ``theta + beta * backtrack_coeff^i * d``."""
+        curvature = otu.tree_vdot(step.direction, step.fvp(step.direction))
         usable = jnp.isfinite(curvature) & (curvature > 0)
         # Non-positive curvature (or a zero direction) gives beta = 0: no candidate can
         # strictly improve the loss, so the line search fails and restores the parameters.
@@ -80,10 +80,15 @@ class TRPO(NPG):
         )
 
         def acceptable(candidate: PyTree) -> Array:
-            return (mean_kl(candidate) < self.max_kl) & (surrogate(candidate) < loss)
+            return (step.mean_kl(candidate) < self.max_kl) & (step.surrogate(candidate) < step.loss)
 
         search = backtracking_line_search(
-            acceptable, params, direction, beta, self.backtrack_coeff, self.max_backtracks
+            acceptable,
+            step.params,
+            step.direction,
+            beta,
+            self.backtrack_coeff,
+            self.max_backtracks,
         )
         return search.params, {
             "step_size": search.step_size,

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import jax.numpy as jnp
 
 from jaxrl.algorithms import GaussianNoise, OUNoise, registry
+from jaxrl.algorithms._common import field_help
 from jaxrl.algorithms.presets import get_preset
 from jaxrl.networks import ACTIVATIONS
 
@@ -58,24 +59,16 @@ PYTHON_ONLY = frozenset({"actor_network", "critic_network"})
 SCHEDULES = ("lr_schedule", "actor_lr_schedule", "critic_lr_schedule")
 ScheduleName = Literal["constant", "linear"]
 
-# Help texts where the class docstring describes several fields at once or a Python object.
+# Command-line help where the command line spells a field differently from Python (a
+# schedule name or a noise spec instead of a callable or an object); every other field's
+# help is its ``help`` metadata (:func:`jaxrl.algorithms._common.hyperparameter`).
 HELP_OVERRIDES: dict[str, str] = {
-    "deterministic_eval": "evaluate with the policy's mode instead of sampling",
-    "action_scaling": "scale bounded actions from [-1, 1] to the action space's [low, high]",
-    "action_bound_method": "bound raw actions before scaling: clip, tanh or None",
-    "hidden_sizes": "hidden layer sizes of the actor and critic MLPs",
-    "activation": "activation of the hidden layers",
-    "init_gain": "orthogonal-initialization gain of the hidden layers",
-    "actor_output_scale": "scale of the actor's last-layer initialization",
-    "log_std_init": "initial state-independent log standard deviation of the policy",
     "lr_schedule": "critic learning-rate schedule: constant, or linear decay to 0 over the run",
     "actor_lr_schedule": "actor learning-rate schedule: constant, or linear decay to 0",
     "critic_lr_schedule": "critic learning-rate schedule: constant, or linear decay to 0",
     "exploration_noise": (
         "exploration noise: gaussian[:SIGMA], ou[:SIGMA] (Ornstein-Uhlenbeck) or none"
     ),
-    "actor_lr": "actor Adam learning rate",
-    "critic_lr": "critic Adam learning rate",
 }
 
 
@@ -96,27 +89,6 @@ class Hyperparameter:
     default: Any
     help: str
     aliases: tuple[str, ...] = ()
-
-
-def _field_docs(cls: type) -> dict[str, str]:
-    """``field: description`` entries of the docstrings of ``cls`` and its bases."""
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        text = klass.__dict__.get("__doc__") or ""
-        entries: list[tuple[list[str], list[str], int]] = []
-        for line in text.splitlines():
-            match = re.match(r"^(\s*)([a-z_][a-z0-9_]*(?:, [a-z_][a-z0-9_]*)*): (.+)$", line)
-            if match:
-                names = match.group(2).split(", ")
-                entries.append((names, [match.group(3).strip()], len(match.group(1))))
-            elif entries and line.strip() and len(line) - len(line.lstrip()) > entries[-1][2]:
-                entries[-1][1].append(line.strip())
-            elif entries and not line.strip():
-                entries.append(([], [], 0))
-        for names, words, _ in entries:
-            for name in names:
-                docs[name] = " ".join(words).replace("``", "")
-    return docs
 
 
 def _first_sentence(text: str) -> str:
@@ -155,7 +127,6 @@ def hyperparameters(algo: str, preset: str = DEFAULT_PRESET) -> list[Hyperparame
     info = registry.get(algo)
     cls = info.cls
     hints = typing.get_type_hints(cls)
-    docs = _field_docs(cls)
     aliases: dict[str, list[str]] = {}
     for old, new in getattr(cls, "ALIASES", {}).items():
         aliases.setdefault(new, []).append(old)
@@ -176,7 +147,7 @@ def hyperparameters(algo: str, preset: str = DEFAULT_PRESET) -> list[Hyperparame
             kind, default = _cli_type(hints[name]), field.default
         default = defaults.get(name, default)
         overrides = {**HELP_OVERRIDES, **info.help}
-        help_text = overrides.get(name) or _first_sentence(docs.get(name, ""))
+        help_text = overrides.get(name) or _first_sentence(field_help(field))
         result.append(Hyperparameter(name, kind, default, help_text, tuple(aliases.get(name, ()))))
     return result
 

@@ -25,7 +25,6 @@ every evaluation and can start from (``initial=``), so checkpoints resume them.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -51,11 +50,13 @@ from jaxrl.training.agent_steps import (
     updates_per_collect,
     updates_take_effect,
 )
-from jaxrl.training.periods import RunLayout
+from jaxrl.training.jax_driver import TrainConfig
+from jaxrl.training.periods import drive
 
 __all__ = [
     "EnvironmentError_",
     "HostCarry",
+    "HostTrainLoop",
     "ObservationNormalizer",
     "evaluate_gymnasium",
     "init_host_carry",
@@ -280,23 +281,22 @@ def _run_evaluation(
     return returns.reshape(num_seeds, -1)
 
 
+_SHAPE_FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig))
+
+
 def train_gymnasium(
     agent: Any,
     env_id: str,
+    config: TrainConfig | None = None,
     *,
-    num_envs: int = 16,
-    num_steps: int = 128,
-    total_steps: int = 100_000,
-    eval_every: int = 20_480,
-    eval_episodes: int = 10,
     seed: int = 0,
     num_seeds: int | None = None,
-    normalize_obs: bool = False,
     env_backend: str = "auto",
     env_kwargs: dict[str, Any] | None = None,
     initial: HostCarry | None = None,
     progress: Callable[[dict], None] | None = None,
     stop: Callable[[Any], bool] | None = None,
+    **shape: Any,
 ) -> tuple[Any, dict[str, np.ndarray]]:
     """Train NPG, TRPO or DDPG on host environments (gymnasium ids; EnvPool where it helps).
 
@@ -307,17 +307,22 @@ def train_gymnasium(
     (:class:`jaxrl.training.periods.RunLayout`: whole collections, whole periods).
 
     Args:
+      config: the run's shape, the jitted driver's :class:`TrainConfig` (its defaults when
+        None; ``check_finite`` is always on here: every env step is checked on the host).
+      shape: :class:`TrainConfig` fields given as keywords (``num_envs=``, ``num_steps=``,
+        ``total_steps=``, ``eval_every=``, ``eval_episodes=``, ``normalize_obs=``); they
+        replace ``config``'s.
       num_seeds: ``None`` (one seed, ``seed``; unstacked state and 1-D metrics, as before)
         or ``S >= 1``: seeds ``seed, ..., seed + S - 1`` trained together; the state and
         every metric get a leading seed axis, as ``jax.vmap(make_train(...))`` gives them.
-      normalize_obs: Tianshou's running observation normalization (per seed).
       env_backend: ``"auto"`` (EnvPool for the ids it has when installed), ``"gymnasium"``
         or ``"envpool"``.
       initial: a :class:`HostCarry` (seed axis first) to start from instead of a fresh
         initialization: a resumed run's agent state, replay buffer and statistics.
-      progress: optional callback after each evaluation, given a dict with ``env_steps``,
-        ``eval_return`` (mean over seeds), ``eval_returns`` (``[S]``), ``seconds``,
-        ``state`` (as returned), ``carry`` (a copy of the :class:`HostCarry`) and
+      progress: optional callback after each evaluation, with the payload of
+        :func:`jaxrl.training.periods.drive` (as :func:`jaxrl.training.train_until`):
+        ``env_steps``, ``eval_return`` (mean over seeds), ``eval_returns`` (``[S]``),
+        ``seconds``, ``state`` (as returned), ``carry`` (the :class:`HostCarry`) and
         ``metrics`` (the period's per-collection metrics, ``[S, collections]``).
       stop: optional Tianshou ``stop_fn``: the run ends after the first evaluation for which
         it returns True. Given the evaluation return (a float) when ``num_seeds`` is None,
@@ -332,94 +337,156 @@ def train_gymnasium(
         isinstance(num_seeds, bool) or not isinstance(num_seeds, int) or num_seeds < 1
     ):
         raise ValueError(f"num_seeds must be a positive int or None, got {num_seeds!r}")
-    count = num_seeds or 1
-    seeds = [seed + i for i in range(count)]
-    layout = RunLayout.of(num_envs, num_steps, total_steps, eval_every)
-    env = make_host_env(
-        env_id,
-        count * num_envs,
-        seed_block(seeds, num_envs, _TRAIN_STREAM),
-        env_backend,
-        env_kwargs,
-    )
-    try:
-        return _train(
-            agent,
-            env,
-            layout,
-            seeds,
-            num_seeds,
-            normalize_obs,
-            eval_episodes,
+    unknown = sorted(set(shape) - set(_SHAPE_FIELDS))
+    if unknown:
+        raise TypeError(
+            f"train_gymnasium got unknown keyword {unknown[0]!r}: the run's shape takes "
+            f"{', '.join(_SHAPE_FIELDS)}"
+        )
+    config = dataclasses.replace(config or TrainConfig(), **shape)
+    seeds = [seed + i for i in range(num_seeds or 1)]
+    with HostTrainLoop(agent, env_id, config, seeds, env_backend, env_kwargs) as loop:
+        carry = loop.init_carry() if initial is None else initial
+        carry, metrics = drive(
+            loop.run_period,
+            carry,
+            loop.num_periods,
+            stop=stop,
+            progress=progress,
+            single=num_seeds is None,
+        )
+    state = carry.state
+    if num_seeds is None:
+        state = jax.tree_util.tree_map(lambda x: x[0], state)
+        metrics = {name: value[0] for name, value in metrics.items()}
+    return state, metrics
+
+
+class HostTrainLoop:
+    """The host driver cut at its evaluations (what :class:`jaxrl.training.TrainLoop` is to
+    the jitted driver), for drivers that report, checkpoint or resume.
+
+    ``run_period(carry) -> (carry, metrics)`` runs one evaluation period of all seeds: its
+    collections with their learning, then one evaluation; ``metrics`` holds per-collection
+    arrays ``[S, C]`` and ``eval/env_steps``, ``eval/return`` ``[S]``, as
+    ``jax.vmap(TrainLoop.run_period)`` gives them. The environments live in the loop (open
+    from construction to :meth:`close`; a context manager), so periods run in order; the
+    carry passed in stays valid (the loop works on a copy).
+
+    Args:
+      agent: the algorithm object.
+      env_id: a gymnasium id (or one EnvPool has).
+      config: the run's shape (:class:`jaxrl.training.TrainConfig`).
+      seeds: one integer seed per trained seed; seed ``i``'s environments, keys and
+        evaluations are those of a single-seed run with ``seeds[i]``.
+      env_backend, env_kwargs: as :func:`train_gymnasium`.
+    """
+
+    def __init__(
+        self,
+        agent: Any,
+        env_id: str,
+        config: TrainConfig,
+        seeds: list[int],
+        env_backend: str = "auto",
+        env_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.agent, self.config, self.seeds = agent, config, list(seeds)
+        self.layout = config.layout
+        self.num_periods = self.layout.num_periods
+        self.env_backend, self.env_kwargs = env_backend, env_kwargs
+        self.env = make_host_env(
+            env_id,
+            len(self.seeds) * config.num_envs,
+            seed_block(self.seeds, config.num_envs, _TRAIN_STREAM),
             env_backend,
             env_kwargs,
-            initial,
-            progress,
-            stop,
         )
-    finally:
-        env.close()
+        self.off_policy = is_off_policy(agent)
+        steps_per_collect = self.layout.steps_per_collect
+        num_updates = updates_per_collect(agent, steps_per_collect) if self.off_policy else 1
+        self._programs = _Programs(agent, self.seeds, num_updates)
+        # Between periods: the policy's latest action, its observation, the running
+        # episode returns, env steps and periods so far (None before the first reset).
+        self._sample: Any = None
+        self._obs: Any = None
+        self._episode_return = np.zeros((len(self.seeds), config.num_envs))
+        self._env_steps = 0
+        self._period = 0
 
+    def __enter__(self) -> HostTrainLoop:
+        return self
 
-def _train(
-    agent: Any,
-    env: HostVectorEnv,
-    layout: RunLayout,
-    seeds: list[int],
-    num_seeds: int | None,
-    normalize_obs: bool,
-    eval_episodes: int,
-    env_backend: str,
-    env_kwargs: dict[str, Any] | None,
-    initial: HostCarry | None,
-    progress: Callable[[dict], None] | None,
-    stop: Callable[[Any], bool] | None,
-) -> tuple[Any, dict[str, np.ndarray]]:
-    count, num_envs, num_steps = len(seeds), layout.num_envs, layout.num_steps
-    off_policy = is_off_policy(agent)
-    num_updates = updates_per_collect(agent, layout.steps_per_collect) if off_policy else 1
-    programs = _Programs(agent, seeds, num_updates)
-    if initial is None:
-        initial = init_host_carry(
-            agent,
-            seeds,
-            env.single_observation_space,
-            env.single_action_space,
-            num_envs,
-            normalize_obs,
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the environments."""
+        self.env.close()
+
+    def init_carry(self) -> HostCarry:
+        """The fresh :class:`HostCarry` of the loop's seeds."""
+        return init_host_carry(
+            self.agent,
+            self.seeds,
+            self.env.single_observation_space,
+            self.env.single_action_space,
+            self.config.num_envs,
+            self.config.normalize_obs,
         )
-        carry = initial
-    else:  # the calls donate the carry: the caller's arrays stay valid
-        carry = jax.tree_util.tree_map(jnp.copy, initial)
-    unstack = (
-        (lambda tree: jax.tree_util.tree_map(lambda x: x[0], tree))
-        if num_seeds is None
-        else (lambda tree: tree)
-    )
 
-    raw_obs = _split_seeds(env.reset(), count)
-    carry, sample, obs, _ = programs.observe_and_act(carry, raw_obs, raw_obs, 0)
-    episode_return = np.zeros((count, num_envs))
-    per_collection: list[dict[str, Any]] = []
-    eval_steps: list[int] = []
-    eval_returns: list[np.ndarray] = []
-    env_steps = 0
-    start = time.perf_counter()
-    for collection in range(layout.num_collections):
+    def run_period(self, carry: HostCarry) -> tuple[HostCarry, dict[str, np.ndarray]]:
+        """One evaluation period from ``carry`` (the carry after the previous period)."""
+        if self._period >= self.num_periods:
+            raise RuntimeError(f"the run's {self.num_periods} evaluation periods are done")
+        count = len(self.seeds)
+        programs = self._programs
+        carry = jax.tree_util.tree_map(jnp.copy, carry)  # the calls donate their carry
+        if self._sample is None:
+            raw_obs = _split_seeds(self.env.reset(), count)
+            carry, self._sample, self._obs, _ = programs.observe_and_act(carry, raw_obs, raw_obs, 0)
+        rows = []
+        for _ in range(self.layout.collections_per_period):
+            carry, row = self._collect_and_learn(carry)
+            rows.append(row)
+        self._period += 1
+        returns = evaluate_gymnasium(
+            self.agent,
+            carry.state,
+            self.env.env_id,
+            carry.obs_stats,
+            self.config.eval_episodes,
+            seed_block(self.seeds, self.config.eval_episodes, self._period),
+            self.env_kwargs,
+            env_backend=self.env_backend,
+            num_seeds=count,
+        )
+        metrics = _per_collection(rows, count)
+        metrics["eval/env_steps"] = np.full(count, self._env_steps)
+        metrics["eval/return"] = np.asarray(returns)
+        return carry, metrics
+
+    def _collect_and_learn(self, carry: HostCarry) -> tuple[HostCarry, dict[str, Any]]:
+        """One collection of ``num_steps`` vector steps, then its learning."""
+        count, num_envs = len(self.seeds), self.config.num_envs
+        programs, sample, obs = self._programs, self._sample, self._obs
+        episode_return = self._episode_return
         fields: tuple[list, ...] = tuple([] for _ in Rollout._fields)
         finished = [[] for _ in range(count)]
-        for _ in range(num_steps):
-            out = checked_step(env, env_steps // num_envs, _join_seeds(sample.env_action))
+        for _ in range(self.config.num_steps):
+            out = checked_step(
+                self.env, self._env_steps // num_envs, _join_seeds(sample.env_action)
+            )
             reward = _split_seeds(out.reward, count)
             terminated = _split_seeds(out.terminated, count)
             truncated = _split_seeds(out.truncated, count)
-            env_steps += num_envs
+            self._env_steps += num_envs
             action = sample.action
             carry, sample, next_obs, final = programs.observe_and_act(
                 carry,
                 _split_seeds(out.obs, count),
                 _split_seeds(out.final_obs, count),
-                env_steps,
+                self._env_steps,
             )
             for field, value in zip(
                 fields, (obs, action, reward, terminated, truncated, final), strict=True
@@ -431,75 +498,29 @@ def _train(
             for i in range(count):
                 finished[i].extend(episode_return[i][done[i]].tolist())
             episode_return[done] = 0.0
-        collection_start = env_steps - layout.steps_per_collect
-        learn = not off_policy or bool(updates_take_effect(agent, collection_start))
+        self._sample, self._obs = sample, obs
+        env_steps = self._env_steps
+        collection_start = env_steps - self.layout.steps_per_collect
+        learn = not self.off_policy or bool(updates_take_effect(self.agent, collection_start))
         # Off-policy: the updates of a collection that starts inside DDPG's random warm-up
         # would be discarded, so only the transitions are stored.
         carry, stats = programs.learn(
-            carry, fields, collection_start if off_policy else env_steps, learn
+            carry, fields, collection_start if self.off_policy else env_steps, learn
         )
         train_return = np.asarray([np.mean(f) if f else np.nan for f in finished])
-        # Stats stay on the device until the end: fetching them now would wait for the update.
-        per_collection.append({"env_steps": env_steps, "train_return": train_return, **stats})
-        if (collection + 1) % layout.collections_per_period:
-            continue
-        period = (collection + 1) // layout.collections_per_period
-        period_rows = per_collection[-layout.collections_per_period :]
-        returns = evaluate_gymnasium(
-            agent,
-            carry.state,
-            env.env_id,
-            carry.obs_stats,
-            eval_episodes,
-            seed_block(seeds, eval_episodes, period),
-            env_kwargs,
-            env_backend=env_backend,
-            num_seeds=count,
-        )
-        eval_steps.append(env_steps)
-        eval_returns.append(returns)
-        if progress is not None:
-            progress(
-                {
-                    "env_steps": env_steps,
-                    "eval_return": float(np.mean(returns)),
-                    "eval_returns": returns,
-                    "seconds": time.perf_counter() - start,
-                    # Copies: the next env step donates (and so deletes) the carry's arrays.
-                    "state": unstack(jax.tree_util.tree_map(jnp.copy, carry.state)),
-                    "carry": jax.tree_util.tree_map(jnp.copy, carry),
-                    "metrics": _metrics(period_rows, [], [returns], num_seeds=count),
-                }
-            )
-        history = np.stack(eval_returns, axis=1)
-        if stop is not None and stop(float(history[0, -1]) if num_seeds is None else history):
-            break
-    return unstack(carry.state), _metrics(per_collection, eval_steps, eval_returns, num_seeds)
+        return carry, {"env_steps": env_steps, "train_return": train_return, **stats}
 
 
-def _metrics(
-    per_collection: list[dict[str, Any]],
-    eval_steps: list[int],
-    eval_returns: list[np.ndarray],
-    num_seeds: int | None,
-) -> dict[str, np.ndarray]:
-    """Per-seed metrics ``[S, C]`` / ``[S, P]`` (squeezed to ``[C]`` / ``[P]`` for one
-    unstacked seed)."""
-    per_collection = jax.device_get(per_collection)
-    count = len(eval_returns[0]) if eval_returns else num_seeds or 1
-    names = dict.fromkeys(name for row in per_collection for name in row)
+def _per_collection(rows: list[dict[str, Any]], count: int) -> dict[str, np.ndarray]:
+    """Per-seed metrics ``[S, C]`` of a period's collections (stats NaN for collections
+    that ran no update: DDPG's warm-up)."""
+    rows = jax.device_get(rows)
+    names = dict.fromkeys(name for row in rows for name in row)
     metrics = {}
     for name in names:
-        columns = []
-        for row in per_collection:
-            # Collections during DDPG's warm-up ran no update: their stats are NaN.
-            value = row.get(name, np.full(count, np.nan))
-            columns.append(np.broadcast_to(np.asarray(value), (count,)))
+        columns = [
+            np.broadcast_to(np.asarray(row.get(name, np.full(count, np.nan))), (count,))
+            for row in rows
+        ]
         metrics[name] = np.stack(columns, axis=1)
-    metrics["eval/env_steps"] = np.tile(np.asarray(eval_steps), (count, 1))
-    metrics["eval/return"] = (
-        np.stack(eval_returns, axis=1) if eval_returns else np.zeros((count, 0))
-    )
-    if num_seeds is None:
-        metrics = {name: value[0] for name, value in metrics.items()}
     return metrics

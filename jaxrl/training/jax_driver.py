@@ -44,7 +44,7 @@ from jaxrl.training.agent_steps import (
     off_policy_updates,
     updates_per_collect,
 )
-from jaxrl.training.periods import RunLayout
+from jaxrl.training.periods import RunLayout, drive
 
 Array = jax.Array
 
@@ -397,7 +397,10 @@ def make_train_loop(
 
 
 def train_until(
-    loop: TrainLoop, keys: Array, stop: Callable[[np.ndarray], bool]
+    loop: TrainLoop,
+    keys: Array,
+    stop: Callable[[np.ndarray], bool] | None,
+    progress: Callable[[dict], None] | None = None,
 ) -> tuple[Any, dict[str, np.ndarray]]:
     """Train the seeds ``keys [S]`` together, period by period, until ``stop`` says so.
 
@@ -405,33 +408,25 @@ def train_until(
     for a batch of seeds: after every evaluation, ``stop(eval_returns)`` is called with the
     evaluation returns so far, ``[S, periods_so_far]``; the run ends when it returns True or
     the budget (``loop.num_periods``) is spent. Each period is one compiled call of
-    ``jax.vmap(loop.run_period)``, compiled once.
+    ``jax.vmap(loop.run_period)``, compiled once. The host driver
+    (:func:`jaxrl.training.gymnasium_driver.train_gymnasium`) takes the same ``stop`` and
+    ``progress`` (:func:`jaxrl.training.periods.drive`).
 
     Args:
       loop: from :func:`make_train_loop`.
       keys: one PRNG key per seed, ``[S]``.
       stop: ``eval_returns [S, P] -> bool``, e.g. "7 of 8 seeds have reached -250":
-        ``lambda r: (r.max(axis=1) >= -250).sum() >= 7``.
+        ``lambda r: (r.max(axis=1) >= -250).sum() >= 7``; None trains the whole budget.
+      progress: optional callback after each evaluation (the payload of
+        :func:`jaxrl.training.periods.drive`: ``env_steps``, ``eval_return``,
+        ``eval_returns``, ``seconds``, ``state``, ``carry``, ``metrics``).
 
     Returns:
       ``(final_states, metrics)`` as ``jax.vmap(loop.train)(keys)`` returns them (seed axis
       first), cut after the period at which ``stop`` returned True.
     """
     init, run_period = vmapped_programs(loop)
-    carry = init(keys)
-    periods: list[dict[str, np.ndarray]] = []
-    for _ in range(loop.num_periods):
-        carry, metrics = run_period(carry)
-        periods.append(jax.device_get(metrics))
-        if stop(np.stack([period["eval/return"] for period in periods], axis=1)):
-            break
-    # Per-evaluation scalars stack to [S, P]; per-collection arrays join to [S, P * U].
-    metrics = {
-        name: (np.stack if name.startswith("eval/") else np.concatenate)(
-            [period[name] for period in periods], axis=1
-        )
-        for name in periods[0]
-    }
+    carry, metrics = drive(run_period, init(keys), loop.num_periods, stop=stop, progress=progress)
     return carry.state, metrics
 
 

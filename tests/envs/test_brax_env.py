@@ -88,7 +88,7 @@ def test_trpo_learns_to_balance_the_pole_with_vmapped_seeds():
     steps. A random policy keeps the pole up for ~20 steps; each seed's deterministic policy
     learns to keep it up for hundreds (1000 is the time limit)."""
     from jaxrl.io import RunConfig
-    from jaxrl.io.runner import _jax_loop, seed_keys
+    from jaxrl.io.backends import jax_loop, seed_keys
 
     config = RunConfig.from_preset(
         "trpo",
@@ -101,7 +101,7 @@ def test_trpo_learns_to_balance_the_pole_with_vmapped_seeds():
         eval_episodes=4,
     )
     assert config.preset == "mujoco" and config.normalize_obs
-    loop = _jax_loop(config, config.make_agent())  # what the command runs
+    loop = jax_loop(config, config.make_agent())  # what the command runs
     _, metrics = jax.jit(jax.vmap(loop.train))(seed_keys(config))
     first_episodes = np.asarray(metrics["train_return"])[:, 0]  # the initial policy's
     returns = np.asarray(metrics["eval/return"])  # [seed, period]

@@ -1,0 +1,135 @@
+"""One-line messages for command lines the parser rejects.
+
+tyro parses ``jaxrl``'s command line; when it rejects one (with its console output off), the
+command explains why here, from its own table of options, in one line that names the option
+and what was expected. Only tyro's public API is used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from collections.abc import Sequence
+from typing import Any, Literal
+
+
+@dataclasses.dataclass(frozen=True)
+class CommandSpec:
+    """What one command accepts.
+
+    Attributes:
+      name: the command as typed (``jaxrl train trpo``).
+      options: ``--flag -> type`` (the type of its value; ``bool`` for ``--x``/``--no-x``
+        switches), aliases included (``-o``).
+      positional: the metavar of the positional arguments (``RUN_DIR``) or None.
+      positional_required: whether at least one positional argument is needed.
+      many_positional: whether several positional arguments are accepted.
+      hyperparameters: whether the options include the algorithm's (for the message).
+    """
+
+    name: str
+    options: dict[str, Any]
+    positional: str | None = None
+    positional_required: bool = False
+    many_positional: bool = False
+    hyperparameters: bool = False
+
+
+def _members(kind: Any) -> tuple[Any, bool]:
+    """``(type without None, whether None is allowed)``."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(kind) if a is not type(None)]
+        optional = len(members) < len(typing.get_args(kind))
+        if len(members) == 1:
+            return members[0], optional
+        return typing.Union[tuple(members)], optional  # noqa: UP007
+    return kind, False
+
+
+def _is_sequence(kind: Any) -> bool:
+    return typing.get_origin(_members(kind)[0]) in (tuple, list, Sequence)
+
+
+def _value_problem(flag: str, kind: Any, value: str) -> str | None:
+    """Why ``value`` is not a ``kind`` for ``flag`` (None when it is)."""
+    kind, optional = _members(kind)
+    if optional and value == "None":
+        return None
+    if typing.get_origin(kind) in (tuple, list, Sequence):
+        return _value_problem(flag, typing.get_args(kind)[0], value)
+    if typing.get_origin(kind) is Literal:
+        choices = [str(c) for c in typing.get_args(kind)]
+        if value not in choices:
+            listed = ", ".join(sorted(choices + (["None"] if optional else [])))
+            return f"invalid value {value!r} for {flag} (choose from {listed})"
+        return None
+    try:
+        if kind is int:
+            int(value)
+        elif kind is float:
+            float(value)
+    except ValueError:
+        expected = "an integer" if kind is int else "a number"
+        return f"invalid value for {flag}: {value!r} is not {expected}"
+    return None
+
+
+def _lookup(spec: CommandSpec, option: str) -> tuple[str, Any] | None:
+    """``(flag, type)`` of ``option`` (``--no-x`` is the switch ``--x``), None if unknown."""
+    if option in spec.options:
+        return option, spec.options[option]
+    if option.startswith("--no-"):
+        switch = "--" + option[5:]
+        if spec.options.get(switch) is bool:
+            return switch, bool
+    return None
+
+
+def explain(spec: CommandSpec, tokens: list[str]) -> str:
+    """The one-line reason a command line (``tokens``, after the command's own words) was
+    rejected: an unknown option (with the closest known one), a bad or missing value, a
+    missing or unexpected positional argument."""
+    see = f"(see {spec.name} --help)"
+    positionals = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        if not token.startswith("-") or token == "-":
+            positionals.append(token)
+            continue
+        option, equals, inline = token.partition("=")
+        found = _lookup(spec, option)
+        if found is None:
+            close = difflib.get_close_matches(option, list(spec.options), n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            what = "hyperparameter or option" if spec.hyperparameters else "option"
+            return f"unknown {what} {option} for {spec.name}{hint} {see}"
+        flag, kind = found
+        if kind is bool:
+            continue
+        if equals:
+            values = [inline]
+        elif _is_sequence(kind):
+            values = []
+            while index < len(tokens) and not tokens[index].startswith("--"):
+                values.append(tokens[index])
+                index += 1
+        else:
+            values = tokens[index : index + 1]
+            index += len(values)
+        if not values:
+            return f"{flag} expects a value"
+        for value in values:
+            problem = _value_problem(flag, kind, value)
+            if problem:
+                return problem
+    if spec.positional is None and positionals:
+        return f"unexpected argument {positionals[0]!r} for {spec.name}"
+    if spec.positional is not None and len(positionals) > 1 and not spec.many_positional:
+        return f"unexpected argument {positionals[1]!r} for {spec.name}"
+    if spec.positional_required and not positionals:
+        return f"missing {spec.positional} for {spec.name} {see}"
+    return f"invalid arguments for {spec.name} {see}"

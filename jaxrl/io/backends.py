@@ -1,0 +1,356 @@
+"""The two ways a run trains, behind one interface for :mod:`jaxrl.io.runner`.
+
+- :class:`JaxBackend`: JAX environments (gymnax ids, Brax's ``brax:NAME``) in the jitted
+  driver. All seeds are vmapped in one program; ``run_period`` is one compiled call; the
+  checkpoint is the whole ``TrainCarry`` (agent state, replay buffer, environment states,
+  PRNG key), so a resumed run is bit-identical to an uninterrupted one.
+- :class:`HostBackend`: other gymnasium ids (gymnasium or EnvPool environments) in the host
+  driver (:class:`jaxrl.training.gymnasium_driver.HostTrainLoop`). The checkpoint is the
+  ``HostCarry`` (agent states, observation statistics and, unless ``checkpoint_buffer`` is
+  off, the replay buffers); a resumed run continues on fresh environments with a seed offset.
+
+Both give the runner the same members: checkpoint ``template``, ``fresh`` carry,
+``to_checkpoint``/``from_checkpoint``, ``periods`` (a context giving ``run_period``) and
+``evaluate``; :func:`run_backend` picks one for a configuration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import difflib
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl.io.config import Backend, RunConfig
+
+
+def resolve_backend(env: str, backend: str = "auto") -> Backend:
+    """``"jax"`` for gymnax and Brax (``brax:NAME``) ids, ``"gymnasium"`` for other registered
+    gymnasium ids (or any id when ``backend="gymnasium"``).
+
+    Raises:
+      ValueError: an id neither library knows, naming the closest known ids, or a Brax id
+        with ``backend="gymnasium"``.
+    """
+    import gymnasium as gym
+    import gymnax
+
+    from jaxrl.envs import is_brax_id
+
+    if is_brax_id(env):
+        if backend == "gymnasium":
+            raise ValueError(f"{env} is a Brax environment: it runs in the jitted driver (jax)")
+        return "jax"
+
+    jax_ids = list(gymnax.registered_envs)
+    gym_ids = list(gym.envs.registry)
+    if backend == "jax":
+        if env not in jax_ids:
+            close = difflib.get_close_matches(env, jax_ids, n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise ValueError(f"unknown gymnax environment id {env!r}{hint}")
+        return "jax"
+    if backend == "auto" and env in jax_ids:
+        return "jax"
+    if env in gym_ids or ":" in env:  # "module:EnvId" ids register on import
+        return "gymnasium"
+    close = difflib.get_close_matches(env, jax_ids + gym_ids, n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise ValueError(
+        f"unknown environment id {env!r}: neither a gymnax nor a registered gymnasium id{hint}"
+    )
+
+
+def train_config(config: RunConfig) -> Any:
+    """The driver's :class:`jaxrl.training.TrainConfig` of a run (both drivers take it)."""
+    from jaxrl.training import TrainConfig
+
+    return TrainConfig(
+        num_envs=config.num_envs,
+        num_steps=config.num_steps,
+        total_steps=config.total_steps,
+        eval_every=config.eval_every,
+        eval_episodes=config.eval_episodes,
+        normalize_obs=config.normalize_obs,
+    )
+
+
+def seed_keys(config: RunConfig) -> jax.Array:
+    """The PRNG keys of the run's seeds: ``jax.random.split(key(seed), num_seeds)``."""
+    return jax.random.split(jax.random.key(config.seed), config.num_seeds)
+
+
+class RunBackend(Protocol):
+    """What the runner needs from a driver.
+
+    Attributes:
+      num_periods: evaluation periods of the whole run.
+      steps_per_period: env steps per seed and period.
+      updates_per_period: collections (each followed by learning) per period.
+    """
+
+    num_periods: int
+    steps_per_period: int
+    updates_per_period: int
+
+    def check(self) -> None:
+        """Build what the run needs (raising on a bad configuration) without training."""
+
+    def template(self) -> Any:
+        """The checkpoint's shapes (``jax.ShapeDtypeStruct`` leaves), to restore into."""
+
+    def fresh(self) -> Any:
+        """The carry of a run at period 0."""
+
+    def to_checkpoint(self, carry: Any) -> Any:
+        """What a checkpoint of ``carry`` holds."""
+
+    def from_checkpoint(self, tree: Any) -> Any:
+        """The carry a restored checkpoint ``tree`` stands for (for loading a policy)."""
+
+    def periods(
+        self, carry: Any, start_period: int
+    ) -> contextlib.AbstractContextManager[tuple[Any, Callable]]:
+        """A context giving ``(carry, run_period)`` to train from ``carry`` after
+        ``start_period`` periods; ``run_period(carry) -> (carry, metrics)`` with ``[S, C]``
+        per-collection metrics (``env_steps`` counted from the run's start) and
+        ``eval/env_steps``, ``eval/return`` ``[S]``."""
+
+    def evaluate(
+        self, state: Any, obs_stats: Any, episodes: int, seed: int, deterministic: bool
+    ) -> np.ndarray:
+        """Mean return ``[S]`` of each seed's policy over ``episodes`` episodes."""
+
+
+def run_backend(config: RunConfig, agent: Any) -> RunBackend:
+    """The backend that trains ``config`` (``config.backend``) with ``agent``."""
+    cls = JaxBackend if config.backend == "jax" else HostBackend
+    return cls(config, agent)
+
+
+# ---------------------------------------------------------------------------------------------
+# The jitted driver
+# ---------------------------------------------------------------------------------------------
+
+
+def _jax_env(env_id: str, brax_backend: str | None) -> tuple[Any, Any]:
+    from jaxrl.envs import make_env
+
+    return make_env(env_id, brax_backend=brax_backend)
+
+
+def jax_loop(config: RunConfig, agent: Any) -> Any:
+    """The run's :class:`jaxrl.training.TrainLoop`."""
+    from jaxrl.training import make_train_loop
+
+    env, env_params = _jax_env(config.env, config.brax_backend)
+    return make_train_loop(agent, env, train_config(config), env_params)
+
+
+def _canonical(tree: Any) -> Any:
+    """Strongly typed leaves committed to the default device, so fresh, continued and
+    restored carries all call the same compiled ``run_period``."""
+    tree = jax.tree_util.tree_map(
+        lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, tree
+    )
+    return jax.device_put(tree, jax.devices()[0])
+
+
+@dataclasses.dataclass
+class _Backend:
+    """The run both backends train: its configuration, agent and periods."""
+
+    config: RunConfig
+    agent: Any
+
+    def __post_init__(self) -> None:
+        layout = train_config(self.config).layout
+        self.num_periods = layout.num_periods
+        self.steps_per_period = layout.steps_per_period
+        self.updates_per_period = layout.collections_per_period
+
+
+class JaxBackend(_Backend):
+    """A run of the jitted driver (gymnax and Brax environments)."""
+
+    @functools.cached_property
+    def _programs(self) -> tuple[Callable, Callable]:
+        from jaxrl.training.jax_driver import vmapped_programs
+
+        return vmapped_programs(jax_loop(self.config, self.agent))
+
+    def check(self) -> None:
+        loop = jax_loop(self.config, self.agent)
+        jax.eval_shape(loop.init, jax.random.key(self.config.seed))  # it accepts the spaces
+
+    def template(self) -> Any:
+        return jax.eval_shape(self._programs[0], seed_keys(self.config))
+
+    def fresh(self) -> Any:
+        return _canonical(self._programs[0](seed_keys(self.config)))
+
+    def to_checkpoint(self, carry: Any) -> Any:
+        return carry
+
+    def from_checkpoint(self, tree: Any) -> Any:
+        return _canonical(tree)
+
+    @contextlib.contextmanager
+    def periods(self, carry: Any, start_period: int) -> Iterator[tuple[Any, Callable]]:
+        del start_period  # the carry holds the env steps, states and keys
+        run_period = self._programs[1]
+
+        def step(carry: Any) -> tuple[Any, dict[str, Any]]:
+            carry, metrics = run_period(carry)
+            return _canonical(carry), metrics
+
+        yield carry, step
+
+    def evaluate(
+        self, state: Any, obs_stats: Any, episodes: int, seed: int, deterministic: bool
+    ) -> np.ndarray:
+        # On-policy agents evaluate in both modes (a traced flag: one compiled program);
+        # DDPG only without noise (its OU noise state cannot take a traced flag).
+        static = None if self.agent.learning_mode == "on_policy" else bool(deterministic)
+        config = self.config
+        program = jax_evaluation_program(
+            self.agent, config.env, config.brax_backend, episodes, static
+        )
+        keys = jax.random.split(jax.random.key(seed), config.num_seeds)
+        returns = program(state, obs_stats, keys, jnp.asarray(bool(deterministic)))
+        return np.asarray(jax.device_get(returns), np.float64)
+
+
+@functools.lru_cache(maxsize=8)
+def jax_evaluation_program(
+    agent: Any, env_id: str, brax_backend: str | None, episodes: int, static: bool | None
+) -> Callable:
+    """``(state [S], obs_stats [S], keys [S], deterministic) -> returns [S]``, jitted.
+
+    With ``static=None``, ``deterministic`` is a traced bool, so that the deterministic and
+    the stochastic evaluations (the step-0 and the final ones) share one compiled program;
+    otherwise the policy acts as ``static`` says and the argument is ignored."""
+    from jaxrl.training import evaluate
+
+    env, env_params = _jax_env(env_id, brax_backend)
+
+    def one(state: Any, stats: Any, key: jax.Array, deterministic: jax.Array) -> jax.Array:
+        mode = deterministic if static is None else static
+        return evaluate(agent, state, env, env_params, key, episodes, stats, mode)
+
+    return jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None)))
+
+
+# ---------------------------------------------------------------------------------------------
+# The host driver
+# ---------------------------------------------------------------------------------------------
+
+
+class HostBackend(_Backend):
+    """A run of the host driver (gymnasium and EnvPool environments)."""
+
+    def _seeds(self, offset: int = 0) -> list[int]:
+        return [self.config.seed + offset + i for i in range(self.config.num_seeds)]
+
+    def _spaces(self) -> tuple[Any, Any]:
+        """The observation and action spaces of the run's environments (of the backend it
+        uses: EnvPool's and gymnasium's may differ in dtype)."""
+        from jaxrl.envs import make_host_env
+
+        config = self.config
+        env = make_host_env(config.env, 1, config.seed, config.env_backend)
+        spaces = env.single_observation_space, env.single_action_space
+        env.close()
+        return spaces
+
+    def _carry(self, abstract: bool) -> Any:
+        from jaxrl.training.gymnasium_driver import init_host_carry
+
+        observation_space, action_space = self._spaces()
+
+        def make() -> Any:
+            return init_host_carry(
+                self.agent,
+                self._seeds(),
+                observation_space,
+                action_space,
+                self.config.num_envs,
+                self.config.normalize_obs,
+            )
+
+        return jax.eval_shape(make) if abstract else make()
+
+    def check(self) -> None:
+        self.template()
+
+    def template(self) -> Any:
+        return self.to_checkpoint(self._carry(abstract=True))
+
+    def fresh(self) -> Any:
+        return _canonical(self._carry(abstract=False))
+
+    def to_checkpoint(self, carry: Any) -> Any:
+        if not self.config.checkpoint_buffer:
+            carry = carry._replace(buffer=None)
+        return {"carry": carry}
+
+    def from_checkpoint(self, tree: Any) -> Any:
+        return tree["carry"]
+
+    @contextlib.contextmanager
+    def periods(self, carry: Any, start_period: int) -> Iterator[tuple[Any, Callable]]:
+        from jaxrl.training.gymnasium_driver import HostTrainLoop
+
+        if carry.buffer is None and self.agent.learning_mode == "off_policy":
+            # A checkpoint without its replay buffer (``checkpoint_buffer`` off).
+            carry = carry._replace(buffer=self._carry(abstract=False).buffer)
+        carry = _canonical(carry)
+        start_steps = start_period * self.steps_per_period
+        remaining = self.num_periods - start_period
+        if remaining <= 0:
+            yield carry, _finished
+            return
+        config = dataclasses.replace(
+            train_config(self.config), total_steps=remaining * self.steps_per_period
+        )
+        # A resumed run continues on fresh environments and keys.
+        seeds = self._seeds(offset=start_steps)
+        with HostTrainLoop(
+            self.agent, self.config.env, config, seeds, self.config.env_backend
+        ) as loop:
+
+            def step(carry: Any) -> tuple[Any, dict[str, Any]]:
+                carry, metrics = loop.run_period(carry)
+                metrics["env_steps"] = metrics["env_steps"] + start_steps
+                metrics["eval/env_steps"] = metrics["eval/env_steps"] + start_steps
+                return carry, metrics
+
+            yield carry, step
+
+    def evaluate(
+        self, state: Any, obs_stats: Any, episodes: int, seed: int, deterministic: bool
+    ) -> np.ndarray:
+        from jaxrl.training.gymnasium_driver import evaluate_gymnasium
+
+        returns = evaluate_gymnasium(
+            self.agent,
+            state,
+            self.config.env,
+            obs_stats,
+            episodes,
+            seed,
+            env_backend=self.config.env_backend,
+            num_seeds=self.config.num_seeds,
+            deterministic=bool(deterministic),
+        )
+        return np.asarray(returns, np.float64)
+
+
+def _finished(carry: Any) -> tuple[Any, dict[str, Any]]:
+    raise RuntimeError("the run has no evaluation period left")
