@@ -82,6 +82,31 @@ def measure(env_id: str, backend: str, num_seeds: int, steps: int, eval_every: i
     }
 
 
+def run_configuration(args: Any, backend: str, seeds: int) -> dict:
+    """One configuration's record: in a fresh process (no compilation cache or warm state
+    shared), or in this one for ``--quick`` (a smoke run, not a measurement)."""
+    if args.quick:
+        return measure(args.env, backend, seeds, args.steps, args.eval_every)
+    done = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--env",
+            args.env,
+            "--eval-every",
+            str(args.eval_every),
+            "--one",
+            backend,
+            str(seeds),
+            str(args.steps),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--env", default="Hopper-v5")
@@ -105,25 +130,7 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     for backend in args.backends:
         for seeds in args.seeds:
-            # A fresh process per configuration: no compilation cache or warm state shared.
-            done = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--env",
-                    args.env,
-                    "--eval-every",
-                    str(args.eval_every),
-                    "--one",
-                    backend,
-                    str(seeds),
-                    str(args.steps),
-                ],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            row = json.loads(done.stdout.strip().splitlines()[-1])
+            row = run_configuration(args, backend, seeds)
             rows.append(row)
             print(
                 f"{backend:9s} x{seeds:<3d} {row['env_steps_per_s']:8,.0f} env steps/s "

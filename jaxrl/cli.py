@@ -42,10 +42,6 @@ def algorithm_names() -> tuple[str, ...]:
     return tuple(registry.algorithms())
 
 
-# Settings a resumed run may change; every other one is the run's own.
-RESUME_OVERRIDES = ("total_steps", "checkpoint_every")
-
-
 class UsageError(Exception):
     """A problem with the command line or the run it names (one line, exit status 2)."""
 
@@ -475,7 +471,7 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     """The run's configuration and directory (created or opened), and whether to resume."""
     from jaxrl.envs import resolve_env_backend
     from jaxrl.envs.brax_env import DEFAULT_BRAX_BACKEND, is_brax_id
-    from jaxrl.io.config import DEFAULT_NUM_SEEDS, RunConfig
+    from jaxrl.io.config import DEFAULT_NUM_SEEDS, RESUME_OVERRIDES, ResumeConflict, RunConfig
     from jaxrl.io.run_dir import RunDir, default_run_path
     from jaxrl.io.runner import check_config, resolve_backend
 
@@ -493,29 +489,16 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
                 f"{saved.algo} --resume {values['resume']}"
             )
         given = _given_options(_rewrite_aliases(argv))
-        current = {
-            **saved.to_dict()["run"],
-            **saved.hyperparameters,
-            "env": saved.env,
-            "backend": saved.backend,
-            "preset": saved.preset,
-        }
         wanted = {**values, **hyper}
-        for name in sorted(given & set(current)):
-            new, old = wanted[name], current[name]
-            if isinstance(new, tuple):
-                new = list(new)
-            if name in ("backend", "env_backend") and new == "auto":
-                continue
-            if new != old and name not in RESUME_OVERRIDES:
-                allowed = ", ".join("--" + o.replace("_", "-") for o in RESUME_OVERRIDES)
-                raise UsageError(
-                    f"--{name.replace('_', '-')} {new} differs from the resumed run's {old}: a "
-                    f"resumed run keeps its configuration (only {allowed} may change)"
-                )
-        config = dataclasses.replace(
-            saved, **{name: values[name] for name in RESUME_OVERRIDES if name in given}
-        )
+        try:
+            config = saved.resumed({name: wanted[name] for name in given if name in wanted})
+        except ResumeConflict as conflict:
+            allowed = ", ".join(_option(name) for name in RESUME_OVERRIDES)
+            raise UsageError(
+                f"{_option(conflict.name)} {conflict.given} differs from the resumed run's "
+                f"{conflict.saved}: a resumed run keeps its configuration (only {allowed} may "
+                "change)"
+            ) from None
         check_config(config)
         return config, run_dir, True
     host_backend = values["env_backend"] != "auto"

@@ -187,6 +187,25 @@ def linear_schedule(num_updates: int) -> Callable[[Any], Any]:
     return lambda count: jnp.maximum(0.0, 1.0 - count / total)
 
 
+# Settings a resumed run may change; every other one is the run's own.
+RESUME_OVERRIDES = ("total_steps", "checkpoint_every")
+
+
+class ResumeConflict(ValueError):
+    """A setting given to a resumed run that differs from the run's own.
+
+    Attributes:
+      name: the field; given, saved: its given and its saved value.
+    """
+
+    def __init__(self, name: str, given: Any, saved: Any) -> None:
+        self.name, self.given, self.saved = name, given, saved
+        super().__init__(
+            f"{name} {given} differs from the resumed run's {saved}: a resumed run keeps its "
+            f"configuration (only {', '.join(RESUME_OVERRIDES)} may change)"
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
     """The resolved configuration of a run: everything needed to repeat or resume it.
@@ -311,6 +330,34 @@ class RunConfig:
             hyperparameters=dict(data["hyperparameters"]),
             preset=data.get("preset", DEFAULT_PRESET),
             **{name: data["run"].get(name, defaults.get(name)) for name in cls.RUN_FIELDS},
+        )
+
+    def resumed(self, given: Mapping[str, Any]) -> RunConfig:
+        """This run, continued with the settings and hyperparameters ``given`` again (on the
+        command line): the ones a resume may change (:data:`RESUME_OVERRIDES`) are taken;
+        an ``"auto"`` backend matches any; ``given`` names that are not settings of a run
+        (``resume``, ``run_dir``) are ignored.
+
+        Raises:
+          ResumeConflict: the first other setting whose given value differs, naming it.
+        """
+        current = {
+            **self.to_dict()["run"],
+            **self.hyperparameters,
+            "env": self.env,
+            "backend": self.backend,
+            "preset": self.preset,
+        }
+        for name in sorted(set(given) & set(current)):
+            new, old = given[name], current[name]
+            if isinstance(new, tuple):
+                new = list(new)
+            if name in ("backend", "env_backend") and new == "auto":
+                continue
+            if new != old and name not in RESUME_OVERRIDES:
+                raise ResumeConflict(name, new, old)
+        return dataclasses.replace(
+            self, **{name: given[name] for name in RESUME_OVERRIDES if name in given}
         )
 
     def save(self, path: Path) -> None:

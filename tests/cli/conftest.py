@@ -1,15 +1,26 @@
-"""Helpers for the ``jaxrl`` command tests: run the installed command as a subprocess, and
-share the expensive runs between tests (and pytest-xdist workers) through a file lock."""
+"""Helpers for the ``jaxrl`` command tests: run the command (in this process, as the
+installed command would run it, or as a subprocess of the installed command), and share the
+expensive runs between tests (and pytest-xdist workers) through a file lock.
+
+In-process runs call :func:`jaxrl.cli.main` with the arguments, the working directory and
+captured stdout/stderr, and restore the signal handler it installs: the command without a
+fresh interpreter's start-up (importing jax, jaxrl and gymnax takes about 6 s per process).
+``JAXRL_TEST_CLI_SUBPROCESS=1`` runs every command as a subprocess instead; the entry point
+itself is tested as a process in ``test_commands.py``."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
+import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,10 +51,39 @@ def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def in_process(args: list[str], cwd: Path | None, columns: str = "200") -> Result:
+    """``jaxrl *args`` run by :func:`jaxrl.cli.main` in this process."""
+    from jaxrl import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    previous_handler = signal.getsignal(signal.SIGTERM)
+    previous_cwd, previous_columns = os.getcwd(), os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = columns
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(list(args))
+            except SystemExit as exit_:  # --help
+                code = exit_.code if isinstance(exit_.code, int) else 0
+            except Exception:  # what the interpreter prints before exiting with status 1
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.chdir(previous_cwd)
+        signal.signal(signal.SIGTERM, previous_handler)
+        if previous_columns is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = previous_columns
+    return Result(code, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture(scope="session")
-def jaxrl(shared_root: Path) -> Callable[..., Result]:
-    """``jaxrl(*args, cwd=...)``: run the command with a compilation cache shared by the
-    session, so repeated programs (a run and its resumption) compile once."""
+def jaxrl_process(shared_root: Path) -> Callable[..., Result]:
+    """``jaxrl_process(*args, cwd=...)``: run the installed command as a subprocess, with a
+    compilation cache shared by the session."""
     env = {
         **os.environ,
         "JAX_COMPILATION_CACHE_DIR": str(shared_root / "xla-cache"),
@@ -62,6 +102,20 @@ def jaxrl(shared_root: Path) -> Callable[..., Result]:
             timeout=timeout,
         )
         return Result(done.returncode, done.stdout, done.stderr)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def jaxrl(jaxrl_process: Callable[..., Result]) -> Callable[..., Result]:
+    """``jaxrl(*args, cwd=...)``: run the command (in this process; as a subprocess with
+    ``JAXRL_TEST_CLI_SUBPROCESS=1``)."""
+    if os.environ.get("JAXRL_TEST_CLI_SUBPROCESS") == "1":
+        return jaxrl_process
+
+    def run(*args: str | Path, cwd: Path | None = None, timeout: float = 600) -> Result:
+        del timeout  # an in-process run cannot be cut short
+        return in_process([str(a) for a in args], cwd)
 
     return run
 

@@ -1,4 +1,4 @@
-"""``jaxrl train`` on a Brax environment (``--env brax:NAME``), run as a subprocess: the
+"""``jaxrl train`` on a Brax environment (``--env brax:NAME``): the
 configuration it records, several seeds in one jitted program, and an interrupted run resumed
 exactly. Brax's physics-free test environment ``fast`` keeps compilation short; learning on
 real physics is tested in ``tests/envs/test_brax_env.py``."""

@@ -1,5 +1,5 @@
-"""The ``jaxrl`` command, run as a subprocess: DDPG with its replay buffer, and bad
-arguments (one line naming the problem, exit status 2, no traceback)."""
+"""The ``jaxrl`` command: DDPG with its replay buffer, and bad arguments (one line naming the
+problem, exit status 2, no traceback), also from the installed command as a process."""
 
 from __future__ import annotations
 
@@ -41,7 +41,14 @@ def test_ddpg_run_checkpoints_its_replay_buffer(jaxrl, tmp_path):
     ids=["algorithm", "env", "negative-steps", "hyperparameter"],
 )
 def test_bad_arguments_give_one_line(jaxrl, tmp_path, argv, expected):
-    """More cases run in process in test_parts.py."""
+    """More cases in test_parts.py."""
     line = single_error_line(jaxrl(*argv, cwd=tmp_path))
     assert expected in line
+    assert not any(tmp_path.iterdir()), "a rejected command created files"
+
+
+def test_the_installed_command_runs_as_a_process(jaxrl_process, tmp_path):
+    """The console script, in a process of its own: exit status 2 and one line."""
+    line = single_error_line(jaxrl_process("train", "trpo", "--max-kll", "0.01", cwd=tmp_path))
+    assert "--max-kll for jaxrl train trpo; did you mean --max-kl?" in line
     assert not any(tmp_path.iterdir()), "a rejected command created files"

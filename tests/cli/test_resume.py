@@ -1,4 +1,4 @@
-"""The ``jaxrl`` command, run as a subprocess: interrupted runs resumed from their checkpoints."""
+"""The ``jaxrl`` command: interrupted runs resumed from their checkpoints."""
 
 from __future__ import annotations
 

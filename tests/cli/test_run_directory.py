@@ -1,4 +1,4 @@
-"""The ``jaxrl`` command, run as a subprocess: a run's directory (config, CSV, TensorBoard,
+"""The ``jaxrl`` command: a run's directory (config, CSV, TensorBoard,
 plot, checkpoints), ``jaxrl evaluate`` and ``jaxrl plot``."""
 
 from __future__ import annotations
