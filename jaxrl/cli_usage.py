@@ -1,8 +1,10 @@
-"""One-line messages for command lines the parser rejects.
+"""Usage errors of the ``jaxrl`` command: one line, exit status 2.
 
-tyro parses ``jaxrl``'s command line; when it rejects one (with its console output off), the
-command explains why here, from its own table of options, in one line that names the option
-and what was expected. Only tyro's public API is used.
+:class:`UsageError` carries a problem the user can fix. :func:`explain` words the ones of
+command lines the parser rejects: tyro parses ``jaxrl``'s command line, and when it rejects
+one (with its console output off) the command explains why here, from its own table of
+options, in one line that names the option and what was expected. Only tyro's public API is
+used.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ import types
 import typing
 from collections.abc import Sequence
 from typing import Any, Literal
+
+
+class UsageError(Exception):
+    """A problem with the command line or the run it names (one line, exit status 2)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -327,8 +327,11 @@ def _resume_point(
     return tree, meta
 
 
-def update_rows(metrics: dict[str, np.ndarray], period: int) -> list[dict[str, Any]]:
-    """One row per seed and update of a period's per-update metrics ``[S, U]``."""
+def update_rows(
+    metrics: dict[str, np.ndarray], period: int, steps_offset: int = 0
+) -> list[dict[str, Any]]:
+    """One row per seed and update of a period's per-update metrics ``[S, U]``;
+    ``steps_offset`` is added to ``env_steps`` (the backends count from the run's start)."""
     per_update = {k: np.asarray(v) for k, v in metrics.items() if not k.startswith("eval/")}
     num_seeds, updates = per_update["env_steps"].shape
     rows = []
@@ -336,7 +339,7 @@ def update_rows(metrics: dict[str, np.ndarray], period: int) -> list[dict[str, A
         for index in range(updates):
             row = {name: value[seed, index] for name, value in per_update.items()}
             row.update(seed=seed, period=period, update=(period - 1) * updates + index + 1)
-            row["env_steps"] = int(row["env_steps"])
+            row["env_steps"] = int(row["env_steps"]) + steps_offset
             rows.append(row)
     return rows
 

@@ -1,0 +1,287 @@
+"""What the ``jaxrl`` commands do, once :func:`jaxrl.cli.parse` has read the command line:
+``train`` (resolve the run's configuration, or the resumed run's, then train it in its run
+directory), ``evaluate``, ``plot`` and ``compare``. Each returns the exit status and raises
+:class:`jaxrl.cli_usage.UsageError` for a problem the user can fix (one line, status 2)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from jaxrl.cli import (
+    CompareCommand,
+    EvaluateCommand,
+    PlotCommand,
+    _given_options,
+    _option,
+    _rewrite_aliases,
+    preset_in_force,
+)
+from jaxrl.cli_usage import UsageError
+
+# ---------------------------------------------------------------------------------------------
+# train
+# ---------------------------------------------------------------------------------------------
+
+
+def _enable_compilation_cache() -> None:
+    """Keep compiled programs between runs (JAX's persistent cache), so a repeated or resumed
+    run starts in seconds. ``JAX_COMPILATION_CACHE_DIR`` chooses another place."""
+    import jax
+
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    path = root / "jaxrl" / "jax-compilation-cache"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return
+    jax.config.update("jax_compilation_cache_dir", str(path))
+
+
+def _check_positive(values: dict[str, Any]) -> None:
+    for name in ("total_steps", "num_envs", "num_steps", "eval_every", "eval_episodes"):
+        if values[name] is None:
+            continue
+        if values[name] < 1:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag} must be a positive integer, got {values[name]}")
+    for name, low in (("num_seeds", 1), ("stop_after_periods", 1), ("checkpoint_every", 0)):
+        if values[name] is not None and values[name] < low:
+            flag = "--" + name.replace("_", "-")
+            kind = "a positive integer" if low else "a non-negative integer"
+            raise UsageError(f"{flag} must be {kind}, got {values[name]}")
+
+
+def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
+    """The run's configuration and directory (created or opened), and whether to resume."""
+    from jaxrl.envs import resolve_env_backend
+    from jaxrl.envs.brax_env import DEFAULT_BRAX_BACKEND, is_brax_id
+    from jaxrl.io.config import DEFAULT_NUM_SEEDS, RESUME_OVERRIDES, ResumeConflict, RunConfig
+    from jaxrl.io.run_dir import RunDir, default_run_path
+    from jaxrl.io.runner import check_config, resolve_backend
+
+    algo = type(args).algo
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
+    hyper = dataclasses.asdict(values.pop("hyperparameters"))
+    preset = preset_in_force(argv)
+    _check_positive(values)
+    if values["resume"] is not None:
+        run_dir = RunDir.open(values["resume"])
+        saved = RunConfig.load(run_dir.config)
+        if saved.algo != algo:
+            raise UsageError(
+                f"{values['resume']} is a {saved.algo} run; resume it with jaxrl train "
+                f"{saved.algo} --resume {values['resume']}"
+            )
+        given = _given_options(_rewrite_aliases(argv))
+        wanted = {**values, **hyper}
+        try:
+            config = saved.resumed({name: wanted[name] for name in given if name in wanted})
+        except ResumeConflict as conflict:
+            allowed = ", ".join(_option(name) for name in RESUME_OVERRIDES)
+            raise UsageError(
+                f"{_option(conflict.name)} {conflict.given} differs from the resumed run's "
+                f"{conflict.saved}: a resumed run keeps its configuration (only {allowed} may "
+                "change)"
+            ) from None
+        check_config(config)
+        return config, run_dir, True
+    host_backend = values["env_backend"] != "auto"
+    backend = resolve_backend(values["env"], "gymnasium" if host_backend else values["backend"])
+    if host_backend and values["backend"] == "jax":
+        raise UsageError(
+            f"--env-backend {values['env_backend']} runs host environments: it cannot be "
+            "combined with --backend jax"
+        )
+    env_backend = "auto"
+    if backend == "gymnasium":
+        env_backend = resolve_env_backend(values["env"], values["env_backend"])
+    brax_backend = values["brax_backend"]
+    if is_brax_id(values["env"]):
+        brax_backend = brax_backend or DEFAULT_BRAX_BACKEND
+    elif brax_backend is not None:
+        raise UsageError(
+            f"--brax-backend is for Brax environments (--env brax:NAME), not {values['env']}"
+        )
+    num_seeds = values["num_seeds"] or DEFAULT_NUM_SEEDS[backend]
+    fixed = {"num_seeds": num_seeds, "env_backend": env_backend, "brax_backend": brax_backend}
+    config = RunConfig(
+        algo=algo,
+        env=values["env"],
+        backend=backend,
+        hyperparameters=hyper,
+        preset=preset,
+        **fixed,
+        **{name: values[name] for name in RunConfig.RUN_FIELDS if name not in fixed},
+    )
+    check_config(config)
+    path = values["run_dir"] or default_run_path(algo, values["env"])
+    return config, RunDir.create(path), False
+
+
+def _interrupt_on_sigterm() -> None:
+    """Treat SIGTERM (a cluster's preemption, ``kill``) like Ctrl-C: pending checkpoint
+    writes finish and the run stays resumable."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread
+        pass
+
+
+def _format_seconds(seconds: float) -> str:
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
+
+
+def train(args: Any, argv: list[str]) -> int:
+    import numpy as np
+
+    from jaxrl.io.report import CurveSummary, report_lines
+    from jaxrl.io.runner import train_run
+
+    _enable_compilation_cache()
+    try:
+        config, run_dir, resume = _resolve_train(args, argv)
+    except (ValueError, TypeError, ModuleNotFoundError) as error:
+        raise UsageError(str(error)) from None
+    resume_cmd = f"jaxrl train {config.algo} --resume {run_dir.path}"
+    _interrupt_on_sigterm()
+    try:
+        result = train_run(
+            config,
+            run_dir,
+            resume=resume,
+            stop_after_periods=args.stop_after_periods,
+            on_setup=lambda message: print(message, file=sys.stderr, flush=True),
+        )
+    except KeyboardInterrupt:
+        print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
+        return 130
+    returns = result.eval_returns
+    seeds = f"{config.num_seeds} seed{'s' if config.num_seeds != 1 else ''}"
+    if resume and result.finished and not np.any(np.isfinite(returns)):
+        print(
+            f"{run_dir.path} has finished all {result.num_periods} evaluation periods; raise "
+            f"--total-steps to extend it, or see it with: jaxrl evaluate {run_dir.path}"
+        )
+        return 0
+    state = "Finished" if result.finished else "Stopped"
+    print(
+        f"{state} {config.algo.upper()} on {config.env}: {seeds} x {result.env_steps:,} env steps "
+        f"(period {result.period}/{result.num_periods}) in {_format_seconds(result.seconds)}."
+    )
+    curve = CurveSummary.load(run_dir.evals_csv)
+    for line in report_lines(config.env, result.final, curve):
+        print(line)
+    print(f"Learning curve: {result.plot}")
+    print(f"Checkpoint:     {result.checkpoint if result.checkpoint else '(none yet)'}")
+    print(f"Metrics:        {run_dir.updates_csv}, {run_dir.evals_csv}")
+    print(f"TensorBoard:    tensorboard --logdir {run_dir.tensorboard}")
+    if result.finished:
+        print(f"Evaluate:       jaxrl evaluate {run_dir.path}")
+    else:
+        print(f"Continue:       {resume_cmd}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluate, plot, compare
+# ---------------------------------------------------------------------------------------------
+
+
+def evaluate(args: EvaluateCommand) -> int:
+    from jaxrl.io.checkpoints import CheckpointError
+    from jaxrl.io.run_dir import RunDirError
+    from jaxrl.io.runner import evaluate_run
+
+    if args.episodes < 1:
+        raise UsageError(f"--episodes must be a positive integer, got {args.episodes}")
+    _enable_compilation_cache()
+    try:
+        loaded, returns = evaluate_run(args.run_dir, args.episodes, args.seed, args.step)
+    except (RunDirError, CheckpointError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    config = loaded.config
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "run_dir": args.run_dir,
+                    "algo": config.algo,
+                    "env": config.env,
+                    "checkpoint": loaded.step,
+                    "env_steps": loaded.metadata.get("env_steps"),
+                    "episodes": args.episodes,
+                    "returns": [float(r) for r in returns],
+                    "mean": float(returns.mean()),
+                    "std": float(returns.std()),
+                }
+            )
+        )
+        return 0
+    print(
+        f"{config.algo.upper()} on {config.env}, checkpoint {loaded.step} "
+        f"({loaded.metadata.get('env_steps', 0):,} env steps per seed), "
+        f"{args.episodes} episodes per seed:"
+    )
+    for seed, value in enumerate(returns):
+        print(f"  seed {seed}: {value:10.1f}")
+    spread = f" +- {returns.std():.1f}" if len(returns) > 1 else ""
+    print(f"Mean evaluation return: {returns.mean():.1f}{spread}")
+    return 0
+
+
+def _check_run_dirs(run_dirs: tuple[str, ...], command: str, least: int = 1) -> None:
+    from jaxrl.io.run_dir import RunDir
+
+    if len(run_dirs) < least:
+        need = "at least one RUN_DIR" if least == 1 else f"at least {least} RUN_DIRs"
+        raise UsageError(f"jaxrl {command} needs {need}")
+    for run_dir in run_dirs:
+        if not RunDir(Path(run_dir)).evals_csv.is_file():
+            problem = "does not exist" if not Path(run_dir).exists() else "has no evals.csv"
+            raise UsageError(f"run directory {run_dir!r} {problem}")
+
+
+def plot(args: PlotCommand) -> int:
+    from jaxrl.io.plots import plot_runs
+    from jaxrl.io.run_dir import RunDir
+
+    _check_run_dirs(args.run_dirs, "plot")
+    if args.output is not None:
+        output = Path(args.output)
+    elif len(args.run_dirs) == 1:
+        output = RunDir(Path(args.run_dirs[0])).plot
+    else:
+        output = Path("learning_curves.png")
+    path = plot_runs(args.run_dirs, output, title=args.title, spread=args.spread)
+    print(f"Learning curves: {path}")
+    return 0
+
+
+def compare(args: CompareCommand) -> int:
+    from jaxrl.io.compare import compare_runs, format_table
+
+    _check_run_dirs(args.run_dirs, "compare", least=2)
+    if args.labels is not None and len(args.labels) != len(args.run_dirs):
+        raise UsageError(
+            f"--labels: got {len(args.labels)} labels for {len(args.run_dirs)} run directories"
+        )
+    path, rows = compare_runs(args.run_dirs, args.output, args.labels, args.title, args.spread)
+    if args.json:
+        print(json.dumps({"figure": str(path), "runs": rows}))
+        return 0
+    print(format_table(rows))
+    print(f"Learning curves: {path}")
+    return 0
