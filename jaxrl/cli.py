@@ -194,7 +194,7 @@ def _train_command_type(algo: str, preset: str) -> type:
     for spec in hyperparameters(algo, preset):
         help_text = spec.help
         if spec.aliases:
-            help_text += " (1.x: " + ", ".join("--" + a.replace("_", "-") for a in spec.aliases)
+            help_text += " (1.x: " + ", ".join(option_flag(a) for a in spec.aliases)
             help_text += ")"
         hyper_fields.append(
             (
@@ -288,7 +288,8 @@ _POSITIONAL = {"run_dir": "RUN_DIR", "run_dirs": "RUN_DIR..."}
 _SUBCOMMANDS = {"evaluate": EvaluateCommand, "plot": PlotCommand, "compare": CompareCommand}
 
 
-def _option(name: str) -> str:
+def option_flag(name: str) -> str:
+    """The command-line flag of a field: ``max_kl`` -> ``--max-kl``."""
     return "--" + name.replace("_", "-")
 
 
@@ -299,13 +300,13 @@ def command_spec(argv: list[str], preset: str) -> CommandSpec:
     if head == "train" and len(argv) >= 2 and argv[1] in algorithm_names():
         from jaxrl.io.config import hyperparameters
 
-        options = {_option(f[0]): f[1] for f in _run_fields(argv[1], preset)}
-        options.update({_option(h.name): h.type for h in hyperparameters(argv[1], preset)})
+        options = {option_flag(f[0]): f[1] for f in _run_fields(argv[1], preset)}
+        options.update({option_flag(h.name): h.type for h in hyperparameters(argv[1], preset)})
         return CommandSpec(f"{PROG} train {argv[1]}", options, hyperparameters=True)
     if head not in _SUBCOMMANDS:
         return CommandSpec(PROG, {})
     hints = typing.get_type_hints(_SUBCOMMANDS[head])
-    options = {_option(n): kind for n, kind in hints.items() if n not in _POSITIONAL}
+    options = {option_flag(n): kind for n, kind in hints.items() if n not in _POSITIONAL}
     if "--output" in options:
         options["-o"] = options["--output"]
     (positional,) = [n for n in hints if n in _POSITIONAL]
@@ -342,7 +343,7 @@ def _precheck(argv: list[str]) -> None:
             )
 
 
-def _rewrite_aliases(argv: list[str]) -> list[str]:
+def rewrite_aliases(argv: list[str]) -> list[str]:
     """Tianshou 1.x option names (``--discount-factor``) to their 2.x fields (``--gamma``)."""
     if len(argv) < 2 or argv[0] != "train" or argv[1] not in algorithm_names():
         return argv
@@ -352,7 +353,7 @@ def _rewrite_aliases(argv: list[str]) -> list[str]:
     for spec in hyperparameters(argv[1]):
         for alias in spec.aliases:
             for spelling in (alias, alias.replace("_", "-")):
-                aliases["--" + spelling] = "--" + spec.name.replace("_", "-")
+                aliases["--" + spelling] = option_flag(spec.name)
     rewritten = []
     for token in argv:
         option, equals, value = token.partition("=")
@@ -398,7 +399,7 @@ def parse(argv: list[str]) -> Any:
       SystemExit: for ``--help`` (status 0).
     """
     _precheck(argv)
-    argv = _rewrite_aliases(argv)
+    argv = rewrite_aliases(argv)
     preset = preset_in_force(argv)
     command_type = _command_type(preset)
 
@@ -416,7 +417,7 @@ def parse(argv: list[str]) -> Any:
         raise UsageError(explain(command_spec(argv, preset), argv[words:])) from None
 
 
-def _given_options(argv: list[str]) -> set[str]:
+def given_options(argv: list[str]) -> set[str]:
     """Field names of the options written on the command line (``--no-x`` counts as x)."""
     given = set()
     for token in argv:

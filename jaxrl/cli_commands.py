@@ -17,10 +17,10 @@ from jaxrl.cli import (
     CompareCommand,
     EvaluateCommand,
     PlotCommand,
-    _given_options,
-    _option,
-    _rewrite_aliases,
+    given_options,
+    option_flag,
     preset_in_force,
+    rewrite_aliases,
 )
 from jaxrl.cli_usage import UsageError
 
@@ -50,11 +50,11 @@ def _check_positive(values: dict[str, Any]) -> None:
         if values[name] is None:
             continue
         if values[name] < 1:
-            flag = "--" + name.replace("_", "-")
+            flag = option_flag(name)
             raise UsageError(f"{flag} must be a positive integer, got {values[name]}")
     for name, low in (("num_seeds", 1), ("stop_after_periods", 1), ("checkpoint_every", 0)):
         if values[name] is not None and values[name] < low:
-            flag = "--" + name.replace("_", "-")
+            flag = option_flag(name)
             kind = "a positive integer" if low else "a non-negative integer"
             raise UsageError(f"{flag} must be {kind}, got {values[name]}")
 
@@ -80,14 +80,14 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
                 f"{values['resume']} is a {saved.algo} run; resume it with jaxrl train "
                 f"{saved.algo} --resume {values['resume']}"
             )
-        given = _given_options(_rewrite_aliases(argv))
+        given = given_options(rewrite_aliases(argv))
         wanted = {**values, **hyper}
         try:
             config = saved.resumed({name: wanted[name] for name in given if name in wanted})
         except ResumeConflict as conflict:
-            allowed = ", ".join(_option(name) for name in RESUME_OVERRIDES)
+            allowed = ", ".join(option_flag(name) for name in RESUME_OVERRIDES)
             raise UsageError(
-                f"{_option(conflict.name)} {conflict.given} differs from the resumed run's "
+                f"{option_flag(conflict.name)} {conflict.given} differs from the resumed run's "
                 f"{conflict.saved}: a resumed run keeps its configuration (only {allowed} may "
                 "change)"
             ) from None

@@ -51,7 +51,7 @@ from jaxrl.training.agent_steps import (
     updates_take_effect,
 )
 from jaxrl.training.jax_driver import TrainConfig
-from jaxrl.training.periods import drive
+from jaxrl.training.periods import drive, join_periods
 
 __all__ = [
     "EnvironmentError_",
@@ -512,15 +512,12 @@ class HostTrainLoop:
 
 
 def _per_collection(rows: list[dict[str, Any]], count: int) -> dict[str, np.ndarray]:
-    """Per-seed metrics ``[S, C]`` of a period's collections (stats NaN for collections
-    that ran no update: DDPG's warm-up)."""
-    rows = jax.device_get(rows)
-    names = dict.fromkeys(name for row in rows for name in row)
-    metrics = {}
-    for name in names:
-        columns = [
-            np.broadcast_to(np.asarray(row.get(name, np.full(count, np.nan))), (count,))
-            for row in rows
+    """Per-seed metrics ``[S, C]`` of a period's collections: each collection joined as a
+    one-collection period (:func:`join_periods`: stats NaN for collections that ran no
+    update, DDPG's warm-up)."""
+    return join_periods(
+        [
+            {name: np.broadcast_to(np.asarray(v), (count,))[:, None] for name, v in row.items()}
+            for row in jax.device_get(rows)
         ]
-        metrics[name] = np.stack(columns, axis=1)
-    return metrics
+    )
