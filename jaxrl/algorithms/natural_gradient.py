@@ -118,6 +118,7 @@ class ActorStep(NamedTuple):
       params: the actor's parameters ``theta``.
       direction: the natural-gradient direction ``d = -F^-1 g`` (a pytree like ``params``).
       fvp: ``v -> (F + damping I) v``, the damped Fisher-vector product at ``theta``.
+      curvature: ``d.(F + damping I)d``, from conjugate gradients' residual (no extra product).
       loss: the surrogate at ``theta``.
       surrogate: ``params -> loss`` on the minibatch.
       mean_kl: ``params -> mean KL(pi_theta || pi_params)`` on the minibatch.
@@ -126,6 +127,7 @@ class ActorStep(NamedTuple):
     params: PyTree
     direction: PyTree
     fvp: Callable[[PyTree], PyTree]
+    curvature: Array
     loss: Array
     surrogate: Callable[[PyTree], Array]
     mean_kl: Callable[[PyTree], Array]
@@ -636,11 +638,24 @@ class NaturalGradient(struct.PyTreeNode):
         """Natural-gradient direction ``d = -F^-1 g`` by CG, then the algorithm's step
         (traced at :data:`TRUST_REGION_PRECISION` by the caller)."""
 
-        def surrogate(p: PyTree) -> Array:
-            log_prob = distributions.log_prob(actor_apply(p, minibatch.obs), minibatch.action)
+        def surrogate_at(dist: distributions.DistributionParams) -> Array:
+            log_prob = distributions.log_prob(dist, minibatch.action)
             return self._surrogate(log_prob, minibatch, weights)
 
-        old_dist = jax.lax.stop_gradient(actor_apply(params, minibatch.obs))
+        def surrogate(p: PyTree) -> Array:
+            return surrogate_at(actor_apply(p, minibatch.obs))
+
+        # One linearization of the policy at theta serves three purposes: its outputs are the
+        # old distribution, its transpose takes the surrogate's gradient from the gradient in
+        # the distribution's parameters (the chain rule, as `jax.grad` of `surrogate` would),
+        # and it is the `J` of the Fisher-vector products below. One forward pass, not three.
+        def policy(p: PyTree) -> distributions.DistributionParams:
+            return actor_apply(p, minibatch.obs)
+
+        linearized = jax.linearize(policy, params)
+        old_dist = jax.lax.stop_gradient(linearized[0])
+        loss, dist_grad = jax.value_and_grad(surrogate_at)(old_dist)
+        (grad,) = jax.linear_transpose(linearized[1], params)(dist_grad)
 
         def mean_kl(p: PyTree) -> Array:
             new_dist = actor_apply(p, minibatch.obs)
@@ -651,7 +666,8 @@ class NaturalGradient(struct.PyTreeNode):
         # the Hessian of mean_kl at theta_old (what Tianshou differentiates twice), for about
         # half the cost per conjugate-gradient iteration.
         fvp_obs, fvp_old, fvp_weights = minibatch.obs, old_dist, weights
-        if self.fvp_batch_size is not None and self.fvp_batch_size < weights.shape[0]:
+        subsample = self.fvp_batch_size is not None and self.fvp_batch_size < weights.shape[0]
+        if subsample:
             subset = jax.random.choice(
                 key,
                 weights.shape[0],
@@ -666,22 +682,31 @@ class NaturalGradient(struct.PyTreeNode):
         def output_kl(dist: distributions.DistributionParams) -> Array:
             return weighted_mean(distributions.kl_divergence(fvp_old, dist), fvp_weights)
 
-        loss, grad = jax.value_and_grad(surrogate)(params)
         fvp = make_gauss_newton_vector_product(
-            lambda p: actor_apply(p, fvp_obs), output_kl, params, self.damping
+            lambda p: actor_apply(p, fvp_obs),
+            output_kl,
+            params,
+            self.damping,
+            linearized=None if subsample else linearized,
         )
         cg = conjugate_gradient(fvp, grad, self.cg_iters, CG_RESIDUAL_TOL)
         direction = otu.tree_scale(-1.0, cg.x)
+        # d.(F + damping I)d without another Fisher-vector product: CG tracks the residual
+        # r = g - (F + damping I) x, and d = -x, so d.(F + damping I)d = x.(g - r).
+        curvature = otu.tree_vdot(cg.x, otu.tree_sub(grad, cg.residual))
         new_params, step_stats = self._step(
-            ActorStep(params, direction, fvp, loss, surrogate, mean_kl)
+            ActorStep(params, direction, fvp, curvature, loss, surrogate, mean_kl)
         )
         finite = jnp.isfinite(loss) & all_finite(grad) & all_finite(new_params)
         # A non-finite gradient, direction or step (NaN/inf anywhere) is refused: the
         # parameters stay as they were and the refusal is counted in `rejected_steps`.
         new_params = otu.tree_where(finite, new_params, params)
+        # The KL at the kept parameters: the step's own measure of it when it has one (TRPO's
+        # line search judged the accepted candidate by it).
+        kl = step_stats.pop("kl") if "kl" in step_stats else mean_kl(new_params)
         stats = {
             "actor_loss": loss,
-            "kl": jnp.where(finite, mean_kl(new_params), 0.0),
+            "kl": jnp.where(finite, kl, 0.0),
             "cg_residual": cg.residual_sq,
             "cg_iterations": cg.iterations.astype(jnp.float32),
             "rejected": (~finite).astype(jnp.int32),
@@ -691,5 +716,6 @@ class NaturalGradient(struct.PyTreeNode):
 
     def _step(self, step: ActorStep) -> tuple[PyTree, dict[str, Array]]:
         """The actor's new parameters along the natural-gradient direction, and the step's
-        stats (the subclass's)."""
+        stats (the subclass's; a ``kl`` among them is taken as the KL at the new parameters,
+        which is otherwise measured)."""
         raise NotImplementedError(f"{type(self).__name__} gives no actor step")

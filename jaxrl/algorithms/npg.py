@@ -78,7 +78,7 @@ class NPG(NaturalGradient):
         """``theta + trust_region_size * d`` (or the KL-normalized step)."""
         size = jnp.asarray(self.trust_region_size, jnp.float32)
         if self.normalize_step:
-            curvature = otu.tree_vdot(step.direction, step.fvp(step.direction))
+            curvature = step.curvature
             usable = jnp.isfinite(curvature) & (curvature > 0)
             size = jnp.where(usable, jnp.sqrt(2.0 * size / jnp.where(usable, curvature, 1.0)), 0.0)
         return otu.tree_add_scale(step.params, size, step.direction), {}

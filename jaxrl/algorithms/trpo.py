@@ -13,7 +13,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from optax import tree_utils as otu
 
 from jaxrl.algorithms._common import (
     accept_aliases,
@@ -71,7 +70,7 @@ class TRPO(NaturalGradient):
     def _step(self, step: ActorStep) -> tuple[PyTree, dict[str, Array]]:
         """``beta = sqrt(2 max_kl / d.(F + damping I)d)``, then the line search over
         ``theta + beta * backtrack_coeff^i * d``."""
-        curvature = otu.tree_vdot(step.direction, step.fvp(step.direction))
+        curvature = step.curvature
         usable = jnp.isfinite(curvature) & (curvature > 0)
         # Non-positive curvature (or a zero direction) gives beta = 0: no candidate can
         # strictly improve the loss, so the line search fails and restores the parameters.
@@ -79,8 +78,9 @@ class TRPO(NaturalGradient):
             usable, jnp.sqrt(2.0 * self.max_kl / jnp.where(usable, curvature, 1.0)), 0.0
         )
 
-        def acceptable(candidate: PyTree) -> Array:
-            return (step.mean_kl(candidate) < self.max_kl) & (step.surrogate(candidate) < step.loss)
+        def acceptable(candidate: PyTree) -> tuple[Array, Array]:
+            kl = step.mean_kl(candidate)
+            return (kl < self.max_kl) & (step.surrogate(candidate) < step.loss), kl
 
         search = backtracking_line_search(
             acceptable,
@@ -89,8 +89,12 @@ class TRPO(NaturalGradient):
             beta,
             self.backtrack_coeff,
             self.max_backtracks,
+            has_aux=True,
         )
         return search.params, {
+            # The KL at the kept parameters: the accepted candidate's, or 0 when the search
+            # fails and the parameters stay (KL(pi || pi) = 0 exactly).
+            "kl": jnp.where(search.accepted, search.aux, 0.0),
             "step_size": search.step_size,
             "backtracks": jnp.where(search.accepted, search.index, 0),
             "line_search_failed": (~search.accepted).astype(jnp.int32),

@@ -55,6 +55,8 @@ def make_gauss_newton_vector_product(
     output_kl_fn: Callable[[PyTree], Array],
     params: PyTree,
     damping: float | Array = 0.1,
+    *,
+    linearized: tuple[PyTree, Callable[[PyTree], PyTree]] | None = None,
 ) -> Callable[[PyTree], PyTree]:
     """``v -> (J^T M J + damping I) v``: the Fisher-vector product in Gauss-Newton form.
 
@@ -75,12 +77,15 @@ def make_gauss_newton_vector_product(
       output_kl_fn: ``z -> scalar``, minimal (zero gradient) at ``model_fn(params)``.
       params: the point ``theta_old`` (any pytree of arrays).
       damping: Tikhonov damping added to the product (Tianshou: 0.1).
+      linearized: optionally ``jax.linearize(model_fn, params)``, already computed by the
+        caller (e.g. to take the loss's gradient from the same forward pass); ``model_fn``
+        is then not evaluated again.
 
     Returns:
       A function mapping a pytree ``v`` shaped like ``params`` to ``J^T M J v + damping * v``.
     """
     check_in_range("damping", damping, 0.0, float("inf"))
-    outputs, jacobian_vector_product = jax.linearize(model_fn, params)
+    outputs, jacobian_vector_product = linearized or jax.linearize(model_fn, params)
     transpose = jax.linear_transpose(jacobian_vector_product, params)
     _, output_hessian_product = jax.linearize(jax.grad(output_kl_fn), outputs)
 
@@ -125,12 +130,16 @@ class ConjugateGradientResult(NamedTuple):
       residual_sq: ``r . r`` for the returned ``x``, ``r = b - A x``.
       iterations: the number of iterations that updated ``x``.
       converged: whether ``r . r < residual_tol`` was reached.
+      residual: ``r`` itself, shaped like ``b``, as CG's recurrence tracks it (equal to
+        ``b - A x`` up to rounding). ``A x = b - r`` comes with it, so ``x . A x`` (e.g. TRPO's
+        step length) needs no further product with ``A``.
     """
 
     x: PyTree
     residual_sq: Array
     iterations: Array
     converged: Array
+    residual: PyTree
 
 
 def conjugate_gradient(
@@ -192,9 +201,12 @@ def conjugate_gradient(
         converged = usable & (new_rdotr < residual_tol)
         return x, r, p, rdotr, iteration + usable, converged, converged | ~usable
 
-    x, _, _, rdotr, iterations, converged, _ = lax.while_loop(keep_going, iterate, init)
-    x = jax.tree_util.tree_map(lambda new, old: new.astype(old.dtype), unravel(x), tree)
-    return ConjugateGradientResult(x, rdotr, iterations, converged)
+    x, r, _, rdotr, iterations, converged, _ = lax.while_loop(keep_going, iterate, init)
+
+    def like_b(flat: Array) -> PyTree:
+        return jax.tree_util.tree_map(lambda new, old: new.astype(old.dtype), unravel(flat), tree)
+
+    return ConjugateGradientResult(like_b(x), rdotr, iterations, converged, like_b(r))
 
 
 class LineSearchResult(NamedTuple):
@@ -205,12 +217,15 @@ class LineSearchResult(NamedTuple):
       index: ``i`` of the accepted candidate, ``max_backtracks`` when none was accepted.
       accepted: whether a candidate was accepted.
       step_size: ``initial_step * backtrack_coeff ** index``, 0 when none was accepted.
+      aux: with ``has_aux``, what ``accept_fn`` returned beside its verdict for the accepted
+        candidate (for the last one tried when none was accepted); None otherwise.
     """
 
     params: PyTree
     index: Array
     accepted: Array
     step_size: Array
+    aux: Any = None
 
 
 def backtracking_line_search(
@@ -220,6 +235,8 @@ def backtracking_line_search(
     initial_step: float | Array,
     backtrack_coeff: float | Array = 0.8,
     max_backtracks: int | Array = 10,
+    *,
+    has_aux: bool = False,
 ) -> LineSearchResult:
     """Try ``params + initial_step * backtrack_coeff**i * direction`` for ``i < max_backtracks``.
 
@@ -237,6 +254,8 @@ def backtracking_line_search(
       initial_step: ``beta``, the full step length along ``direction``.
       backtrack_coeff: shrink factor in ``(0, 1]``.
       max_backtracks: number of candidates (may be traced).
+      has_aux: ``accept_fn`` returns ``(verdict, aux)``; the accepted candidate's ``aux`` (a
+        pytree of arrays, e.g. the KL already computed to judge it) comes back in the result.
 
     Returns:
       A :class:`LineSearchResult`.
@@ -248,20 +267,28 @@ def backtracking_line_search(
         step = initial_step * jnp.power(backtrack_coeff, index)
         return otu.tree_add_scale(params, step, direction)
 
-    def keep_going(state: tuple[Array, Array]) -> Array:
-        index, accepted = state
+    def judge(candidate_params: PyTree) -> tuple[Array, Any]:
+        verdict, aux = accept_fn(candidate_params) if has_aux else (accept_fn(candidate_params), ())
+        verdict = jnp.asarray(verdict)
+        # Cast with NaN counted as a rejection (a plain bool cast turns NaN into True).
+        return jnp.where(jnp.isnan(verdict), False, verdict.astype(bool)), aux
+
+    def keep_going(state: tuple[Array, Array, Any]) -> Array:
+        index, accepted, _ = state
         return (~accepted) & (index < max_backtracks)
 
-    def try_candidate(state: tuple[Array, Array]) -> tuple[Array, Array]:
-        index, _ = state
-        verdict = jnp.asarray(accept_fn(candidate(index)))
-        # Cast with NaN counted as a rejection (a plain bool cast turns NaN into True).
-        accepted = jnp.where(jnp.isnan(verdict), False, verdict.astype(bool))
-        return jnp.where(accepted, index, index + 1), accepted
+    def try_candidate(state: tuple[Array, Array, Any]) -> tuple[Array, Array, Any]:
+        index, _, _ = state
+        accepted, aux = judge(candidate(index))
+        return jnp.where(accepted, index, index + 1), accepted, aux
 
-    index, accepted = lax.while_loop(
-        keep_going, try_candidate, (jnp.asarray(0), jnp.asarray(False))
+    no_aux = jax.tree_util.tree_map(
+        lambda leaf: jnp.zeros(leaf.shape, leaf.dtype),
+        jax.eval_shape(lambda: judge(candidate(jnp.asarray(0)))[1]),
+    )
+    index, accepted, aux = lax.while_loop(
+        keep_going, try_candidate, (jnp.asarray(0), jnp.asarray(False), no_aux)
     )
     new_params = otu.tree_where(accepted, candidate(index), params)
     step_size = jnp.where(accepted, initial_step * jnp.power(backtrack_coeff, index), 0.0)
-    return LineSearchResult(new_params, index, accepted, step_size)
+    return LineSearchResult(new_params, index, accepted, step_size, aux if has_aux else None)
