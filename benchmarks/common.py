@@ -317,16 +317,20 @@ def pendulum_config(algo: str, total_steps: int, eval_every: int | None = None) 
     )
 
 
-def run_jaxrl_pendulum(algo: str, num_seeds: int, total_steps: int, seed: int = 0) -> dict:
-    """Compile, then run, ``num_seeds`` vmapped seeds of ``make_train`` on gymnax Pendulum-v1;
+def run_jaxrl_pendulum(
+    algo: str, num_seeds: int, total_steps: int, seed: int = 0, seed_axis: str = "auto"
+) -> dict:
+    """Compile, then run, ``num_seeds`` seeds of ``make_train`` in one program on gymnax
+    Pendulum-v1 (``seed_axis``: vmapped or mapped, :func:`jaxrl.training.over_seeds`);
     compile and run times are measured separately."""
     import jax
     import numpy as np
 
-    from jaxrl.training import make_train
+    from jaxrl.training import make_train, over_seeds, resolve_seed_axis
 
     config = pendulum_config(algo, total_steps)
-    train = jax.jit(jax.vmap(make_train(pendulum_agent(algo), "Pendulum-v1", config)))
+    agent = pendulum_agent(algo)
+    train = jax.jit(over_seeds(make_train(agent, "Pendulum-v1", config), seed_axis, agent))
     keys = jax.random.split(jax.random.key(seed), num_seeds)
     load_before = loadavg()
     start = time.perf_counter()
@@ -340,6 +344,7 @@ def run_jaxrl_pendulum(algo: str, num_seeds: int, total_steps: int, seed: int = 
     return {
         "algo": algo,
         "num_seeds": num_seeds,
+        "seed_axis": resolve_seed_axis(seed_axis, agent),
         "env_steps_per_seed": env_steps,
         "compile_s": compile_s,
         "run_s": run_s,

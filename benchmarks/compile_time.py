@@ -67,6 +67,7 @@ PROGRAMS = (
 PARTS = ("trpo-run-1-no-update", "trpo-run-1-no-eval", "trpo-run-1-collect", "trpo-init-1")
 QUICK_PROGRAMS = ("trpo-update",)
 EXECUTE = False  # --execute: also run each compiled program (set in the child process)
+SEED_AXIS = "auto"  # --seed-axis: how a program runs its seeds (jaxrl.training.over_seeds)
 
 
 def _measure(name: str, fn: Any, *args: Any) -> dict[str, Any]:
@@ -160,7 +161,7 @@ def _run_program(
     import jax.numpy as jnp
 
     import jaxrl.training.jax_driver as jax_driver
-    from jaxrl.training import TrainConfig, make_train_loop
+    from jaxrl.training import TrainConfig, make_train_loop, over_seeds
 
     agent = pendulum_agent(algo)
     steps = PENDULUM_EPOCH_STEPS[algo]
@@ -175,8 +176,8 @@ def _run_program(
     loop = make_train_loop(agent, "Pendulum-v1", config)
     keys = jax.random.split(jax.random.key(0), num_seeds)
     if without == ("run",):
-        return _measure(name, jax.vmap(loop.init), keys)
-    return _measure(name, jax.vmap(loop.train), keys)
+        return _measure(name, over_seeds(loop.init, SEED_AXIS, agent), keys)
+    return _measure(name, over_seeds(loop.train, SEED_AXIS, agent), keys)
 
 
 def _cli_program() -> dict[str, Any]:
@@ -184,16 +185,16 @@ def _cli_program() -> dict[str, Any]:
 
     from jaxrl.io import RunConfig
     from jaxrl.io.backends import jax_evaluation_program, jax_loop, seed_keys
+    from jaxrl.training import over_seeds
 
     config = RunConfig.from_preset("trpo", "Pendulum-v1")
     agent = config.make_agent()
     loop = jax_loop(config, agent)
     keys = seed_keys(config)
-    parts = [
-        _measure("init", jax.vmap(loop.init), keys),
-    ]
-    carry = jax.jit(jax.vmap(loop.init))(keys)
-    parts.append(_measure("run_period", jax.vmap(loop.run_period), carry))
+    init = over_seeds(loop.init, SEED_AXIS, agent)
+    parts = [_measure("init", init, keys)]
+    carry = jax.jit(init)(keys)
+    parts.append(_measure("run_period", over_seeds(loop.run_period, SEED_AXIS, agent), carry))
     # The initial and final evaluations, both modes (a traced flag): one program.
     evaluate = jax_evaluation_program(
         agent, config.env, config.brax_backend, config.eval_episodes, None
@@ -222,12 +223,22 @@ def child(name: str) -> dict[str, Any]:
     return _run_program(name, algo, int(seeds), parts.get("-".join(part), ()))
 
 
-def measure_in_fresh_process(name: str, execute: bool = False) -> dict[str, Any]:
+def measure_in_fresh_process(
+    name: str, execute: bool = False, seed_axis: str = "auto"
+) -> dict[str, Any]:
     env = {**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"}
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, __file__, "--child", name, *(["--execute"] if execute else [])],
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            name,
+            "--seed-axis",
+            seed_axis,
+            *(["--execute"] if execute else []),
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -248,10 +259,16 @@ def main() -> None:
     parser.add_argument(
         "--execute", action="store_true", help="also run each program (twice; the faster run)"
     )
+    parser.add_argument(
+        "--seed-axis",
+        choices=("auto", "vmap", "map"),
+        default="auto",
+        help="how run programs take their seeds: jaxrl.training.over_seeds (default auto)",
+    )
     args = parser.parse_args()
     if args.child:
-        global EXECUTE
-        EXECUTE = args.execute
+        global EXECUTE, SEED_AXIS
+        EXECUTE, SEED_AXIS = args.execute, args.seed_axis
         print(json.dumps(child(args.child)))
         return
     info = machine_info()
@@ -260,7 +277,8 @@ def main() -> None:
     rows = []
     for name in programs:
         before = loadavg()
-        row = measure_in_fresh_process(name, args.execute)
+        row = measure_in_fresh_process(name, args.execute, args.seed_axis)
+        row["seed_axis"] = args.seed_axis
         row.update(loadavg_before=before, loadavg_after=loadavg())
         rows.append(row)
         print(

@@ -4,10 +4,11 @@ after seed), Tianshou's test hyperparameters, a fixed env-step budget, final eva
 Budget (both sides, no early stopping): NPG/TRPO 5 epochs x 49,152 env steps = 245,760 (Tianshou's
 5 x 50,000 rounded to whole 2048-step collects), evaluation (10 episodes) after every epoch; DDPG
 5 x 20,000 = 100,000 env steps, evaluation (100 episodes) after every epoch. jaxrl trains on
-gymnax's Pendulum-v1 inside one ``jax.jit(jax.vmap(make_train(...)))``; its compile time is
-measured separately from the run. Tianshou runs its own trainer (``algorithm.run_training`` with
-``DummyVectorEnv`` collectors, no logger) seed after seed in one process, after one short
-warm-up run (numba and torch start-up, reported separately).
+gymnax's Pendulum-v1, all seeds in one jitted program (``jaxrl.training.over_seeds``: on a CPU,
+NPG/TRPO seeds one after another with ``lax.map``, DDPG's batched with ``jax.vmap``; pick with
+``--seed-axis``); its compile time is measured separately from the run. Tianshou runs its own
+trainer (``algorithm.run_training`` with ``DummyVectorEnv`` collectors, no logger) seed after
+seed in one process, after one short warm-up run (numba and torch start-up, reported separately).
 
     python benchmarks/pendulum_wall_time.py                     # TRPO, 1 and 16 seeds
     python benchmarks/pendulum_wall_time.py --algos trpo npg ddpg --tianshou-seeds 16 2 2
@@ -85,6 +86,12 @@ def fmt_returns(values: list[float]) -> str:
 
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument(
+        "--seed-axis",
+        choices=("auto", "vmap", "map"),
+        default="auto",
+        help="how jaxrl's program takes its seeds (jaxrl.training.over_seeds; default auto)",
+    )
     parser.add_argument("--algos", nargs="+", default=["trpo"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 16], help="jaxrl seed counts")
     parser.add_argument(
@@ -123,7 +130,7 @@ def main() -> None:
     for algo, ts_seeds in zip(args.algos, tianshou_seeds, strict=True):
         budget = args.epochs * epoch_steps[algo]
         for n in args.seeds:
-            row = run_jaxrl_pendulum(algo, n, budget)
+            row = run_jaxrl_pendulum(algo, n, budget, seed_axis=args.seed_axis)
             jax_rows.append(row)
             print(
                 f"jaxrl {algo} {n:3d} seeds: compile {row['compile_s']:.1f}s + run "

@@ -36,6 +36,12 @@ from common import (
 
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument(
+        "--seed-axis",
+        choices=("auto", "vmap", "map"),
+        default="auto",
+        help="how jaxrl's program takes its seeds (jaxrl.training.over_seeds; default auto)",
+    )
     parser.add_argument("--algos", nargs="+", default=["trpo", "ddpg"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 4, 16, 64, 256])
     parser.add_argument(
@@ -55,7 +61,7 @@ def main() -> None:
     for algo in args.algos:
         seed_counts = args.ddpg_seeds if algo == "ddpg" and args.ddpg_seeds else args.seeds
         for n in seed_counts:
-            row = run_jaxrl_pendulum(algo, n, budgets[algo])
+            row = run_jaxrl_pendulum(algo, n, budgets[algo], seed_axis=args.seed_axis)
             row.pop("eval_returns")
             row["run_s_per_seed"] = row["run_s"] / n
             row["total_s_per_seed"] = row["total_s"] / n

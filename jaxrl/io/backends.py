@@ -181,9 +181,9 @@ class JaxBackend(_Backend):
 
     @functools.cached_property
     def _programs(self) -> tuple[Callable, Callable]:
-        from jaxrl.training.jax_driver import vmapped_programs
+        from jaxrl.training.jax_driver import seed_programs
 
-        return vmapped_programs(jax_loop(self.config, self.agent))
+        return seed_programs(jax_loop(self.config, self.agent))
 
     def check(self) -> None:
         loop = jax_loop(self.config, self.agent)

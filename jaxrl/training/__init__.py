@@ -11,9 +11,11 @@ from jaxrl.training.jax_driver import (
     make_train_loop,
     train_until,
 )
+from jaxrl.training.seeds import SeedAxis, over_seeds, resolve_seed_axis
 from jaxrl.training.sharding import initialize_distributed, seed_mesh, train_sharded
 
 __all__ = [
+    "SeedAxis",
     "TrainCarry",
     "TrainConfig",
     "TrainLoop",
@@ -23,6 +25,8 @@ __all__ = [
     "make_env",
     "make_train",
     "make_train_loop",
+    "over_seeds",
+    "resolve_seed_axis",
     "seed_mesh",
     "train_sharded",
     "train_until",

@@ -5,7 +5,8 @@
 (on-policy: an update on the fresh rollout; off-policy: the transitions go to a replay buffer
 and ``update_per_step`` updates per collected env step follow), and periodic evaluation, all
 inside one ``lax.scan`` (PureJaxRL's design). Because ``train`` is
-pure, ``jax.jit(jax.vmap(train))(keys)`` trains many seeds in one program.
+pure, ``jax.jit(jax.vmap(train))(keys)`` trains many seeds in one program
+(:func:`jaxrl.training.over_seeds` picks ``jax.vmap`` or ``lax.map`` for the backend).
 
 Environments: any gymnax id, a Brax id (``"brax:hopper"``, :mod:`jaxrl.envs.brax_env`), or
 any object with the gymnax interface (:func:`jaxrl.envs.jax_envs.make_env` resolves them)::
@@ -45,6 +46,7 @@ from jaxrl.training.agent_steps import (
     updates_per_collect,
 )
 from jaxrl.training.periods import RunLayout, drive
+from jaxrl.training.seeds import over_seeds, resolve_seed_axis
 
 Array = jax.Array
 
@@ -213,12 +215,15 @@ class TrainLoop(NamedTuple):
         ``eval/env_steps``, ``eval/return``.
       num_periods: evaluation periods in the whole run.
       train: ``key -> (final_state, metrics)``, the whole run as one ``lax.scan`` over periods.
+      agent: the algorithm the loop trains (its ``learning_mode`` picks how seeds run
+        together: :func:`jaxrl.training.over_seeds`).
     """
 
     init: Callable[[Array], TrainCarry]
     run_period: Callable[[TrainCarry], tuple[TrainCarry, dict[str, Array]]]
     num_periods: int
     train: Callable[[Array], tuple[Any, dict[str, Array]]]
+    agent: Any = None
 
 
 def make_train(
@@ -393,7 +398,7 @@ def make_train_loop(
         per_eval = {name: value for name, value in metrics.items() if name.startswith("eval/")}
         return carry.state, {**per_collection, **per_eval}
 
-    return TrainLoop(init_carry, run_period, num_evals, train)
+    return TrainLoop(init_carry, run_period, num_evals, train, agent)
 
 
 def train_until(
@@ -401,6 +406,7 @@ def train_until(
     keys: Array,
     stop: Callable[[np.ndarray], bool] | None,
     progress: Callable[[dict], None] | None = None,
+    seed_axis: str = "auto",
 ) -> tuple[Any, dict[str, np.ndarray]]:
     """Train the seeds ``keys [S]`` together, period by period, until ``stop`` says so.
 
@@ -408,7 +414,7 @@ def train_until(
     for a batch of seeds: after every evaluation, ``stop(eval_returns)`` is called with the
     evaluation returns so far, ``[S, periods_so_far]``; the run ends when it returns True or
     the budget (``loop.num_periods``) is spent. Each period is one compiled call of
-    ``jax.vmap(loop.run_period)``, compiled once. The host driver
+    ``loop.run_period`` over the seeds, compiled once. The host driver
     (:func:`jaxrl.training.gymnasium_driver.train_gymnasium`) takes the same ``stop`` and
     ``progress`` (:func:`jaxrl.training.periods.drive`).
 
@@ -420,19 +426,26 @@ def train_until(
       progress: optional callback after each evaluation (the payload of
         :func:`jaxrl.training.periods.drive`: ``env_steps``, ``eval_return``,
         ``eval_returns``, ``seconds``, ``state``, ``carry``, ``metrics``).
+      seed_axis: how the seeds run together in each program: ``"vmap"``, ``"map"`` or
+        ``"auto"`` (:func:`jaxrl.training.over_seeds`).
 
     Returns:
-      ``(final_states, metrics)`` as ``jax.vmap(loop.train)(keys)`` returns them (seed axis
+      ``(final_states, metrics)`` as ``over_seeds(loop.train)(keys)`` returns them (seed axis
       first), cut after the period at which ``stop`` returned True.
     """
-    init, run_period = vmapped_programs(loop)
+    init, run_period = seed_programs(loop, seed_axis)
     carry, metrics = drive(run_period, init(keys), loop.num_periods, stop=stop, progress=progress)
     return carry.state, metrics
 
 
+def seed_programs(loop: TrainLoop, seed_axis: str = "auto") -> tuple[Callable, Callable]:
+    """Jitted ``init`` and ``run_period`` of a loop over a leading seed axis
+    (:func:`jaxrl.training.over_seeds`), kept so that drivers that run it period by period
+    (:func:`train_until`, the ``jaxrl`` command) reuse the compiled programs for the same
+    loop."""
+    return _seed_programs(loop, resolve_seed_axis(seed_axis, loop.agent))
+
+
 @functools.lru_cache(maxsize=16)
-def vmapped_programs(loop: TrainLoop) -> tuple[Callable, Callable]:
-    """Jitted, seed-vmapped ``init`` and ``run_period`` of a loop, kept so that drivers that
-    run it period by period (:func:`train_until`, the ``jaxrl`` command) reuse the compiled
-    programs for the same loop."""
-    return jax.jit(jax.vmap(loop.init)), jax.jit(jax.vmap(loop.run_period))
+def _seed_programs(loop: TrainLoop, how: str) -> tuple[Callable, Callable]:
+    return jax.jit(over_seeds(loop.init, how)), jax.jit(over_seeds(loop.run_period, how))

@@ -12,7 +12,7 @@ import pytest
 
 import jaxrl
 from jaxrl.training import TrainConfig, make_env, make_train, make_train_loop, train_until
-from jaxrl.training.jax_driver import vmapped_programs
+from jaxrl.training.jax_driver import seed_programs
 
 TINY = TrainConfig(num_envs=4, num_steps=32, total_steps=256, eval_every=128, eval_episodes=2)
 TRPO = jaxrl.TRPO(gamma=0.95, max_kl=0.005, return_scaling=True, hidden_sizes=(16, 16))
@@ -90,7 +90,7 @@ def test_period_by_period_equals_whole_run():
     assert cut["env_steps"].tolist() == [whole["env_steps"][: TINY.updates_per_eval].tolist()]
     np.testing.assert_array_equal(cut["eval/return"], full["eval/return"][:, :1])
     # Both calls ran the same compiled period program.
-    assert vmapped_programs(loop)[1]._cache_size() == 1
+    assert seed_programs(loop)[1]._cache_size() == 1
 
 
 def test_hyperparameter_sweep_in_one_compile():
