@@ -130,7 +130,7 @@ def _run_fields(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
             "num_seeds",
             int | None,
             None,
-            "seeds trained together in one vmapped program; None: 4 on JAX environments, "
+            "seeds trained together in one program; None: 4 on JAX environments, "
             "1 on host environments",
         ),
         ("seed", int, 0, "base seed: the seeds are jax.random.split(key(seed), num_seeds)"),

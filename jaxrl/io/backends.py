@@ -1,7 +1,8 @@
 """The two ways a run trains, behind one interface for :mod:`jaxrl.io.runner`.
 
 - :class:`JaxBackend`: JAX environments (gymnax ids, Brax's ``brax:NAME``) in the jitted
-  driver. All seeds are vmapped in one program; ``run_period`` is one compiled call; the
+  driver. All seeds run in one program (:func:`jaxrl.training.over_seeds`: batched, or on a CPU
+  NPG/TRPO seeds one after another); ``run_period`` is one compiled call; the
   checkpoint is the whole ``TrainCarry`` (agent state, replay buffer, environment states,
   PRNG key), so a resumed run is bit-identical to an uninterrupted one.
 - :class:`HostBackend`: other gymnasium ids (gymnasium or EnvPool environments) in the host

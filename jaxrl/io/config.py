@@ -220,7 +220,8 @@ class RunConfig:
       eval_every: env steps between evaluations (one evaluation period).
       eval_episodes: episodes per evaluation.
       seed: base seed; the run's seeds are ``jax.random.split(key(seed), num_seeds)``.
-      num_seeds: seeds trained together (vmapped in one program on JAX environments).
+      num_seeds: seeds trained together (in one program on JAX environments:
+        :func:`jaxrl.training.over_seeds`).
       checkpoint_every: evaluation periods between checkpoints (0: only at the end).
       hyperparameters: every command-line hyperparameter of the algorithm, JSON values.
       preset: the preset the defaults came from (:mod:`jaxrl.algorithms.presets`).

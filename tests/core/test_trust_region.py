@@ -712,3 +712,67 @@ def _scalar_search(threshold, beta, coeff, max_backtracks):
 def test_line_search_rejects_bad_arguments(name, value):
     with pytest.raises(ValueError, match=name):
         backtracking_line_search(lambda c: True, jnp.zeros(2), jnp.ones(2), 1.0, **{name: value})
+
+
+def test_conjugate_gradient_returns_its_residual(variant):
+    # r = b - A x as CG's recurrence tracks it: equal to the true residual up to rounding, so
+    # x . (b - r) is x . A x (TRPO's step length) without another product with A.
+    with jax.enable_x64(True):
+        rng = np.random.default_rng(3)
+        a, b = spd_matrix(rng), rng.normal(size=50)
+        result = variant(solve_with_cg)(a, b, 10, 1e-30)
+        x, r = np.asarray(result.x), np.asarray(result.residual)
+    assert r.shape == b.shape and r.dtype == np.float64
+    np.testing.assert_allclose(r, b - a @ x, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(float(r @ r), float(result.residual_sq), rtol=1e-10)
+    np.testing.assert_allclose(x @ (b - r), x @ a @ x, rtol=1e-10)
+
+
+def test_conjugate_gradient_residual_is_shaped_like_b():
+    b = {"w": jnp.ones((2, 3)), "b": jnp.arange(3.0)}
+    result = conjugate_gradient(lambda v: jax.tree.map(lambda x: 2.0 * x, v), b, 5, 1e-12)
+    assert jax.tree.structure(result.residual) == jax.tree.structure(b)
+    zero = conjugate_gradient(lambda v: v, jnp.zeros(3))  # b = 0: no iteration, r = b
+    np.testing.assert_array_equal(zero.residual, np.zeros(3))
+
+
+def test_line_search_returns_the_accepted_candidates_aux(variant):
+    # Candidates 1, 0.5, 0.25, ...: the first below 0.3 (0.25) is accepted, and its aux (what
+    # accept_fn computed to judge it) comes back; when none is accepted, the last one tried's.
+    def search(threshold):
+        def accept(x):
+            return x[0] < threshold, {"value": 10.0 * x[0], "index_hint": x[0] < 1.0}
+
+        return backtracking_line_search(
+            accept, jnp.zeros(1), jnp.ones(1), 1.0, 0.5, 6, has_aux=True
+        )
+
+    found = variant(search)(jnp.float32(0.3))
+    assert bool(found.accepted) and int(found.index) == 2
+    np.testing.assert_allclose(found.aux["value"], 2.5)
+    assert bool(found.aux["index_hint"])
+    missed = variant(search)(jnp.float32(-1.0))
+    assert not bool(missed.accepted)
+    np.testing.assert_allclose(missed.aux["value"], 10.0 * 0.5**5)
+    plain = backtracking_line_search(lambda c: c[0] < 0.3, jnp.zeros(1), jnp.ones(1), 1.0, 0.5, 6)
+    assert plain.aux is None
+
+
+def test_gauss_newton_product_reuses_a_given_linearization(fisher_problem):
+    kind, theta_old, obs, old, _ = fisher_problem
+    _, vectors = random_vectors(theta_old, 1, seed=5)
+    with jax.enable_x64(True):
+
+        def output_kl(dist):
+            return jnp.mean(kl_divergence(old, dist))
+
+        def model(p):
+            return policy(kind, p, obs)
+
+        fresh = make_gauss_newton_vector_product(model, output_kl, theta_old, 0.05)
+        given = make_gauss_newton_vector_product(
+            None, output_kl, theta_old, 0.05, linearized=jax.linearize(model, theta_old)
+        )
+        np.testing.assert_allclose(
+            flatten(given(vectors[0])), flatten(fresh(vectors[0])), rtol=1e-12, atol=1e-14
+        )
