@@ -23,6 +23,7 @@ must survive interruptions belongs in ``jaxrl train ... --resume``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from typing import Any
 
@@ -47,6 +48,7 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
     from jaxrl.algorithms import registry
     from jaxrl.io import RunConfig
     from jaxrl.io.backends import jax_loop
+    from jaxrl.training import over_seeds, resolve_seed_axis
 
     run = {"total_steps": args.total_steps, "num_seeds": args.num_seeds, "seed": args.seed}
     for name in ("num_envs", "num_steps", "eval_every", "eval_episodes"):
@@ -67,9 +69,10 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
     keys = jax.random.split(jax.random.key(config.seed), config.num_seeds)
     load_before = loadavg()
     start = time.perf_counter()
-    init = jax.jit(jax.vmap(loop.init)).lower(keys).compile()
-    carry_shape = jax.eval_shape(jax.vmap(loop.init), keys)
-    run_period = jax.jit(jax.vmap(loop.run_period)).lower(carry_shape).compile()
+    over = functools.partial(over_seeds, how=args.seed_axis, agent=agent, env=loop.env)
+    init = jax.jit(over(loop.init)).lower(keys).compile()
+    carry_shape = jax.eval_shape(over(loop.init), keys)
+    run_period = jax.jit(over(loop.run_period)).lower(carry_shape).compile()
     compile_s = time.perf_counter() - start
     print(
         f"{algo} brax:{env_name} ({args.backend}) x{config.num_seeds}: compiled in "
@@ -100,6 +103,7 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
         "brax_backend": config.brax_backend,
         "preset": config.preset,
         "num_seeds": config.num_seeds,
+        "seed_axis": resolve_seed_axis(args.seed_axis, agent, loop.env),
         "run": {name: getattr(config, name) for name in RunConfig.RUN_FIELDS},
         "hyperparameters": config.hyperparameters,
         "env_steps_per_seed": steps[-1],
@@ -138,6 +142,12 @@ def main() -> None:
         help="Brax physics: generalized, positional, spring or mjx (for GPUs)",
     )
     parser.add_argument("--num-seeds", type=int, default=16)
+    parser.add_argument(
+        "--seed-axis",
+        choices=("auto", "vmap", "map"),
+        default="auto",
+        help="how the program takes its seeds (jaxrl.training.over_seeds; default auto)",
+    )
     parser.add_argument("--total-steps", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--preset", default=None, help="default: the one the env id picks")

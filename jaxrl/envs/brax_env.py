@@ -103,6 +103,10 @@ def _strong(tree: Any) -> Any:
 class BraxEnv:
     """A Brax environment with the gymnax interface (see the module docstring).
 
+    ``batches_seeds``: a physics step is many small operations, whose per-call cost a batch
+    of seeds amortizes, so seeds run batched on every backend (``jaxrl.training.over_seeds``;
+    on a CPU, 16 TRPO seeds on inverted_pendulum ran 1.5x slower one after another).
+
     Args:
       name: a Brax environment name (``"hopper"``, ``"inverted_pendulum"``, ...).
       backend: Brax's physics backend: ``generalized``, ``positional``, ``spring`` or ``mjx``.
@@ -114,6 +118,8 @@ class BraxEnv:
       ValueError: an unknown environment name (with the closest known ones) or backend, a
         non-positive episode length, or an environment with dict observations.
     """
+
+    batches_seeds = True
 
     def __init__(
         self,

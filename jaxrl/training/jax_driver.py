@@ -215,8 +215,8 @@ class TrainLoop(NamedTuple):
         ``eval/env_steps``, ``eval/return``.
       num_periods: evaluation periods in the whole run.
       train: ``key -> (final_state, metrics)``, the whole run as one ``lax.scan`` over periods.
-      agent: the algorithm the loop trains (its ``learning_mode`` picks how seeds run
-        together: :func:`jaxrl.training.over_seeds`).
+      agent: the algorithm the loop trains, and env: its environment (together they pick
+        how seeds run together: :func:`jaxrl.training.over_seeds`).
     """
 
     init: Callable[[Array], TrainCarry]
@@ -224,6 +224,7 @@ class TrainLoop(NamedTuple):
     num_periods: int
     train: Callable[[Array], tuple[Any, dict[str, Array]]]
     agent: Any = None
+    env: Any = None
 
 
 def make_train(
@@ -398,7 +399,7 @@ def make_train_loop(
         per_eval = {name: value for name, value in metrics.items() if name.startswith("eval/")}
         return carry.state, {**per_collection, **per_eval}
 
-    return TrainLoop(init_carry, run_period, num_evals, train, agent)
+    return TrainLoop(init_carry, run_period, num_evals, train, agent, env)
 
 
 def train_until(
@@ -443,7 +444,7 @@ def seed_programs(loop: TrainLoop, seed_axis: str = "auto") -> tuple[Callable, C
     (:func:`jaxrl.training.over_seeds`), kept so that drivers that run it period by period
     (:func:`train_until`, the ``jaxrl`` command) reuse the compiled programs for the same
     loop."""
-    return _seed_programs(loop, resolve_seed_axis(seed_axis, loop.agent))
+    return _seed_programs(loop, resolve_seed_axis(seed_axis, loop.agent, loop.env))
 
 
 @functools.lru_cache(maxsize=16)

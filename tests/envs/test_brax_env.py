@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("brax")
 
+import jaxrl
 from jaxrl.envs import BraxEnv, make_brax_env, make_env
 from jaxrl.envs import brax_env as brax_module
 from jaxrl.envs.brax_env import BraxParams
@@ -122,3 +123,13 @@ def test_errors_name_what_is_wrong(monkeypatch):
     monkeypatch.setattr(brax_module.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ModuleNotFoundError, match=r"pip install 'jaxrl\[brax\]'"):
         BraxEnv("hopper")
+
+
+def test_brax_seeds_run_batched_on_every_backend():
+    # A physics step is many small operations: batching the seeds amortizes them, so the
+    # drivers' "auto" keeps Brax's seeds batched even for NPG/TRPO on a CPU.
+    from jaxrl.training import resolve_seed_axis
+
+    env = BraxEnv("inverted_pendulum", backend="positional")
+    assert env.batches_seeds
+    assert resolve_seed_axis("auto", jaxrl.TRPO(), env) == "vmap"

@@ -66,3 +66,14 @@ def test_mapped_and_batched_training_agree():
     np.testing.assert_array_equal(mapped["env_steps"], batched["env_steps"])
     np.testing.assert_allclose(mapped["eval/return"], batched["eval/return"], rtol=1e-3)
     assert_trees_close(mapped_state.actor.params, batched_state.actor.params, rtol=1e-3, atol=1e-4)
+
+
+def test_auto_batches_the_seeds_of_environments_that_ask_for_it():
+    class BatchFriendly:
+        batches_seeds = True
+
+    assert resolve_seed_axis("auto", jaxrl.TRPO(), BatchFriendly()) == "vmap"
+    assert resolve_seed_axis("map", jaxrl.TRPO(), BatchFriendly()) == "map"
+    loop = make_train_loop(WELL_CONDITIONED_TRPO, "Pendulum-v1", TINY)
+    assert loop.env is not None and not getattr(loop.env, "batches_seeds", False)
+    assert resolve_seed_axis("auto", loop.agent, loop.env) == "map"
