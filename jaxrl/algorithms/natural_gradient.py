@@ -132,6 +132,14 @@ class ActorStep(NamedTuple):
     surrogate: Callable[[PyTree], Array]
     mean_kl: Callable[[PyTree], Array]
 
+    def step_length(self, kl_bound: float | Array) -> Array:
+        """``sqrt(2 kl_bound / d.(F + damping I)d)``: the multiple of ``d`` at which the KL's
+        quadratic model reaches ``kl_bound``; 0 for a non-positive or non-finite curvature
+        (a zero direction included), so that no step is taken."""
+        usable = jnp.isfinite(self.curvature) & (self.curvature > 0)
+        safe = jnp.where(usable, self.curvature, 1.0)
+        return jnp.where(usable, jnp.sqrt(2.0 * kl_bound / safe), 0.0)
+
 
 # Tianshou 1.x keyword names NPG and TRPO accept (``accept_aliases``).
 TIANSHOU_1X_ALIASES = {
@@ -642,23 +650,23 @@ class NaturalGradient(struct.PyTreeNode):
             log_prob = distributions.log_prob(dist, minibatch.action)
             return self._surrogate(log_prob, minibatch, weights)
 
+        def policy(p: PyTree) -> distributions.DistributionParams:
+            return actor_apply(p, minibatch.obs)
+
         def surrogate(p: PyTree) -> Array:
-            return surrogate_at(actor_apply(p, minibatch.obs))
+            return surrogate_at(policy(p))
 
         # One linearization of the policy at theta serves three purposes: its outputs are the
         # old distribution, its transpose takes the surrogate's gradient from the gradient in
         # the distribution's parameters (the chain rule, as `jax.grad` of `surrogate` would),
         # and it is the `J` of the Fisher-vector products below. One forward pass, not three.
-        def policy(p: PyTree) -> distributions.DistributionParams:
-            return actor_apply(p, minibatch.obs)
-
         linearized = jax.linearize(policy, params)
         old_dist = jax.lax.stop_gradient(linearized[0])
         loss, dist_grad = jax.value_and_grad(surrogate_at)(old_dist)
         (grad,) = jax.linear_transpose(linearized[1], params)(dist_grad)
 
         def mean_kl(p: PyTree) -> Array:
-            new_dist = actor_apply(p, minibatch.obs)
+            new_dist = policy(p)
             return weighted_mean(distributions.kl_divergence(old_dist, new_dist), weights)
 
         # The Fisher-vector product in Gauss-Newton form: J^T M J v with J the Jacobian of the

@@ -78,7 +78,5 @@ class NPG(NaturalGradient):
         """``theta + trust_region_size * d`` (or the KL-normalized step)."""
         size = jnp.asarray(self.trust_region_size, jnp.float32)
         if self.normalize_step:
-            curvature = step.curvature
-            usable = jnp.isfinite(curvature) & (curvature > 0)
-            size = jnp.where(usable, jnp.sqrt(2.0 * size / jnp.where(usable, curvature, 1.0)), 0.0)
+            size = step.step_length(size)
         return otu.tree_add_scale(step.params, size, step.direction), {}

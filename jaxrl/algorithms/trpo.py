@@ -70,13 +70,9 @@ class TRPO(NaturalGradient):
     def _step(self, step: ActorStep) -> tuple[PyTree, dict[str, Array]]:
         """``beta = sqrt(2 max_kl / d.(F + damping I)d)``, then the line search over
         ``theta + beta * backtrack_coeff^i * d``."""
-        curvature = step.curvature
-        usable = jnp.isfinite(curvature) & (curvature > 0)
         # Non-positive curvature (or a zero direction) gives beta = 0: no candidate can
         # strictly improve the loss, so the line search fails and restores the parameters.
-        beta = jnp.where(
-            usable, jnp.sqrt(2.0 * self.max_kl / jnp.where(usable, curvature, 1.0)), 0.0
-        )
+        beta = step.step_length(self.max_kl)
 
         def acceptable(candidate: PyTree) -> tuple[Array, Array]:
             kl = step.mean_kl(candidate)

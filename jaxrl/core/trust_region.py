@@ -282,10 +282,13 @@ def backtracking_line_search(
         accepted, aux = judge(candidate(index))
         return jnp.where(accepted, index, index + 1), accepted, aux
 
-    no_aux = jax.tree_util.tree_map(
-        lambda leaf: jnp.zeros(leaf.shape, leaf.dtype),
-        jax.eval_shape(lambda: judge(candidate(jnp.asarray(0)))[1]),
-    )
+    # The aux carried before any candidate is judged: zeros shaped like accept_fn's.
+    no_aux = ()
+    if has_aux:
+        no_aux = jax.tree_util.tree_map(
+            lambda leaf: jnp.zeros(leaf.shape, leaf.dtype),
+            jax.eval_shape(lambda: judge(candidate(jnp.asarray(0)))[1]),
+        )
     index, accepted, aux = lax.while_loop(
         keep_going, try_candidate, (jnp.asarray(0), jnp.asarray(False), no_aux)
     )
