@@ -182,7 +182,7 @@ def train(args: Any, argv: list[str]) -> int:
         f"(period {result.period}/{result.num_periods}) in {_format_seconds(result.seconds)}."
     )
     curve = CurveSummary.load(run_dir.evals_csv)
-    for line in report_lines(config.env, result.final, curve):
+    for line in report_lines(config.env, result.final, curve, config.algo):
         print(line)
     print(f"Learning curve: {result.plot}")
     print(f"Checkpoint:     {result.checkpoint if result.checkpoint else '(none yet)'}")

@@ -1,5 +1,7 @@
 """What a run ended with: the final policy's evaluations, the best evaluation during training,
-and a verdict against the environment's solved threshold where one is known.
+and a verdict: against Tianshou's published 1M-step result for MuJoCo tasks
+(:mod:`jaxrl.io.published`), otherwise against the environment's solved threshold where one
+is known.
 
 The command prints :func:`report_lines` at the end of ``jaxrl train``; the same numbers are in
 ``RUN_DIR/final_eval.json`` (:class:`FinalEvaluation`) and ``evals.csv``
@@ -16,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxrl.io.plots import learning_curve
+from jaxrl.io.published import tianshou_mujoco
 
 # Thresholds the field uses where gymnasium's registry has none (``reward_threshold``).
 KNOWN_THRESHOLDS: dict[str, tuple[float, str]] = {
@@ -157,9 +160,40 @@ def verdict(env_id: str, returns: np.ndarray) -> str | None:
     )
 
 
-def report_lines(env_id: str, final: FinalEvaluation | None, curve: CurveSummary) -> list[str]:
+def against_tianshou(algo: str, env_id: str, curve: CurveSummary) -> str | None:
+    """One line comparing the run's best evaluation (the mean across seeds, maximized over the
+    evaluations during training: Tianshou's statistic) with Tianshou's published 1M-step
+    result for ``algo`` on ``env_id``'s MuJoCo task; None where Tianshou published none."""
+    published = tianshou_mujoco(algo, env_id)
+    best = curve.best
+    if published is None or best is None:
+        return None
+    seeds = curve.returns[best][np.isfinite(curve.returns[best])]
+    value, steps = float(np.mean(seeds)), int(curve.steps[best])
+    low = published.mean - published.std
+    where = (
+        "at or above its mean"
+        if value >= published.mean
+        else ("within one std below its mean" if value >= low else "below its mean - 1 std")
+    )
+    return (
+        f"Against Tianshou's {algo.upper()} on {published.task} ({published.env_steps:,} env "
+        f"steps, {published.seeds} seeds, best mean over training): {published}; this run's "
+        f"best mean {value:.1f} after {steps:,} env steps ({len(seeds)} seed"
+        f"{'s' if len(seeds) != 1 else ''}) is {where}."
+    )
+
+
+def report_lines(
+    env_id: str,
+    final: FinalEvaluation | None,
+    curve: CurveSummary,
+    algo: str | None = None,
+) -> list[str]:
     """The end-of-run report: final evaluations per mode with per-seed values, the best and
-    the last evaluation during training, and the verdict."""
+    the last evaluation during training, and the verdict: for ``algo`` on a MuJoCo task of
+    Tianshou's table, the comparison with its published result (:func:`against_tianshou`);
+    elsewhere the solved threshold (:func:`verdict`)."""
     lines = []
     if final is not None:
         lines.append(
@@ -180,7 +214,10 @@ def report_lines(env_id: str, final: FinalEvaluation | None, curve: CurveSummary
             f"{int(curve.steps[best]):,} env steps; last {mean_spread(last_seeds)} after "
             f"{int(curve.steps[last]):,}."
         )
-    if final is not None:
+    published = None if algo is None else against_tianshou(algo, env_id, curve)
+    if published is not None:
+        lines.append(published)
+    elif final is not None:
         line = verdict(env_id, final.deterministic)
         if line is not None:
             lines.append(line)

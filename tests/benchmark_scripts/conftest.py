@@ -22,19 +22,25 @@ BENCH = ROOT / "benchmarks"
 
 
 @pytest.fixture(scope="session")
-def run_quick(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., str]:
-    """``run_quick(script, out, *extra) -> output`` (asserting exit status 0)."""
+def quick_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment of the scripts' processes: one JAX compilation cache for all."""
     # The parent of the base temp folder is shared by pytest-xdist workers.
     cache = tmp_path_factory.getbasetemp().parent / "benchmarks-jax-cache"
     cache.mkdir(exist_ok=True)
+    return {
+        **os.environ,
+        "JAX_COMPILATION_CACHE_DIR": str(cache),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+    }
+
+
+@pytest.fixture(scope="session")
+def run_quick(quick_env: dict[str, str]) -> Callable[..., str]:
+    """``run_quick(script, out, *extra) -> output`` (asserting exit status 0)."""
 
     def run(script: str, out: Path, *extra: str) -> str:
-        env = {
-            **os.environ,
-            "JAX_COMPILATION_CACHE_DIR": str(cache),
-            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
-        }
+        env = quick_env
         command = [sys.executable, str(BENCH / script), "--quick", "--no-tianshou"]
         result = subprocess.run(
             [*command, "--out", str(out), *extra],

@@ -3,21 +3,57 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "benchmarks"
+
+
+def _rows(path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
 
 @pytest.mark.slow
-def test_mujoco_learning_quick(tmp_path, run_quick):
-    output = run_quick("mujoco_learning.py", tmp_path)
-    records = [
-        json.loads(line)
-        for line in (tmp_path / "mujoco_learning.jsonl").read_text().splitlines()
-        if line
-    ]
-    assert sorted(r["algo"] for r in records) == ["ddpg", "trpo"]
-    assert all(len(r["eval_return"]) >= 1 for r in records)
-    assert "Tianshou 1M steps" in output
+def test_mujoco_table_resumes_after_a_kill(tmp_path, run_quick, quick_env):
+    """The table command killed after its first group continues with the second group only:
+    the finished rows are unchanged, the killed group is trained again, and the table is
+    generated from the results file."""
+    pytest.importorskip("mujoco")
+    results = tmp_path / "mujoco_table.jsonl"
+    command = [sys.executable, str(BENCH / "mujoco_table.py"), "--quick", "--out", str(tmp_path)]
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=quick_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    deadline = time.monotonic() + 600
+    while not (results.exists() and results.read_text().endswith("\n")):
+        assert process.poll() is None, process.stdout.read().decode()[-3000:]
+        assert time.monotonic() < deadline, "no row within 600 s"
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)  # during the second group (DDPG on Hopper)
+    process.wait(timeout=60)
+    first = _rows(results)
+    assert [(r["algo"], r["seed"]) for r in first] == [("trpo", 0), ("trpo", 1)]
+    required = {"algo", "env", "seed", "total_steps", "eval_env_steps", "eval_return"}
+    required |= {"final_return", "seconds", "commit", "machine", "env_backend"}
+    assert required <= set(first[0]), required - set(first[0])
+    assert first[0]["machine"]["cores"] == os.cpu_count()
+
+    output = run_quick("mujoco_table.py", tmp_path)
+    assert "1 groups to train" in output  # the finished TRPO seeds are not trained again
+    rows = _rows(results)
+    assert rows[:2] == first  # finished rows unchanged
+    assert sorted((r["algo"], r["seed"]) for r in rows[2:]) == [("ddpg", 0), ("ddpg", 1)]
+    assert "Every cell asked for is complete." in output
+    table = (tmp_path / "mujoco_table.md").read_text()
+    assert "| InvertedPendulum (v5; Tianshou v2) | TRPO |" in table
+    assert (tmp_path / "mujoco_table.png").stat().st_size > 0
 
 
 @pytest.mark.slow

@@ -15,7 +15,14 @@ from scipy import stats
 from jaxrl import cli
 from jaxrl.io import read_csv
 from jaxrl.io.compare import compare_rows, format_table
-from jaxrl.io.report import CurveSummary, FinalEvaluation, report_lines, solved_threshold, verdict
+from jaxrl.io.report import (
+    CurveSummary,
+    FinalEvaluation,
+    against_tianshou,
+    report_lines,
+    solved_threshold,
+    verdict,
+)
 
 
 def test_solved_thresholds_come_from_tianshou_or_gymnasium():
@@ -72,6 +79,27 @@ def test_report_names_the_best_and_last_evaluations(tmp_path):
         "last -250.0 +- 10.0 after 2,000."
     )
     assert lines[4].startswith("Solved: final deterministic return -180.0 >= -250")
+
+
+def test_mujoco_report_compares_with_tianshous_published_result(tmp_path):
+    """A MuJoCo task of Tianshou's table is judged against Tianshou's published 1M-step result
+    for the algorithm (its statistic: the best mean over training), not gymnasium's
+    reward_threshold; other environments keep their solved threshold."""
+    returns = np.array([[10.0, 20.0], [1900.0, 2300.0], [1500.0, 1700.0]])
+    write_evals(tmp_path / "evals.csv", returns, [0, 500_000, 998_400])
+    curve = CurveSummary.load(tmp_path / "evals.csv")
+    final = FinalEvaluation(10, 998_400, np.array([1400.0, 1800.0]), None)
+    lines = report_lines("Hopper-v5", final, curve, "trpo")
+    assert lines[-1] == (
+        "Against Tianshou's TRPO on Hopper (1,000,000 env steps, 10 seeds, best mean over "
+        "training): 2046 +- 1038; this run's best mean 2100.0 after 500,000 env steps (2 seeds) "
+        "is at or above its mean."
+    )
+    assert not any("reward_threshold" in line for line in lines)
+    below = report_lines("HalfCheetah-v5", final, curve, "ddpg")[-1]
+    assert below.endswith("is below its mean - 1 std.") and "11719 +- 466" in below
+    assert report_lines("Pendulum-v1", final, curve, "trpo")[-1].startswith("Solved")
+    assert against_tianshou("trpo", "brax:hopper", curve) is None
 
 
 def test_compare_rows_give_student_t_intervals(tmp_path):

@@ -1,0 +1,623 @@
+"""Tianshou's MuJoCo benchmark table, resumable: TRPO/NPG x 7 tasks x 10 seeds, DDPG x 3 tasks.
+
+Runs a named set of cells (algorithm x task x seeds x budget) with jaxrl's ``mujoco`` preset
+(Tianshou's ``examples/mujoco/mujoco_{trpo,npg,ddpg}.py`` settings) on the host driver, many
+seeds per process (vmapped), on EnvPool when it is installed (``pip install -e ".[envpool]"``):
+
+- one JSON line per finished seed is appended to the results file
+  (``benchmarks/results/mujoco_table.jsonl``): ``algo``, ``env``, ``seed``, ``total_steps``
+  (the budget asked for), ``env_steps`` (run), ``eval_env_steps`` and ``eval_return`` (the mean
+  over ``eval_episodes`` test episodes at each evaluation), ``final_return``, ``best_return``,
+  ``seconds``, ``commit``, ``machine``, ``env_backend``, ``preset`` and ``settings_id`` (a hash
+  of every resolved hyperparameter and run setting, the preset's version);
+- seeds already in the file are skipped, so an interrupted table continues where it stopped
+  (a killed process loses only the seeds it was training; a group's rows are written whole);
+  rows of another preset version or budget in a cell stop the run with an error instead of
+  being mixed in;
+- ``--budget-minutes`` bounds the wall time: no group starts that its cell's earlier groups
+  say will not fit, a group still training at the deadline is stopped (its seeds are lost),
+  and the run ends by saying what remains.
+
+``--table`` writes ``mujoco_table.md`` and ``mujoco_table.png`` from the results file: per cell
+Tianshou's statistic (the maximum over evaluations of the mean across seeds, +- the std across
+seeds at that evaluation), the final evaluation, the seed count, the wall time and the machine,
+beside Tianshou's published value (:mod:`jaxrl.io.published`).
+
+    nice -n 19 python benchmarks/mujoco_table.py --cells all --budget-minutes 150
+    python benchmarks/mujoco_table.py --table
+    python benchmarks/mujoco_table.py --quick            # CI smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from common import (
+    BENCH_DIR,
+    base_parser,
+    command_line,
+    loadavg,
+    machine_info,
+    markdown_table,
+    mujoco_available,
+    output_dir,
+    print_machine,
+    pyplot,
+    save_figure,
+)
+
+from jaxrl.io.published import SOURCE, TASK_VERSIONS, published_tasks, task_of, tianshou_mujoco
+
+RESULTS_FILE = "mujoco_table.jsonl"
+ON_POLICY = ("trpo", "npg")
+DDPG_TASKS = ("Hopper", "HalfCheetah", "Walker2d")
+CELL_SETS: dict[str, tuple[tuple[str, str], ...]] = {
+    "trpo-npg": tuple((a, f"{t}-v5") for t in published_tasks() for a in ON_POLICY),
+    "ddpg": tuple(("ddpg", f"{t}-v5") for t in DDPG_TASKS),
+}
+CELL_SETS["all"] = CELL_SETS["trpo-npg"] + CELL_SETS["ddpg"]
+DEFAULT_SEEDS = {"trpo": 10, "npg": 10, "ddpg": 3}
+# Seeds trained together in one process: more is faster per seed, fewer loses less to a kill.
+DEFAULT_GROUP = {"trpo": 5, "npg": 5, "ddpg": 3}
+# Tianshou's published table reports 1M-step runs; a cell counts from this many env steps.
+FULL_BUDGET_STEPS = 990_000
+
+
+# ------------------------------------------------------------------------------ the plan
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the table: ``algo`` on ``env`` with the resolved run ``config``."""
+
+    algo: str
+    env: str
+    config: Any  # jaxrl.io.config.RunConfig (seed and num_seeds are per group)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """What a row must share with the others of its cell: the preset, every resolved
+        hyperparameter and the run settings that change learning (not seeds, backends or
+        checkpointing)."""
+        data = self.config.to_dict()
+        run = {
+            name: data["run"][name]
+            for name in (
+                "num_envs",
+                "num_steps",
+                "total_steps",
+                "eval_every",
+                "eval_episodes",
+                "normalize_obs",
+            )
+        }
+        return {"preset": data["preset"], "run": run, "hyperparameters": data["hyperparameters"]}
+
+    @property
+    def settings_id(self) -> str:
+        blob = json.dumps(self.settings, sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+
+@dataclass
+class Plan:
+    """The groups still to train, and what was skipped."""
+
+    groups: list[tuple[Cell, list[int]]] = field(default_factory=list)
+    done: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+def make_cell(algo: str, env: str, total_steps: int, args: argparse.Namespace) -> Cell:
+    from jaxrl.io.config import RunConfig
+
+    run: dict[str, Any] = {"total_steps": total_steps, "eval_episodes": args.eval_episodes}
+    if args.eval_every:
+        run["eval_every"] = args.eval_every
+    hyper = dict(args.hyperparameters.get(algo, {}))
+    config = RunConfig.from_preset(
+        algo, env, "mujoco", hyperparameters=hyper, env_backend=args.env_backend, **run
+    )
+    return Cell(algo, env, config)
+
+
+def consecutive_groups(seeds: Iterable[int], size: int) -> list[list[int]]:
+    """``seeds`` (sorted) cut into runs of consecutive seeds of at most ``size`` each: the
+    host driver trains seeds ``s, s + 1, ...`` together."""
+    groups: list[list[int]] = []
+    for seed in sorted(seeds):
+        if groups and seed == groups[-1][-1] + 1 and len(groups[-1]) < size:
+            groups[-1].append(seed)
+        else:
+            groups.append([seed])
+    return groups
+
+
+def check_cell_rows(cell: Cell, rows: Sequence[dict[str, Any]], results: Path) -> set[int]:
+    """The seeds of ``cell`` already in ``rows``; a row of the same algorithm and task with
+    another preset version or budget is an error (one cell, one setting)."""
+    seeds = set()
+    for row in rows:
+        if (row["algo"], row["env"]) != (cell.algo, cell.env):
+            continue
+        ours = (cell.settings_id, cell.config.total_steps)
+        theirs = (row.get("settings_id"), row.get("total_steps"))
+        if theirs != ours:
+            raise SystemExit(
+                f"{results} has {cell.algo} on {cell.env} rows with settings_id "
+                f"{theirs[0]} and total_steps {theirs[1]}; this run's are {ours[0]} and "
+                f"{ours[1]}: refusing to mix them into one cell. Name another --results "
+                "file, or remove those rows."
+            )
+        seeds.add(int(row["seed"]))
+    return seeds
+
+
+def make_plan(
+    cells: Sequence[Cell], seeds: dict[str, list[int]], rows: list[dict], args: Any
+) -> Plan:
+    plan = Plan()
+    for cell in cells:
+        done = check_cell_rows(cell, rows, args.results)
+        plan.done[(cell.algo, cell.env)] = len(done & set(seeds[cell.algo]))
+        missing = [s for s in seeds[cell.algo] if s not in done]
+        size = args.seeds_per_process or DEFAULT_GROUP[cell.algo]
+        plan.groups += [(cell, group) for group in consecutive_groups(missing, size)]
+    return plan
+
+
+# ------------------------------------------------------------------------------ results file
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The results file's rows; a line cut short by a killed writer is left out, with a
+    warning."""
+    if not path.exists():
+        return []
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            print(f"warning: {path}:{number} is not a whole JSON line (left out)")
+    return rows
+
+
+def append_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Append ``rows`` as whole lines in one write, flushed to disk."""
+    text = "".join(json.dumps(row) + "\n" for row in rows)
+    with path.open("a") as f:
+        if f.tell() and not path.read_text().endswith("\n"):
+            text = "\n" + text  # a line cut short by a kill stays on its own line
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def git_commit() -> str:
+    def git(*argv: str) -> str:
+        return subprocess.run(
+            ["git", *argv], cwd=BENCH_DIR, capture_output=True, text=True, check=False
+        ).stdout.strip()
+
+    commit = git("rev-parse", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", "jaxrl", "benchmarks")
+    return commit + ("+dirty" if dirty else "")
+
+
+# ------------------------------------------------------------------------------ training
+class Deadline(Exception):
+    """The wall-time budget ran out while a group was training."""
+
+
+def train_group(
+    cell: Cell, seeds: list[int], deadline: float, provenance: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Train ``seeds`` of ``cell`` together (one vmapped host-driver run); one row per seed.
+
+    Raises:
+      Deadline: the budget ran out before the group finished (nothing is returned).
+    """
+    from jaxrl.envs.host import resolve_env_backend
+    from jaxrl.training.gymnasium_driver import train_gymnasium
+
+    config = cell.config
+    backend = resolve_env_backend(cell.env, config.env_backend)
+    start = time.perf_counter()
+    stopped = []
+
+    def progress(info: dict) -> None:
+        returns = " ".join(f"{r:8.1f}" for r in info["eval_returns"])
+        print(
+            f"  {cell.algo} {cell.env} seeds {seeds[0]}-{seeds[-1]}: "
+            f"{info['env_steps']:>9,d} steps {info['seconds']:7.0f}s  returns {returns}",
+            flush=True,
+        )
+
+    def stop(_: Any) -> bool:
+        if time.time() >= deadline:
+            stopped.append(True)
+        return bool(stopped)
+
+    _, metrics = train_gymnasium(
+        config.make_agent(),
+        cell.env,
+        num_envs=config.num_envs,
+        num_steps=config.num_steps,
+        total_steps=config.total_steps,
+        eval_every=config.eval_every,
+        eval_episodes=config.eval_episodes,
+        normalize_obs=config.normalize_obs,
+        seed=seeds[0],
+        num_seeds=len(seeds),
+        env_backend=backend,
+        progress=progress,
+        stop=stop,
+    )
+    if stopped:
+        raise Deadline
+    seconds = time.perf_counter() - start
+    steps = np.asarray(metrics["eval/env_steps"][0]).astype(int)
+    rows = []
+    for index, seed in enumerate(seeds):
+        returns = np.asarray(metrics["eval/return"][index], float)
+        rows.append(
+            {
+                "algo": cell.algo,
+                "env": cell.env,
+                "seed": seed,
+                "total_steps": config.total_steps,
+                "env_steps": int(steps[-1]),
+                "eval_env_steps": steps.tolist(),
+                "eval_return": returns.tolist(),
+                "final_return": float(returns[-1]),
+                "best_return": float(returns.max()),
+                "eval_episodes": config.eval_episodes,
+                "seconds": seconds,
+                "seeds_in_process": len(seeds),
+                "env_steps_per_second": len(seeds) * int(steps[-1]) / seconds,
+                "env_backend": backend,
+                "preset": cell.config.preset,
+                "settings_id": cell.settings_id,
+                "settings": cell.settings,
+                **provenance,
+                "loadavg_end": loadavg(),
+                "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            }
+        )
+    return rows
+
+
+def rows_of(cell: Cell, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of ``cell`` (its algorithm, task and settings)."""
+    key = (cell.algo, cell.env, cell.settings_id)
+    return [r for r in rows if (r["algo"], r["env"], r.get("settings_id")) == key]
+
+
+def estimate_seconds(cell: Cell, seeds: int, rows: Sequence[dict[str, Any]]) -> float | None:
+    """A group's wall time from its cell's earlier groups (seconds per seed-step), if any."""
+    same = rows_of(cell, rows)
+    if not same:
+        return None
+    rate = np.median([r["env_steps_per_second"] for r in same])
+    return seeds * cell.config.total_steps / rate
+
+
+def run_plan(plan: Plan, args: Any, rows: list[dict[str, Any]]) -> None:
+    deadline = time.time() + 60 * args.budget_minutes if args.budget_minutes else math.inf
+    info = machine_info()
+    print_machine(info)
+    machine = {k: info[k] for k in ("cpu", "cores", "memory_gib", "jax", "jax_backend")}
+    machine["accelerator"] = None if info["jax_backend"] == "cpu" else info["jax_devices"]
+    provenance = {"commit": git_commit(), "machine": machine, "command": command_line()}
+    for cell, seeds in plan.groups:
+        left = deadline - time.time()
+        if left <= 0:
+            break
+        guess = estimate_seconds(cell, len(seeds), rows)
+        if guess is not None and guess > left:
+            print(f"skip {cell.algo} {cell.env} seeds {seeds}: ~{guess / 60:.0f} min > budget")
+            continue
+        print(f"{cell.algo} {cell.env} seeds {seeds} ({cell.config.total_steps:,} steps each)")
+        try:
+            new = train_group(cell, seeds, deadline, provenance)
+        except Deadline:
+            print(f"budget spent during {cell.algo} {cell.env} seeds {seeds}: not recorded")
+            break
+        append_rows(args.results, new)
+        rows += new
+        finals = ", ".join(f"{r['final_return']:.1f}" for r in new)
+        print(f"  recorded seeds {seeds}: final returns {finals} ({new[0]['seconds']:.0f}s)")
+
+
+def remaining(cells: Sequence[Cell], seeds: dict[str, list[int]], rows: list[dict]) -> list[str]:
+    """One line per cell that still lacks seeds, with the time its earlier groups suggest."""
+    lines = []
+    for cell in cells:
+        have = {r["seed"] for r in rows_of(cell, rows)}
+        missing = [s for s in seeds[cell.algo] if s not in have]
+        if missing:
+            guess = estimate_seconds(cell, len(missing), rows)
+            eta = f", ~{guess / 60:.0f} min at the rate measured so far" if guess else ""
+            lines.append(f"{cell.algo} {cell.env}: {len(missing)} seeds to go {missing}{eta}")
+    return lines
+
+
+# ------------------------------------------------------------------------------ the table
+@dataclass(frozen=True)
+class CellResult:
+    algo: str
+    env: str
+    seeds: int
+    env_steps: int
+    max_of_mean: float
+    std_at_max: float
+    final_mean: float
+    final_std: float
+    minutes: float
+    steps: np.ndarray
+    curves: np.ndarray  # [seeds, evaluations]
+    commits: tuple[str, ...]
+    episodes: tuple[int, ...]
+    machines: tuple[str, ...]
+
+
+def cell_results(rows: Sequence[dict[str, Any]]) -> list[CellResult]:
+    """One result per (algorithm, task) from full-budget rows; a cell whose rows come from
+    more than one preset version or budget is an error."""
+    cells: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        cells.setdefault((row["algo"], row["env"]), []).append(row)
+    results = []
+    for (algo, env), runs in sorted(cells.items()):
+        versions = {(r.get("settings_id"), r["total_steps"]) for r in runs}
+        if len(versions) > 1:
+            raise SystemExit(
+                f"{algo} on {env}: rows from {len(versions)} settings/budgets {sorted(versions)}"
+                "; one cell takes one"
+            )
+        lengths = {len(r["eval_return"]) for r in runs}
+        if len(lengths) > 1:
+            raise SystemExit(f"{algo} on {env}: rows with different evaluation points")
+        curves = np.array([r["eval_return"] for r in runs], float)
+        mean = curves.mean(axis=0)
+        best = int(np.argmax(mean))
+        finals = np.array([r["final_return"] for r in runs], float)
+        groups = {(r.get("commit"), r["seconds"], r["seeds_in_process"]) for r in runs}
+        results.append(
+            CellResult(
+                algo=algo,
+                env=env,
+                seeds=len(runs),
+                env_steps=int(runs[0]["env_steps"]),
+                max_of_mean=float(mean[best]),
+                std_at_max=float(curves[:, best].std()),
+                final_mean=float(finals.mean()),
+                final_std=float(finals.std()),
+                minutes=sum(g[1] for g in groups) / 60,
+                steps=np.array(runs[0]["eval_env_steps"], float),
+                curves=curves,
+                commits=tuple(sorted({_short_commit(r.get("commit")) for r in runs})),
+                episodes=tuple(sorted({int(r.get("eval_episodes", 10)) for r in runs})),
+                machines=tuple(sorted({_machine_name(r.get("machine")) for r in runs})),
+            )
+        )
+    return results
+
+
+def _short_commit(commit: str | None) -> str:
+    name, _, dirty = str(commit).partition("+")
+    return name[:10] + (f"+{dirty}" if dirty else "")
+
+
+def _machine_name(machine: dict[str, Any] | None) -> str:
+    if not machine:
+        return "unknown"
+    accel = machine.get("accelerator")
+    return f"{machine['cpu']} ({machine['cores']} cores)" + (f", {accel[0]}" if accel else "")
+
+
+def _verdict(result: CellResult) -> str:
+    published = tianshou_mujoco(result.algo, result.env)
+    if published is None:
+        return "-"
+    if result.env_steps < FULL_BUDGET_STEPS:
+        return "shorter run"
+    if result.max_of_mean >= published.mean:
+        return "above mean"
+    return "within 1 std" if result.max_of_mean >= published.mean - published.std else "BELOW"
+
+
+def table_markdown(results: Sequence[CellResult]) -> str:
+    rows = []
+    for r in results:
+        published = tianshou_mujoco(r.algo, r.env)
+        task = task_of(r.env)
+        rows.append(
+            [
+                f"{task} ({r.env.rsplit('-', 1)[1]}; Tianshou {TASK_VERSIONS.get(task, '?')})",
+                r.algo.upper(),
+                f"{r.max_of_mean:.1f} +- {r.std_at_max:.1f}",
+                str(published) if published else "-",
+                _verdict(r),
+                f"{r.final_mean:.1f} +- {r.final_std:.1f}",
+                f"{r.seeds}",
+                f"{r.env_steps:,}",
+                f"{r.minutes:.0f}",
+            ]
+        )
+    headers = [
+        "task",
+        "algo",
+        "jaxrl: max over evaluations of the seeds' mean +- std",
+        "Tianshou (10 seeds)",
+        "vs Tianshou",
+        "jaxrl final evaluation, mean +- std",
+        "seeds",
+        "env steps / seed",
+        "wall minutes (cell)",
+    ]
+    machines = sorted({m for r in results for m in r.machines})
+    episodes = "/".join(str(e) for e in sorted({e for r in results for e in r.episodes}))
+    commits = sorted({c for r in results for c in r.commits})
+    return "\n".join(
+        [
+            "# jaxrl on Tianshou's MuJoCo benchmark",
+            "",
+            "Generated by `python benchmarks/mujoco_table.py --table` from "
+            "`benchmarks/results/mujoco_table.jsonl`. Settings: jaxrl's `mujoco` preset "
+            "(Tianshou's example scripts), gymnasium's v5 tasks on EnvPool.",
+            f"Tianshou: {SOURCE}; gym 0.17.3 with mujoco 2.0 (v3 and v2 tasks).",
+            "Statistic (both sides): the maximum over evaluations of the mean across seeds, "
+            f"each seed's value the mean of {episodes} test episodes (Tianshou: 10); +- one std "
+            "across seeds at that evaluation. 'vs Tianshou' compares it with Tianshou's mean and "
+            "mean - 1 std.",
+            "",
+            markdown_table(headers, rows),
+            "",
+            f"Machines: {'; '.join(machines)}. Commits: {', '.join(commits)}.",
+            "",
+        ]
+    )
+
+
+def t_quantile_975(dof: int) -> float:
+    """Student's t 97.5% quantile (95% two-sided CI), from scipy when available."""
+    try:
+        from scipy import stats
+
+        return float(stats.t.ppf(0.975, dof))
+    except ImportError:  # pragma: no cover - scipy comes with the stack
+        return 1.96
+
+
+def table_figure(results: Sequence[CellResult], path: Path) -> None:
+    plt = pyplot()
+    if plt is None or not results:
+        return
+    envs = sorted({r.env for r in results})
+    cols = min(4, len(envs))
+    nrows = math.ceil(len(envs) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.6 * cols, 3.5 * nrows), squeeze=False)
+    colors = {"trpo": "C0", "npg": "C1", "ddpg": "C2"}
+    for ax, env in zip(axes.flat, envs, strict=False):
+        for r in results:
+            if r.env != env:
+                continue
+            color = colors.get(r.algo, "C3")
+            mean = r.curves.mean(0)
+            if r.seeds > 1:
+                half = t_quantile_975(r.seeds - 1) * r.curves.std(0, ddof=1) / np.sqrt(r.seeds)
+                ax.fill_between(r.steps, mean - half, mean + half, color=color, alpha=0.2)
+            ax.plot(r.steps, mean, color=color, label=f"jaxrl {r.algo.upper()} ({r.seeds})")
+            published = tianshou_mujoco(r.algo, r.env)
+            if published is not None:
+                ax.axhspan(
+                    published.mean - published.std,
+                    published.mean + published.std,
+                    color=color,
+                    alpha=0.08,
+                    hatch="//",
+                )
+                ax.axhline(published.mean, color=color, ls="--", lw=1)
+        ax.set_title(env)
+        ax.set_xlabel("env steps")
+        ax.xaxis.set_major_formatter(lambda x, _: f"{x / 1e6:g}M")
+        ax.set_ylabel("evaluation return")
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(envs) :]:
+        ax.axis("off")
+    fig.suptitle(
+        "jaxrl (line: mean across seeds, band: 95% CI) vs Tianshou's published 1M-step "
+        "result (dashed: mean, hatched: +- 1 std)",
+        fontsize=9,
+    )
+    save_figure(plt, fig, path)
+
+
+def write_table(rows: Sequence[dict[str, Any]], out: Path) -> str:
+    results = cell_results(rows)
+    text = table_markdown(results)
+    (out / "mujoco_table.md").write_text(text)
+    print(f"wrote {out / 'mujoco_table.md'}")
+    table_figure(results, out / "mujoco_table.png")
+    return text
+
+
+# ------------------------------------------------------------------------------ command
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--cells", default="all", choices=sorted(CELL_SETS))
+    parser.add_argument("--algos", nargs="+", default=None, help="only these algorithms")
+    parser.add_argument("--envs", nargs="+", default=None, help="only these tasks (ids)")
+    parser.add_argument(
+        "--num-seeds", type=int, default=None, help="seeds per cell (default 10, DDPG 3)"
+    )
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--seeds-per-process", type=int, default=None)
+    parser.add_argument("--total-steps", type=int, default=1_000_000)
+    parser.add_argument("--eval-every", type=int, default=None, help="default: the preset's")
+    parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument("--env-backend", default="auto", choices=["auto", "gymnasium", "envpool"])
+    parser.add_argument("--budget-minutes", type=float, default=None)
+    parser.add_argument("--results", type=Path, default=None, help="the JSONL results file")
+    parser.add_argument("--table", action="store_true", help="only write the table and figure")
+    args = parser.parse_args(argv)
+    args.hyperparameters = {}
+    if args.quick:  # a smoke run: one cheap task, a tiny budget, DDPG mostly warm-up
+        args.cells, args.envs = "all", ["InvertedPendulum-v5", "Hopper-v5"]
+        args.algos = args.algos or ["trpo", "ddpg"]
+        args.num_seeds, args.total_steps, args.eval_every = 2, 2048, 1024
+        args.eval_episodes = 2
+        args.hyperparameters = {"ddpg": {"warmup_steps": 1536, "buffer_size": 4096}}
+    return args
+
+
+def select_cells(args: argparse.Namespace) -> list[tuple[str, str]]:
+    cells = [
+        (algo, env)
+        for algo, env in CELL_SETS[args.cells]
+        if (args.algos is None or algo in args.algos) and (args.envs is None or env in args.envs)
+    ]
+    if args.quick:
+        cells = [("trpo", "InvertedPendulum-v5"), ("ddpg", "Hopper-v5")]
+    if not cells:
+        raise SystemExit(f"no cells of --cells {args.cells} match --algos/--envs")
+    return cells
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    out = output_dir(args)
+    args.results = args.results or out / RESULTS_FILE
+    if not args.table:
+        if not mujoco_available():
+            raise SystemExit('MuJoCo is not installed: pip install -e ".[envpool]"')
+        cells = [make_cell(a, e, args.total_steps, args) for a, e in select_cells(args)]
+        seeds = {
+            algo: list(range(args.first_seed, args.first_seed + (args.num_seeds or n)))
+            for algo, n in DEFAULT_SEEDS.items()
+        }
+        rows = read_rows(args.results)
+        plan = make_plan(cells, seeds, rows, args)
+        print(f"{len(plan.groups)} groups to train; results in {args.results}")
+        run_plan(plan, args, rows)
+        left = remaining(cells, seeds, rows)
+        print("Remaining:" if left else "Every cell asked for is complete.")
+        for line in left:
+            print("  " + line)
+    rows = read_rows(args.results)
+    if rows:
+        print(write_table(rows, out))
+
+
+if __name__ == "__main__":
+    main()

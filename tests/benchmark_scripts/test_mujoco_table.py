@@ -1,0 +1,122 @@
+"""The MuJoCo table command's bookkeeping on fixture rows (no training): the plan skips
+finished seeds and refuses rows of another setting, and the table generator computes
+Tianshou's statistic (the maximum over evaluations of the mean across seeds)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import mujoco_table as mt
+
+
+def _row(algo, env, seed, curve, settings_id="abc", total_steps=1_000_000, **extra):
+    steps = np.linspace(1_000_000 / len(curve), 998_400, len(curve)).astype(int).tolist()
+    return {
+        "algo": algo,
+        "env": env,
+        "seed": seed,
+        "total_steps": total_steps,
+        "env_steps": steps[-1],
+        "eval_env_steps": steps,
+        "eval_return": list(curve),
+        "final_return": curve[-1],
+        "seconds": 600.0,
+        "seeds_in_process": 2,
+        "settings_id": settings_id,
+        "commit": "0123456789abcdef",
+        "machine": {"cpu": "Test CPU", "cores": 2, "accelerator": None},
+        "eval_episodes": 10,
+        **extra,
+    }
+
+
+FIXTURE = [
+    _row("trpo", "Hopper-v5", 0, [100.0, 2600.0, 2000.0]),
+    _row("trpo", "Hopper-v5", 1, [200.0, 1400.0, 1900.0]),
+    _row("npg", "Reacher-v5", 0, [-30.0, -8.0, -9.0]),
+]
+
+
+def test_table_reports_max_over_evaluations_of_the_mean(tmp_path):
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in FIXTURE))
+    rows = mt.read_rows(tmp_path / "rows.jsonl")
+    results = {r.algo: r for r in mt.cell_results(rows)}
+    hopper = results["trpo"]
+    # means over the two seeds: 150, 2000, 1950 -> the second evaluation, std there 600 (not
+    # the mean of each seed's best, 2250, nor the final mean, 1950)
+    assert hopper.max_of_mean == 2000.0 and hopper.std_at_max == 600.0
+    assert hopper.final_mean == 1950.0 and hopper.seeds == 2
+    assert hopper.minutes == 10.0  # both seeds came from one 600 s group
+    assert mt._verdict(hopper) == "within 1 std"  # Tianshou's TRPO Hopper: 2046 +- 1038
+    assert mt._verdict(results["npg"]) == "BELOW"  # -8 < -4.5 - 0.5
+    text = mt.write_table(rows, tmp_path)
+    hopper_row = "| TRPO | 2000.0 +- 600.0 | 2046 +- 1038 | within 1 std | 1950.0 +- 50.0 | 2 |"
+    assert f"| Hopper (v5; Tianshou v3) {hopper_row}" in text
+    assert "| Reacher (v5; Tianshou v2) | NPG | -8.0 +- 0.0 | -4.5 +- 0.5 | BELOW |" in text
+    assert (tmp_path / "mujoco_table.md").read_text() == text
+    assert (tmp_path / "mujoco_table.png").stat().st_size > 0
+
+
+def test_table_refuses_a_cell_of_two_settings():
+    rows = [*FIXTURE, _row("trpo", "Hopper-v5", 2, [1.0, 2.0, 3.0], settings_id="other")]
+    with pytest.raises(SystemExit, match="trpo on Hopper-v5: rows from 2 settings"):
+        mt.cell_results(rows)
+
+
+def test_a_short_run_is_not_compared_as_a_full_one():
+    row = _row("trpo", "Hopper-v5", 0, [5000.0], total_steps=2048)
+    row["env_steps"] = 2048
+    (result,) = mt.cell_results([row])
+    assert mt._verdict(result) == "shorter run"
+
+
+def test_read_rows_leaves_out_a_line_cut_short(tmp_path, capsys):
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(FIXTURE[0]) + "\n" + json.dumps(FIXTURE[1])[:40])
+    assert mt.read_rows(path) == [FIXTURE[0]]
+    assert "not a whole JSON line" in capsys.readouterr().out
+    mt.append_rows(path, [FIXTURE[2]])  # the cut line stays on its own line
+    assert mt.read_rows(path) == [FIXTURE[0], FIXTURE[2]]
+
+
+def test_consecutive_groups():
+    assert mt.consecutive_groups([0, 1, 2, 3, 4], 2) == [[0, 1], [2, 3], [4]]
+    assert mt.consecutive_groups([5, 1, 2, 7, 8, 9], 5) == [[1, 2], [5], [7, 8, 9]]
+    assert mt.consecutive_groups([], 3) == []
+
+
+def _cell(algo="trpo", env="Hopper-v5", total_steps=1_000_000):
+    args = SimpleNamespace(
+        eval_episodes=10, eval_every=None, env_backend="auto", hyperparameters={}
+    )
+    return mt.make_cell(algo, env, total_steps, args)
+
+
+def test_plan_skips_finished_seeds_and_refuses_other_settings():
+    cell = _cell()
+    assert cell.settings_id == _cell().settings_id  # a hash of the resolved settings
+    assert cell.settings_id != _cell(algo="npg").settings_id
+    done = [_row("trpo", "Hopper-v5", s, [1.0], settings_id=cell.settings_id) for s in (0, 1, 3)]
+    args = SimpleNamespace(results=Path("r.jsonl"), seeds_per_process=2)
+    plan = mt.make_plan([cell], {"trpo": list(range(6))}, done, args)
+    assert [seeds for _, seeds in plan.groups] == [[2], [4, 5]]
+    assert plan.done[("trpo", "Hopper-v5")] == 3
+    other = [_row("trpo", "Hopper-v5", 0, [1.0], settings_id="other")]
+    with pytest.raises(SystemExit, match="refusing to mix them into one cell"):
+        mt.make_plan([cell], {"trpo": [0, 1]}, other, args)
+    shorter = [_row("trpo", "Hopper-v5", 0, [1.0], settings_id=cell.settings_id, total_steps=5)]
+    with pytest.raises(SystemExit, match="total_steps 5"):
+        mt.make_plan([cell], {"trpo": [0, 1]}, shorter, args)
+
+
+def test_cell_sets_cover_tianshous_table():
+    assert len(mt.CELL_SETS["trpo-npg"]) == 14 and len(mt.CELL_SETS["ddpg"]) == 3
+    assert all(mt.tianshou_mujoco(a, e) is not None for a, e in mt.CELL_SETS["all"])
