@@ -83,8 +83,11 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
     start = time.perf_counter()
     carry = init(keys)
     steps, returns = [], []
-    for period in range(loop.num_periods):
-        carry, metrics = run_period(carry)
+    for period, collections in enumerate(loop.layout.period_collections):
+        if collections != loop.layout.collections_per_period:  # a shorter last period
+            carry, metrics = jax.jit(over(loop.period(collections)))(carry)
+        else:
+            carry, metrics = run_period(carry)
         metrics = jax.device_get(metrics)
         steps.append(int(metrics["eval/env_steps"][0]))
         returns.append(np.asarray(metrics["eval/return"], np.float64))

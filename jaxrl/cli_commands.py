@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jaxrl.cli import (
+from jaxrl.cli_parse import (
     CompareCommand,
     EvaluateCommand,
     PlotCommand,
@@ -63,7 +63,14 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     """The run's configuration and directory (created or opened), and whether to resume."""
     from jaxrl.envs import resolve_env_backend
     from jaxrl.envs.brax_env import DEFAULT_BRAX_BACKEND, is_brax_id
-    from jaxrl.io.config import DEFAULT_NUM_SEEDS, RESUME_OVERRIDES, ResumeConflict, RunConfig
+    from jaxrl.io.config import (
+        DEFAULT_NUM_SEEDS,
+        RESUME_OVERRIDES,
+        ResumeConflict,
+        RunConfig,
+        adapted_eval_every,
+        run_defaults,
+    )
     from jaxrl.io.run_dir import RunDir, default_run_path
     from jaxrl.io.runner import check_config, resolve_backend
 
@@ -110,6 +117,9 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
         raise UsageError(
             f"--brax-backend is for Brax environments (--env brax:NAME), not {values['env']}"
         )
+    given = given_options(rewrite_aliases(argv))
+    if "total_steps" in given and "eval_every" not in given:
+        values["eval_every"] = adapted_eval_every(run_defaults(algo, preset), values)
     num_seeds = values["num_seeds"] or DEFAULT_NUM_SEEDS[backend]
     fixed = {"num_seeds": num_seeds, "env_backend": env_backend, "brax_backend": brax_backend}
     config = RunConfig(
@@ -121,6 +131,14 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
         **fixed,
         **{name: values[name] for name in RunConfig.RUN_FIELDS if name not in fixed},
     )
+    try:
+        _ = config.layout
+    except ValueError:
+        collection = config.num_envs * config.num_steps
+        raise UsageError(
+            f"--total-steps {config.total_steps:,} is less than one collection of --num-envs x "
+            f"--num-steps = {config.num_envs} x {config.num_steps} = {collection:,} env steps"
+        ) from None
     check_config(config)
     path = values["run_dir"] or default_run_path(algo, values["env"])
     return config, RunDir.create(path), False
@@ -144,6 +162,25 @@ def _format_seconds(seconds: float) -> str:
     return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
 
 
+def _budget_notes(config: Any) -> list[str]:
+    """What the run does where it differs from what its flags say (said before training)."""
+    layout = config.layout
+    notes = []
+    if layout.total_steps != config.total_steps:
+        notes.append(
+            f"Note: --total-steps {config.total_steps:,} is not a whole number of collections "
+            f"(--num-envs x --num-steps = {layout.steps_per_collect:,} env steps): the run "
+            f"takes {layout.total_steps:,} env steps per seed."
+        )
+    if layout.period_collections[-1] != layout.collections_per_period:
+        notes.append(
+            f"Note: --eval-every {config.eval_every:,} does not divide the run: evaluations "
+            f"every {layout.steps_per_period:,} env steps and after the last step "
+            f"({layout.total_steps:,})."
+        )
+    return notes
+
+
 def train(args: Any, argv: list[str]) -> int:
     import numpy as np
 
@@ -155,6 +192,8 @@ def train(args: Any, argv: list[str]) -> int:
         config, run_dir, resume = _resolve_train(args, argv)
     except (ValueError, TypeError, ModuleNotFoundError) as error:
         raise UsageError(str(error)) from None
+    for line in _budget_notes(config):
+        print(line, file=sys.stderr, flush=True)
     resume_cmd = f"jaxrl train {config.algo} --resume {run_dir.path}"
     _interrupt_on_sigterm()
     try:

@@ -134,6 +134,8 @@ class DDPG(struct.PyTreeNode):
     """
 
     learning_mode: ClassVar[LearningMode] = "off_policy"
+    evaluates_both_modes: ClassVar[bool] = False  # the actor without noise only
+    batches_seeds_on_cpu: ClassVar[bool] = True  # small loop-free updates batch well
 
     tau: float | Array = hyperparameter(
         0.005, "soft-update weight of the target networks, in [0, 1]"

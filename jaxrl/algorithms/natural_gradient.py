@@ -187,6 +187,8 @@ class NaturalGradient(struct.PyTreeNode):
     """
 
     learning_mode: ClassVar[LearningMode] = "on_policy"
+    evaluates_both_modes: ClassVar[bool] = True  # sampled and deterministic actions
+    batches_seeds_on_cpu: ClassVar[bool] = False  # CG and line-search loops batch badly
 
     gamma: float = hyperparameter(0.99, "discount factor in [0, 1]")
     gae_lambda: float = hyperparameter(0.95, "GAE lambda in [0, 1]")

@@ -36,34 +36,7 @@ import difflib
 from types import MappingProxyType
 from typing import Any
 
-MUJOCO_TASKS = (
-    "Ant",
-    "HalfCheetah",
-    "Hopper",
-    "Humanoid",
-    "HumanoidStandup",
-    "InvertedDoublePendulum",
-    "InvertedPendulum",
-    "Pusher",
-    "Reacher",
-    "Swimmer",
-    "Walker2d",
-)
-
-# Brax's environments that model these tasks (``brax:NAME`` ids get the ``mujoco`` preset).
-BRAX_MUJOCO_TASKS: dict[str, str] = {
-    "ant": "Ant",
-    "halfcheetah": "HalfCheetah",
-    "hopper": "Hopper",
-    "humanoid": "Humanoid",
-    "humanoidstandup": "HumanoidStandup",
-    "inverted_double_pendulum": "InvertedDoublePendulum",
-    "inverted_pendulum": "InvertedPendulum",
-    "pusher": "Pusher",
-    "reacher": "Reacher",
-    "swimmer": "Swimmer",
-    "walker2d": "Walker2d",
-}
+from jaxrl.tasks import BRAX_MUJOCO_TASKS, is_mujoco_id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,13 +56,12 @@ class Preset:
     hyperparameters: MappingProxyType
     run: MappingProxyType
 
-    def for_algo(
-        self, algo: str, learning_mode: str = "on_policy"
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    def for_algo(self, algo: str, like: str = "trpo") -> tuple[dict[str, Any], dict[str, Any]]:
         """``(hyperparameters, run)`` of ``algo`` in this preset (fresh dicts). An algorithm
-        the preset does not list gets its class defaults and the run shape of its learning
-        mode (TRPO's on-policy, DDPG's off-policy)."""
-        fallback = "ddpg" if learning_mode == "off_policy" else "trpo"
+        the preset does not list gets its class defaults and the run shape of the listed
+        algorithm it is ``like`` (the registry's ``run_shape_like``: TRPO's for on-policy
+        algorithms, DDPG's for off-policy ones)."""
+        fallback = like
         return dict(self.hyperparameters.get(algo, {})), dict(
             self.run.get(algo, self.run[fallback])
         )
@@ -263,11 +235,6 @@ PRESETS: dict[str, Preset] = {
         _frozen(_TIANSHOU_PENDULUM_RUN),
     ),
 }
-
-
-def is_mujoco_id(env_id: str) -> bool:
-    """Whether ``env_id`` names a MuJoCo task (``Hopper-v5``, ``HalfCheetah-v4``, ...)."""
-    return env_id.rsplit("-v", 1)[0] in MUJOCO_TASKS
 
 
 def preset_for_env(env_id: str) -> str:

@@ -23,6 +23,32 @@ Array = jax.Array
 LearningMode = Literal["on_policy", "off_policy"]
 
 
+# What a driver must know of an agent, as named capabilities. An algorithm class may declare
+# each as a ClassVar bool; otherwise it follows from its learning mode (these functions and
+# the registry are the only places that read ``learning_mode``).
+
+
+def learns_from_replay(agent: Any) -> bool:
+    """Whether the agent learns from a replay buffer (``init_training`` returns one, and
+    off-policy updates follow each collection) rather than from each fresh rollout."""
+    return agent.learning_mode == "off_policy"
+
+
+def evaluates_both_modes(agent: Any) -> bool:
+    """Whether the agent has a stochastic policy of its own besides the deterministic one
+    (NPG/TRPO sample from their action distribution), so the final policy is evaluated in
+    both modes and ``policy`` takes a traced ``deterministic`` flag; default: on-policy
+    agents."""
+    return bool(getattr(agent, "evaluates_both_modes", agent.learning_mode == "on_policy"))
+
+
+def batches_seeds_on_cpu(agent: Any) -> bool:
+    """Whether several seeds of the agent run faster batched (``jax.vmap``) than one after
+    another on a CPU (:func:`jaxrl.training.over_seeds`); default: off-policy agents (NPG and
+    TRPO's conjugate-gradient and line-search loops run slower batched)."""
+    return bool(getattr(agent, "batches_seeds_on_cpu", agent.learning_mode == "off_policy"))
+
+
 @runtime_checkable
 class Agent(Protocol):
     """An algorithm object (a frozen pytree of hyperparameters with jittable methods)."""

@@ -39,6 +39,12 @@ class AlgorithmInfo:
         """Whether the algorithm learns from a replay buffer."""
         return self.cls.learning_mode == "off_policy"
 
+    @property
+    def run_shape_like(self) -> str:
+        """The built-in algorithm whose run shape a preset gives this one where it lists it
+        not: ``"ddpg"`` for off-policy algorithms, ``"trpo"`` for on-policy ones."""
+        return "ddpg" if self.off_policy else "trpo"
+
 
 _REGISTRY: dict[str, AlgorithmInfo] = {}
 

@@ -32,7 +32,7 @@ from typing import Any, Literal, Protocol
 import gymnasium as gym
 import numpy as np
 
-from jaxrl.algorithms.presets import is_mujoco_id
+from jaxrl.tasks import is_mujoco_id
 
 EnvBackend = Literal["gymnasium", "envpool"]
 ENV_BACKENDS: tuple[str, ...] = ("auto", "gymnasium", "envpool")

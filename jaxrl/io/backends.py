@@ -22,13 +22,17 @@ import dataclasses
 import difflib
 import functools
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl.algorithms.protocol import evaluates_both_modes, learns_from_replay
 from jaxrl.io.config import Backend, RunConfig
+
+if TYPE_CHECKING:
+    from jaxrl.training.periods import RunLayout
 
 
 def resolve_backend(env: str, backend: str = "auto") -> Backend:
@@ -91,14 +95,11 @@ class RunBackend(Protocol):
     """What the runner needs from a driver.
 
     Attributes:
-      num_periods: evaluation periods of the whole run.
-      steps_per_period: env steps per seed and period.
-      updates_per_period: collections (each followed by learning) per period.
+      layout: the run's collections and evaluation periods
+        (:class:`jaxrl.training.periods.RunLayout`).
     """
 
-    num_periods: int
-    steps_per_period: int
-    updates_per_period: int
+    layout: RunLayout
 
     def check(self) -> None:
         """Build what the run needs (raising on a bad configuration) without training."""
@@ -116,12 +117,12 @@ class RunBackend(Protocol):
         """The carry a restored checkpoint ``tree`` stands for (for loading a policy)."""
 
     def periods(
-        self, carry: Any, start_period: int
+        self, carry: Any, start_steps: int
     ) -> contextlib.AbstractContextManager[tuple[Any, Callable]]:
         """A context giving ``(carry, run_period)`` to train from ``carry`` after
-        ``start_period`` periods; ``run_period(carry) -> (carry, metrics)`` with ``[S, C]``
-        per-collection metrics (``env_steps`` counted from the run's start) and
-        ``eval/env_steps``, ``eval/return`` ``[S]``."""
+        ``start_steps`` env steps per seed; ``run_period(carry, collections) -> (carry,
+        metrics)`` with ``[S, collections]`` per-collection metrics (``env_steps`` counted
+        from the run's start) and ``eval/env_steps``, ``eval/return`` ``[S]``."""
 
     def evaluate(
         self, state: Any, obs_stats: Any, episodes: int, seed: int, deterministic: bool
@@ -171,10 +172,7 @@ class _Backend:
     agent: Any
 
     def __post_init__(self) -> None:
-        layout = train_config(self.config).layout
-        self.num_periods = layout.num_periods
-        self.steps_per_period = layout.steps_per_period
-        self.updates_per_period = layout.collections_per_period
+        self.layout = train_config(self.config).layout
 
 
 class JaxBackend(_Backend):
@@ -203,12 +201,12 @@ class JaxBackend(_Backend):
         return _canonical(tree)
 
     @contextlib.contextmanager
-    def periods(self, carry: Any, start_period: int) -> Iterator[tuple[Any, Callable]]:
-        del start_period  # the carry holds the env steps, states and keys
+    def periods(self, carry: Any, start_steps: int) -> Iterator[tuple[Any, Callable]]:
+        del start_steps  # the carry holds the env steps, states and keys
         run_period = self._programs[1]
 
-        def step(carry: Any) -> tuple[Any, dict[str, Any]]:
-            carry, metrics = run_period(carry)
+        def step(carry: Any, collections: int) -> tuple[Any, dict[str, Any]]:
+            carry, metrics = run_period(carry, collections)
             return _canonical(carry), metrics
 
         yield carry, step
@@ -218,7 +216,7 @@ class JaxBackend(_Backend):
     ) -> np.ndarray:
         # On-policy agents evaluate in both modes (a traced flag: one compiled program);
         # DDPG only without noise (its OU noise state cannot take a traced flag).
-        static = None if self.agent.learning_mode == "on_policy" else bool(deterministic)
+        static = None if evaluates_both_modes(self.agent) else bool(deterministic)
         config = self.config
         program = jax_evaluation_program(
             self.agent, config.env, config.brax_backend, episodes, static
@@ -305,29 +303,26 @@ class HostBackend(_Backend):
         return tree["carry"]
 
     @contextlib.contextmanager
-    def periods(self, carry: Any, start_period: int) -> Iterator[tuple[Any, Callable]]:
+    def periods(self, carry: Any, start_steps: int) -> Iterator[tuple[Any, Callable]]:
         from jaxrl.training.gymnasium_driver import HostTrainLoop
 
-        if carry.buffer is None and self.agent.learning_mode == "off_policy":
+        if carry.buffer is None and learns_from_replay(self.agent):
             # A checkpoint without its replay buffer (``checkpoint_buffer`` off).
             carry = carry._replace(buffer=self._carry(abstract=False).buffer)
         carry = _canonical(carry)
-        start_steps = start_period * self.steps_per_period
-        remaining = self.num_periods - start_period
+        remaining = self.layout.total_steps - start_steps
         if remaining <= 0:
             yield carry, _finished
             return
-        config = dataclasses.replace(
-            train_config(self.config), total_steps=remaining * self.steps_per_period
-        )
+        config = dataclasses.replace(train_config(self.config), total_steps=remaining)
         # A resumed run continues on fresh environments and keys.
         seeds = self._seeds(offset=start_steps)
         with HostTrainLoop(
             self.agent, self.config.env, config, seeds, self.config.env_backend
         ) as loop:
 
-            def step(carry: Any) -> tuple[Any, dict[str, Any]]:
-                carry, metrics = loop.run_period(carry)
+            def step(carry: Any, collections: int) -> tuple[Any, dict[str, Any]]:
+                carry, metrics = loop.run_period(carry, collections)
                 metrics["env_steps"] = metrics["env_steps"] + start_steps
                 metrics["eval/env_steps"] = metrics["eval/env_steps"] + start_steps
                 return carry, metrics
@@ -353,5 +348,5 @@ class HostBackend(_Backend):
         return np.asarray(returns, np.float64)
 
 
-def _finished(carry: Any) -> tuple[Any, dict[str, Any]]:
+def _finished(carry: Any, collections: int) -> tuple[Any, dict[str, Any]]:
     raise RuntimeError("the run has no evaluation period left")

@@ -115,10 +115,25 @@ def _cli_type(hint: Any) -> Any:
     raise TypeError(f"no command-line type for {hint!r}")
 
 
+def adapted_eval_every(defaults: Mapping[str, Any], run: Mapping[str, Any]) -> int:
+    """The evaluation interval of ``run`` (its run settings, ``total_steps`` given and
+    ``eval_every`` not) whose preset's run settings are ``defaults``
+    (:func:`jaxrl.training.periods.evaluation_interval`: a short run still evaluates about
+    10 times)."""
+    from jaxrl.training.periods import evaluation_interval
+
+    return evaluation_interval(
+        run["total_steps"],
+        run["num_envs"] * run["num_steps"],
+        defaults["total_steps"],
+        defaults["eval_every"],
+    )
+
+
 def run_defaults(algo: str, preset: str = DEFAULT_PRESET) -> dict[str, Any]:
     """The run shape of ``algo`` in ``preset`` (``num_envs``, ``num_steps``, ``total_steps``,
     ``eval_every``, ``eval_episodes``, ``normalize_obs``)."""
-    return get_preset(preset).for_algo(algo, registry.get(algo).cls.learning_mode)[1]
+    return get_preset(preset).for_algo(algo, registry.get(algo).run_shape_like)[1]
 
 
 def hyperparameters(algo: str, preset: str = DEFAULT_PRESET) -> list[Hyperparameter]:
@@ -130,7 +145,7 @@ def hyperparameters(algo: str, preset: str = DEFAULT_PRESET) -> list[Hyperparame
     aliases: dict[str, list[str]] = {}
     for old, new in getattr(cls, "ALIASES", {}).items():
         aliases.setdefault(new, []).append(old)
-    defaults = get_preset(preset).for_algo(algo, cls.learning_mode)[0]
+    defaults = get_preset(preset).for_algo(algo, info.run_shape_like)[0]
     result = []
     for field in dataclasses.fields(cls):
         name = field.name
@@ -294,7 +309,10 @@ class RunConfig:
 
         preset = preset or preset_for_env(env)
         hyper = _preset_hyperparameters(algo, preset)
-        values = {"seed": 0, "num_seeds": 1, "checkpoint_every": 0, **run_defaults(algo, preset)}
+        defaults = run_defaults(algo, preset)
+        values = {"seed": 0, "num_seeds": 1, "checkpoint_every": 0, **defaults}
+        if "total_steps" in run and "eval_every" not in run:
+            run = {**run, "eval_every": adapted_eval_every(defaults, {**defaults, **run})}
         return cls(
             algo=algo,
             env=env,
@@ -310,7 +328,9 @@ class RunConfig:
         return self.num_envs * self.num_steps
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-able dict (what ``config.json`` holds)."""
+        """A JSON-able dict (what ``config.json`` holds); ``counts`` records what the run does
+        (:attr:`layout`), for reading only."""
+        layout = self.layout
         return {
             "algo": self.algo,
             "env": self.env,
@@ -318,6 +338,13 @@ class RunConfig:
             "preset": self.preset,
             "run": {name: getattr(self, name) for name in self.RUN_FIELDS},
             "hyperparameters": dict(self.hyperparameters),
+            "counts": {
+                "env_steps": layout.total_steps,
+                "collections": layout.num_collections,
+                "evaluations": layout.num_periods,
+                "eval_env_steps": list(layout.eval_steps),
+                "agent_updates": self.num_agent_updates(),
+            },
         }
 
     @classmethod
@@ -373,15 +400,25 @@ class RunConfig:
         """Read a config written by :meth:`save`."""
         return cls.from_dict(json.loads(Path(path).read_text()))
 
+    @property
+    def layout(self) -> Any:
+        """The run's collections and evaluation periods
+        (:class:`jaxrl.training.periods.RunLayout`: the one rule both drivers follow)."""
+        from jaxrl.training.periods import RunLayout
+
+        return RunLayout.of(self.num_envs, self.num_steps, self.total_steps, self.eval_every)
+
     def num_agent_updates(self) -> int:
-        """Calls of ``agent.update`` over the whole run (sets linear schedules)."""
-        collections = max(1, self.total_steps // self.steps_per_update)
+        """Calls of ``agent.update`` that take effect over the whole run
+        (:meth:`RunLayout.agent_updates`): the length of a linear schedule, which so reaches
+        0 on the run's last update."""
         info = registry.get(self.algo)
-        if info.off_policy:
-            default = {f.name: f.default for f in dataclasses.fields(info.cls)}
-            per_step = self.hyperparameters.get("update_per_step", default["update_per_step"])
-            return max(1, round(collections * self.steps_per_update * per_step))
-        return collections
+        if not info.off_policy:
+            return self.layout.agent_updates()
+        default = {f.name: f.default for f in dataclasses.fields(info.cls)}
+        value = {**default, **self.hyperparameters}
+        updates = self.layout.agent_updates(value["update_per_step"], value["warmup_steps"])
+        return max(1, updates)
 
     def make_agent(self) -> Any:
         """The algorithm object (raises the constructor's ValueError/TypeError, naming the

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl.algorithms.protocol import evaluates_both_modes
 from jaxrl.io.backends import resolve_backend, run_backend, seed_keys
 from jaxrl.io.checkpoints import CheckpointError, CheckpointStore
 from jaxrl.io.config import RunConfig
@@ -252,37 +253,42 @@ def train_run(
     store = CheckpointStore(run_dir.checkpoints)
     restored, meta = _resume_point(store, backend.template(), resume)
     carry = backend.fresh() if restored is None else backend.from_checkpoint(restored)
+    layout = backend.layout
     start_period = meta["period"] if meta else 0
+    # A checkpoint records its env steps (periods before it may differ in length).
+    start_steps = meta.get("env_steps", start_period * layout.steps_per_period) if meta else 0
+    done = start_steps // layout.steps_per_collect  # collections so far
     run = _Run(
         config,
         run_dir,
         store,
         start_period=start_period,
-        start_steps=start_period * backend.steps_per_period,
+        start_steps=start_steps,
         elapsed=meta["elapsed"] if meta else 0.0,
         resumed=resume,
-        num_periods=backend.num_periods,
-        total_steps=backend.num_periods * backend.steps_per_period,
+        num_periods=start_period + len(layout.periods_after(done)),
+        total_steps=layout.total_steps,
         progress=progress,
     )
     if on_setup is not None:
-        on_setup(_setup_message(run, backend.updates_per_period))
+        on_setup(_setup_message(run, layout))
     periods_done = 0
     try:
-        with run.progress, backend.periods(carry, start_period) as (carry, run_period):
+        with run.progress, backend.periods(carry, start_steps) as (carry, run_period):
             run.start(agent, carry.state, carry.obs_stats)
-            while run.period < backend.num_periods:
+            for collections in layout.periods_after(done):
                 if stop_after_periods is not None and periods_done >= stop_after_periods:
                     break
-                carry, metrics = run_period(carry)
+                carry, metrics = run_period(carry, collections)
                 run.period += 1
                 periods_done += 1
                 metrics = jax.device_get(metrics)
                 run.end_period(
-                    update_rows(metrics, run.period),
+                    update_rows(metrics, run.period, first_update=done + 1),
                     metrics["eval/return"],
                     int(metrics["eval/env_steps"][0]),
                 )
+                done += collections
                 if run.checkpoint_due():
                     run.save(backend.to_checkpoint(carry))
             run.finish(agent, carry.state, carry.obs_stats)
@@ -328,28 +334,34 @@ def _resume_point(
 
 
 def update_rows(
-    metrics: dict[str, np.ndarray], period: int, steps_offset: int = 0
+    metrics: dict[str, np.ndarray],
+    period: int,
+    steps_offset: int = 0,
+    first_update: int | None = None,
 ) -> list[dict[str, Any]]:
     """One row per seed and update of a period's per-update metrics ``[S, U]``;
-    ``steps_offset`` is added to ``env_steps`` (the backends count from the run's start)."""
+    ``steps_offset`` is added to ``env_steps`` (the backends count from the run's start);
+    ``first_update`` numbers the period's first collection (default: whole periods of ``U``
+    before it)."""
     per_update = {k: np.asarray(v) for k, v in metrics.items() if not k.startswith("eval/")}
     num_seeds, updates = per_update["env_steps"].shape
+    first = (period - 1) * updates + 1 if first_update is None else first_update
     rows = []
     for seed in range(num_seeds):
         for index in range(updates):
             row = {name: value[seed, index] for name, value in per_update.items()}
-            row.update(seed=seed, period=period, update=(period - 1) * updates + index + 1)
+            row.update(seed=seed, period=period, update=first + index)
             row["env_steps"] = int(row["env_steps"]) + steps_offset
             rows.append(row)
     return rows
 
 
-def _setup_message(run: _Run, updates_per_eval: int) -> str:
+def _setup_message(run: _Run, layout: Any) -> str:
     config = run.config
     where = (
         f"resuming at period {run.period}/{run.num_periods} ({run.env_steps:,} env steps)"
         if run.period
-        else f"{run.num_periods} evaluation periods of {updates_per_eval} update(s)"
+        else layout.describe()
     )
     seeds = f"{config.num_seeds} seed{'s' if config.num_seeds != 1 else ''}"
     driver = "in one jitted program" if config.backend == "jax" else "on the host driver"
@@ -412,7 +424,7 @@ def final_evaluation(
     episodes = config.eval_episodes
     deterministic = evaluate_policy(config, agent, state, obs_stats, episodes, 0, True)
     stochastic = None
-    if agent.learning_mode == "on_policy":
+    if evaluates_both_modes(agent):
         stochastic = evaluate_policy(config, agent, state, obs_stats, episodes, 0, False)
     return FinalEvaluation(episodes, env_steps, deterministic, stochastic)
 

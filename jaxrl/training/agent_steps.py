@@ -1,6 +1,6 @@
 """What a driver does with any agent beyond its protocol (:mod:`jaxrl.algorithms.protocol`):
-the learning mode, the off-policy run shape, and the off-policy learning loop, the same for
-the jitted and the host driver."""
+whether it learns from replay, the off-policy run shape, and the off-policy learning loop, the
+same for the jitted and the host driver."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxrl.algorithms.protocol import learns_from_replay
 from jaxrl.core.stats import SummaryStats
 from jaxrl.replay import ReplayBuffer
 
@@ -17,9 +18,9 @@ Array = jax.Array
 
 
 def is_off_policy(agent: Any) -> bool:
-    """Whether the agent learns from a replay buffer rather than fresh rollouts (its
-    ``learning_mode``)."""
-    return agent.learning_mode == "off_policy"
+    """Whether the agent learns from a replay buffer rather than fresh rollouts
+    (:func:`jaxrl.algorithms.protocol.learns_from_replay`)."""
+    return learns_from_replay(agent)
 
 
 def updates_per_collect(agent: Any, env_steps_per_collect: int) -> int:
@@ -54,9 +55,10 @@ def updates_take_effect(agent: Any, env_steps: Any) -> Any:
 def off_policy_updates(
     agent: Any, state: Any, buffer: ReplayBuffer, key: Array, num_updates: int, env_steps: Array
 ) -> tuple[Any, dict[str, Array]]:
-    """``num_updates`` off-policy updates on batches sampled from ``buffer`` (none take
-    effect before ``warmup_steps`` env steps); returns the state and the mean of their
-    stats."""
+    """``num_updates`` off-policy updates on batches sampled from ``buffer`` after a
+    collection that started at ``env_steps`` (none take effect if it started inside the
+    ``warmup_steps`` random warm-up: :func:`updates_take_effect`); returns the state and the
+    mean of their stats."""
 
     def one_update(state: Any, update_key: Array) -> tuple[Any, dict]:
         batch_key, step_key = jax.random.split(update_key)

@@ -304,7 +304,7 @@ def train_gymnasium(
     agent's jitted exploration, then learns: NPG/TRPO call ``agent.update`` on the rollout;
     DDPG adds the transitions to its replay buffer and runs ``update_per_step * num_envs *
     num_steps`` updates. Evaluates after every evaluation period
-    (:class:`jaxrl.training.periods.RunLayout`: whole collections, whole periods).
+    (:class:`jaxrl.training.periods.RunLayout`: whole collections; the last period may be shorter).
 
     Args:
       config: the run's shape, the jitted driver's :class:`TrainConfig` (its defaults when
@@ -350,7 +350,7 @@ def train_gymnasium(
         carry, metrics = drive(
             loop.run_period,
             carry,
-            loop.num_periods,
+            loop.layout.period_collections,
             stop=stop,
             progress=progress,
             single=num_seeds is None,
@@ -366,9 +366,10 @@ class HostTrainLoop:
     """The host driver cut at its evaluations (what :class:`jaxrl.training.TrainLoop` is to
     the jitted driver), for drivers that report, checkpoint or resume.
 
-    ``run_period(carry) -> (carry, metrics)`` runs one evaluation period of all seeds: its
-    collections with their learning, then one evaluation; ``metrics`` holds per-collection
-    arrays ``[S, C]`` and ``eval/env_steps``, ``eval/return`` ``[S]``, as
+    ``run_period(carry, collections=None) -> (carry, metrics)`` runs one evaluation period
+    of all seeds: its collections with their learning (``collections``, or up to the next
+    period boundary of the layout when None), then one evaluation; ``metrics`` holds
+    per-collection arrays ``[S, C]`` and ``eval/env_steps``, ``eval/return`` ``[S]``, as
     ``jax.vmap(TrainLoop.run_period)`` gives them. The environments live in the loop (open
     from construction to :meth:`close`; a context manager), so periods run in order; the
     carry passed in stays valid (the loop works on a copy).
@@ -412,6 +413,7 @@ class HostTrainLoop:
         self._obs: Any = None
         self._episode_return = np.zeros((len(self.seeds), config.num_envs))
         self._env_steps = 0
+        self._collections = 0
         self._period = 0
 
     def __enter__(self) -> HostTrainLoop:
@@ -435,10 +437,18 @@ class HostTrainLoop:
             self.config.normalize_obs,
         )
 
-    def run_period(self, carry: HostCarry) -> tuple[HostCarry, dict[str, np.ndarray]]:
-        """One evaluation period from ``carry`` (the carry after the previous period)."""
-        if self._period >= self.num_periods:
+    def run_period(
+        self, carry: HostCarry, collections: int | None = None
+    ) -> tuple[HostCarry, dict[str, np.ndarray]]:
+        """One evaluation period from ``carry`` (the carry after the previous period):
+        ``collections`` collections (None: to the layout's next period boundary)."""
+        left = self.layout.num_collections - self._collections
+        if left <= 0:
             raise RuntimeError(f"the run's {self.num_periods} evaluation periods are done")
+        if collections is None:
+            collections = self.layout.collections_in(self._collections)
+        if not 1 <= collections <= left:
+            raise ValueError(f"collections must be in [1, {left}], got {collections!r}")
         count = len(self.seeds)
         programs = self._programs
         carry = jax.tree_util.tree_map(jnp.copy, carry)  # the calls donate their carry
@@ -446,9 +456,10 @@ class HostTrainLoop:
             raw_obs = _split_seeds(self.env.reset(), count)
             carry, self._sample, self._obs, _ = programs.observe_and_act(carry, raw_obs, raw_obs, 0)
         rows = []
-        for _ in range(self.layout.collections_per_period):
+        for _ in range(collections):
             carry, row = self._collect_and_learn(carry)
             rows.append(row)
+        self._collections += collections
         self._period += 1
         returns = evaluate_gymnasium(
             self.agent,

@@ -59,9 +59,11 @@ class TrainConfig:
       num_envs: parallel training environments.
       num_steps: vector steps per collection, between learning phases (Tianshou's
         ``step_per_collect = num_envs * num_steps``; DDPG's test: 8 envs x 1 step).
-      total_steps: env-step budget; the run does ``total_steps // (num_envs * num_steps)``
-        collections, rounded down to a multiple of the evaluation interval.
-      eval_every: env steps between evaluations (rounded to whole collections).
+      total_steps: env-step budget per seed: the run does ``total_steps // (num_envs *
+        num_steps)`` whole collections (:class:`jaxrl.training.periods.RunLayout`).
+      eval_every: env steps between evaluations (rounded to whole collections); the run also
+        evaluates after its last collection (a shorter last period where the interval does
+        not divide the run).
       eval_episodes: evaluation episodes (run in parallel).
       check_finite: checked mode: every env step verifies that observations and rewards are
         finite (``jax.experimental.checkify``); run the train function through
@@ -96,11 +98,12 @@ class TrainConfig:
 
     @property
     def steps_per_update(self) -> int:
-        return self.num_envs * self.num_steps
+        return self.layout.steps_per_collect
 
     @property
     def updates_per_eval(self) -> int:
-        return max(1, round(self.eval_every / self.steps_per_update))
+        """Collections of a whole evaluation period (the layout's)."""
+        return self.layout.collections_per_period
 
     @property
     def num_evals(self) -> int:
@@ -210,13 +213,17 @@ class TrainLoop(NamedTuple):
 
     Attributes:
       init: ``key -> carry``, the start of a run.
-      run_period: ``carry -> (carry, metrics)``: ``updates_per_eval`` collections with their
-        learning, then one evaluation; ``metrics`` has per-collection arrays and scalar
-        ``eval/env_steps``, ``eval/return``.
+      run_period: ``carry -> (carry, metrics)``: a whole period (``collections_per_period``
+        collections with their learning), then one evaluation; ``metrics`` has
+        per-collection arrays and scalar ``eval/env_steps``, ``eval/return``.
       num_periods: evaluation periods in the whole run.
-      train: ``key -> (final_state, metrics)``, the whole run as one ``lax.scan`` over periods.
+      train: ``key -> (final_state, metrics)``, the whole run as one ``lax.scan`` over
+        periods (and the shorter last period, where the layout has one).
       agent: the algorithm the loop trains, and env: its environment (together they pick
         how seeds run together: :func:`jaxrl.training.over_seeds`).
+      layout: the run's collections and periods (:class:`jaxrl.training.periods.RunLayout`).
+      period: ``collections -> run_period`` of that many collections (a static length; the
+        shorter last period of a run uses it).
     """
 
     init: Callable[[Array], TrainCarry]
@@ -225,6 +232,10 @@ class TrainLoop(NamedTuple):
     train: Callable[[Array], tuple[Any, dict[str, Array]]]
     agent: Any = None
     env: Any = None
+    layout: RunLayout | None = None
+    period: Callable[[int], Callable[[TrainCarry], tuple[TrainCarry, dict[str, Array]]]] | None = (
+        None
+    )
 
 
 def make_train(
@@ -272,7 +283,7 @@ def make_train_loop(
     """
     env, env_params = make_env(env, env_params)
     num_envs, num_steps = config.num_envs, config.num_steps
-    updates_per_eval, num_evals = config.updates_per_eval, config.num_evals
+    layout = config.layout
     off_policy = is_off_policy(agent)
     if off_policy:
         num_updates = updates_per_collect(agent, config.steps_per_update)
@@ -354,8 +365,11 @@ def make_train_loop(
         )
         if off_policy:
             buffer = carry.buffer.extend(Transition(*rollout))
+            # Updates take effect after a collection that starts past the warm-up, as on the
+            # host driver (and in Tianshou, which collects its warm-up before training).
+            start = carry.env_steps - layout.steps_per_collect
             state, stats = off_policy_updates(
-                agent, carry.state, buffer, learn_key, num_updates, carry.env_steps
+                agent, carry.state, buffer, learn_key, num_updates, start
             )
             carry = carry._replace(state=state, buffer=buffer)
         else:
@@ -369,37 +383,58 @@ def make_train_loop(
         }
         return carry, metrics
 
-    def run_period(carry: TrainCarry) -> tuple[TrainCarry, dict[str, Array]]:
-        next_key, learn_key, eval_key = jax.random.split(carry.key, 3)
-        carry, metrics = lax.scan(
-            collect_and_learn,
-            carry._replace(key=next_key),
-            jax.random.split(learn_key, updates_per_eval),
-        )
-        eval_return = evaluate(
-            agent, carry.state, env, env_params, eval_key, config.eval_episodes, carry.obs_stats
-        )
-        if progress is not None:
-            jax.debug.callback(
-                lambda steps, ret: progress({"env_steps": int(steps), "eval_return": float(ret)}),
-                carry.env_steps,
-                eval_return,
+    def period(collections: int) -> Callable[[TrainCarry], tuple[TrainCarry, dict[str, Array]]]:
+        def run_period(carry: TrainCarry) -> tuple[TrainCarry, dict[str, Array]]:
+            next_key, learn_key, eval_key = jax.random.split(carry.key, 3)
+            carry, metrics = lax.scan(
+                collect_and_learn,
+                carry._replace(key=next_key),
+                jax.random.split(learn_key, collections),
             )
-        return carry, {**metrics, "eval/env_steps": carry.env_steps, "eval/return": eval_return}
+            eval_return = evaluate(
+                agent, carry.state, env, env_params, eval_key, config.eval_episodes, carry.obs_stats
+            )
+            if progress is not None:
+                jax.debug.callback(
+                    lambda steps, ret: progress(
+                        {"env_steps": int(steps), "eval_return": float(ret)}
+                    ),
+                    carry.env_steps,
+                    eval_return,
+                )
+            return carry, {
+                **metrics,
+                "eval/env_steps": carry.env_steps,
+                "eval/return": eval_return,
+            }
+
+        return run_period
+
+    run_period = period(layout.collections_per_period)
 
     def train(key: Array) -> tuple[Any, dict[str, Array]]:
+        last = layout.period_collections[-1]
+        whole = layout.num_periods - (last != layout.collections_per_period)
         carry, metrics = lax.scan(
-            lambda carry, _: run_period(carry), init_carry(key), None, length=num_evals
+            lambda carry, _: run_period(carry), init_carry(key), None, length=whole
         )
-        per_collection = {
-            name: value.reshape(-1, *value.shape[2:])
+        metrics = {
+            name: value if name.startswith("eval/") else value.reshape(-1, *value.shape[2:])
             for name, value in metrics.items()
-            if not name.startswith("eval/")
         }
-        per_eval = {name: value for name, value in metrics.items() if name.startswith("eval/")}
-        return carry.state, {**per_collection, **per_eval}
+        if whole < layout.num_periods:  # the shorter last period
+            carry, tail = period(last)(carry)
+            metrics = {
+                name: jnp.concatenate(
+                    [value, tail[name][None] if name.startswith("eval/") else tail[name]]
+                )
+                for name, value in metrics.items()
+            }
+        return carry.state, metrics
 
-    return TrainLoop(init_carry, run_period, num_evals, train, agent, env)
+    return TrainLoop(
+        init_carry, run_period, layout.num_periods, train, agent, env, layout, period
+    )
 
 
 def train_until(
@@ -435,18 +470,30 @@ def train_until(
       first), cut after the period at which ``stop`` returned True.
     """
     init, run_period = seed_programs(loop, seed_axis)
-    carry, metrics = drive(run_period, init(keys), loop.num_periods, stop=stop, progress=progress)
+    periods = loop.layout.period_collections
+    carry, metrics = drive(run_period, init(keys), periods, stop=stop, progress=progress)
     return carry.state, metrics
 
 
 def seed_programs(loop: TrainLoop, seed_axis: str = "auto") -> tuple[Callable, Callable]:
-    """Jitted ``init`` and ``run_period`` of a loop over a leading seed axis
-    (:func:`jaxrl.training.over_seeds`), kept so that drivers that run it period by period
-    (:func:`train_until`, the ``jaxrl`` command) reuse the compiled programs for the same
-    loop."""
+    """Jitted ``init(keys)`` and ``run_period(carry, collections=None)`` of a loop over a
+    leading seed axis (:func:`jaxrl.training.over_seeds`), kept so that drivers that run it
+    period by period (:func:`train_until`, the ``jaxrl`` command) reuse the compiled
+    programs for the same loop. ``run_period`` compiles one program per period length: the
+    whole period (``collections`` None or ``collections_per_period``) and, for a run whose
+    last period is shorter, that one when it is first called."""
     return _seed_programs(loop, resolve_seed_axis(seed_axis, loop.agent, loop.env))
 
 
 @functools.lru_cache(maxsize=16)
 def _seed_programs(loop: TrainLoop, how: str) -> tuple[Callable, Callable]:
-    return jax.jit(over_seeds(loop.init, how)), jax.jit(over_seeds(loop.run_period, how))
+    whole = loop.layout.collections_per_period
+    programs = {whole: jax.jit(over_seeds(loop.run_period, how))}
+
+    def run_period(carry: Any, collections: int | None = None) -> tuple[Any, dict[str, Any]]:
+        length = whole if collections is None else int(collections)
+        if length not in programs:
+            programs[length] = jax.jit(over_seeds(loop.period(length), how))
+        return programs[length](carry)
+
+    return jax.jit(over_seeds(loop.init, how)), run_period

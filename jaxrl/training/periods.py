@@ -1,43 +1,76 @@
-"""One period arithmetic for every driver.
+"""One period arithmetic for every driver: the run a budget means, and the counts that follow.
 
-A run is whole collections of ``num_envs * num_steps`` env steps, grouped into whole
-evaluation periods of ``round(eval_every / steps_per_collect)`` collections (at least one);
-it has ``total_steps // steps_per_collect // collections_per_period`` periods and evaluates
-after each. The jitted driver scans over periods and the host driver loops over them with the
-same numbers, so one request means the same run on both.
+The rule (the same for the jitted and the host driver, the command, checkpoints and the
+learning-rate schedule):
+
+- A run is ``C = total_steps // (num_envs * num_steps)`` whole collections (each followed by
+  learning): the budget rounded down to whole collections, so a run takes at most one
+  collection less than ``total_steps`` (:meth:`RunLayout.shortfall`), never more.
+- Where a budget is given without an interval, the interval adapts
+  (:func:`evaluation_interval`): a short run evaluates at least about 10 times.
+- It evaluates after every ``k = round(eval_every / (num_envs * num_steps))`` collections (at
+  least 1, at most ``C``) and after the last collection: ``ceil(C / k)`` evaluation periods,
+  all of ``k`` collections but the last, which holds the remaining ``C - (P - 1) k`` (a
+  shorter period when ``k`` does not divide ``C``). Periods end at absolute collection counts
+  (multiples of ``k``, and ``C``), so a run extended with a larger budget continues with the
+  same period boundaries.
+- Agent updates: one per collection for on-policy agents; ``update_per_step *
+  num_envs * num_steps`` per collection for off-policy agents, for the collections that do not
+  start inside the random warm-up (:meth:`RunLayout.agent_updates`). A learning-rate schedule
+  is sized with this count, so it reaches its end on the run's last update.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 import numpy as np
 
+MIN_EVALUATIONS = 10
+
+
+def evaluation_interval(
+    total_steps: int, steps_per_collect: int, default_total: int, default_eval_every: int
+) -> int:
+    """The evaluation interval of a budget ``total_steps`` whose settings default to
+    ``default_eval_every`` for a budget of ``default_total``: that interval, shortened for a
+    smaller budget so the run evaluates at least as often as the default run does, up to
+    :data:`MIN_EVALUATIONS` times (at most after every collection). A short run so keeps a
+    learning curve; a given ``eval_every`` is taken as it is."""
+    wanted = min(MIN_EVALUATIONS, max(1, default_total // default_eval_every))
+    return max(steps_per_collect, min(default_eval_every, total_steps // wanted))
+
 
 @dataclasses.dataclass(frozen=True)
 class RunLayout:
-    """The shape of a run in collections and evaluation periods.
+    """The shape of a run in collections and evaluation periods (per seed).
 
     Attributes:
       num_envs: parallel environments (per seed).
       num_steps: vector steps per collection.
-      collections_per_period: collections (each followed by learning) between evaluations.
-      num_periods: evaluation periods of the run.
+      collections_per_period: collections (each followed by learning) between evaluations:
+        the length of every period but perhaps the last.
+      num_collections: collections of the whole run.
     """
 
     num_envs: int
     num_steps: int
     collections_per_period: int
-    num_periods: int
+    num_collections: int
 
     @classmethod
     def of(cls, num_envs: int, num_steps: int, total_steps: int, eval_every: int) -> RunLayout:
-        """The layout of a request; ``ValueError`` naming the field for a non-positive value
-        or a budget shorter than one evaluation period."""
+        """The layout of a request (see the module docstring for the rule).
+
+        Raises:
+          ValueError: naming the field, for a value that is not a positive int, or a budget
+            shorter than one collection.
+        """
         for name, value in (
             ("num_envs", num_envs),
             ("num_steps", num_steps),
@@ -47,14 +80,14 @@ class RunLayout:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         steps_per_collect = num_envs * num_steps
-        per_period = max(1, round(eval_every / steps_per_collect))
-        num_periods = total_steps // steps_per_collect // per_period
-        if num_periods < 1:
+        collections = total_steps // steps_per_collect
+        if collections < 1:
             raise ValueError(
-                f"total_steps={total_steps} is less than one evaluation interval "
-                f"({per_period * steps_per_collect} env steps)"
+                f"total_steps={total_steps} is less than one collection (num_envs x num_steps "
+                f"= {num_envs} x {num_steps} = {steps_per_collect} env steps)"
             )
-        return cls(num_envs, num_steps, per_period, num_periods)
+        per_period = min(collections, max(1, round(eval_every / steps_per_collect)))
+        return cls(num_envs, num_steps, per_period, collections)
 
     @property
     def steps_per_collect(self) -> int:
@@ -63,25 +96,81 @@ class RunLayout:
 
     @property
     def steps_per_period(self) -> int:
-        """Env steps per evaluation period (per seed)."""
+        """Env steps of a whole evaluation period (per seed); the last may be shorter."""
         return self.steps_per_collect * self.collections_per_period
 
     @property
-    def num_collections(self) -> int:
-        """Collections of the whole run."""
-        return self.collections_per_period * self.num_periods
+    def num_periods(self) -> int:
+        """Evaluation periods of the run (one evaluation after each)."""
+        return math.ceil(self.num_collections / self.collections_per_period)
+
+    @property
+    def period_collections(self) -> tuple[int, ...]:
+        """Collections of each period, ``[P]``: ``k`` each, the last perhaps fewer."""
+        return self.periods_after(0)
+
+    def periods_after(self, done: int) -> tuple[int, ...]:
+        """Collections of each period still to run after ``done`` collections (a resumed
+        run; a run extended after a shorter last period first completes that period)."""
+        periods = []
+        while done < self.num_collections:
+            periods.append(self.collections_in(done))
+            done += periods[-1]
+        return tuple(periods)
+
+    def collections_in(self, done: int) -> int:
+        """Collections of the period that starts after ``done`` collections: up to the next
+        multiple of ``collections_per_period``, or to the end of the run."""
+        k = self.collections_per_period
+        return min(k - done % k, self.num_collections - done)
 
     @property
     def total_steps(self) -> int:
-        """Env steps the run takes (per seed): whole periods of the requested budget."""
-        return self.steps_per_period * self.num_periods
+        """Env steps the run takes (per seed): its whole collections."""
+        return self.steps_per_collect * self.num_collections
+
+    def shortfall(self, requested: int) -> int:
+        """Env steps of ``requested`` the run leaves out (fewer than one collection)."""
+        return requested - self.total_steps
+
+    @property
+    def eval_steps(self) -> tuple[int, ...]:
+        """Env steps (per seed) after which the run evaluates, ``[P]``."""
+        ends = np.cumsum(self.period_collections) * self.steps_per_collect
+        return tuple(int(e) for e in ends)
+
+    def agent_updates(self, update_per_step: float | None = None, warmup_steps: int = 0) -> int:
+        """Calls of ``agent.update`` over the run: one per collection (on-policy, with
+        ``update_per_step`` None); off-policy, ``update_per_step * num_envs * num_steps`` per
+        collection that starts at or after ``warmup_steps`` env steps (the updates of a
+        collection that starts inside the warm-up do not take effect)."""
+        if update_per_step is None:
+            return self.num_collections
+        per_collect = round(update_per_step * self.steps_per_collect)
+        starts = np.arange(self.num_collections) * self.steps_per_collect
+        return int(per_collect * np.sum(starts >= warmup_steps))
+
+    def describe(self) -> str:
+        """One line: ``"61 evaluations, every 16 collections of 16 x 64 env steps; ..."``."""
+        short = self.period_collections[-1]
+        last = (
+            f"; the last period {short} collection{'s' if short != 1 else ''}"
+            if short != self.collections_per_period
+            else ""
+        )
+        return (
+            f"{self.num_collections:,} collections of {self.num_envs} x {self.num_steps} env "
+            f"steps ({self.total_steps:,} env steps), {self.num_periods} evaluation"
+            f"{'s' if self.num_periods != 1 else ''} every {self.collections_per_period} "
+            f"collection{'s' if self.collections_per_period != 1 else ''}{last}"
+        )
 
 
-# A period program: ``carry -> (carry, metrics)`` for all seeds at once, where ``metrics`` holds
-# per-collection arrays ``[S, C]`` and the evaluation's ``eval/env_steps`` and
-# ``eval/return``, ``[S]`` each (``jax.vmap(TrainLoop.run_period)`` and
-# ``HostTrainLoop.run_period``).
-RunPeriod = Callable[[Any], tuple[Any, dict[str, Any]]]
+# A period program: ``(carry, collections) -> (carry, metrics)`` for all seeds at once: that
+# many collections with their learning, then an evaluation. ``metrics`` holds per-collection
+# arrays ``[S, collections]`` and the evaluation's ``eval/env_steps`` and ``eval/return``,
+# ``[S]`` each (``TrainLoop.run_period`` over seeds and ``HostTrainLoop.run_period``).
+RunPeriod = Callable[[Any, int], tuple[Any, dict[str, Any]]]
 
 
 def join_periods(periods: list[dict[str, Any]]) -> dict[str, np.ndarray]:
@@ -120,15 +209,15 @@ def stop_requested(stop: Callable[[Any], Any] | None, returns: np.ndarray, singl
 def drive(
     run_period: RunPeriod,
     carry: Any,
-    num_periods: int,
+    periods: Sequence[int],
     *,
     stop: Callable[[Any], Any] | None = None,
     progress: Callable[[dict], None] | None = None,
     single: bool = False,
 ) -> tuple[Any, dict[str, np.ndarray]]:
-    """Run ``num_periods`` periods of ``run_period`` from ``carry``, or fewer if ``stop``
-    says so (:func:`stop_requested`); the period loop of :func:`train_until` and
-    ``train_gymnasium``.
+    """Run the ``periods`` (collections of each, :attr:`RunLayout.period_collections`) of
+    ``run_period`` from ``carry``, or fewer if ``stop`` says so (:func:`stop_requested`); the
+    period loop of :func:`train_until` and ``train_gymnasium``.
 
     ``progress``, when given, is called after each evaluation with one payload for every
     driver: ``env_steps``, ``eval_return`` (mean over seeds), ``eval_returns`` (``[S]``),
@@ -139,11 +228,11 @@ def drive(
     Returns ``(carry, metrics)``: the last carry and :func:`join_periods` of the periods run.
     """
     start = time.perf_counter()
-    periods: list[dict[str, Any]] = []
-    for _ in range(num_periods):
-        carry, metrics = run_period(carry)
+    done: list[dict[str, Any]] = []
+    for collections in periods:
+        carry, metrics = run_period(carry, collections)
         metrics = jax.device_get(metrics)
-        periods.append(metrics)
+        done.append(metrics)
         returns = np.asarray(metrics["eval/return"])
         if progress is not None:
             state = carry.state
@@ -160,7 +249,7 @@ def drive(
                     "metrics": metrics,
                 }
             )
-        history = np.stack([np.asarray(p["eval/return"]) for p in periods], axis=1)
+        history = np.stack([np.asarray(p["eval/return"]) for p in done], axis=1)
         if stop_requested(stop, history, single):
             break
-    return carry, join_periods(periods)
+    return carry, join_periods(done)

@@ -31,22 +31,23 @@ from typing import Any, Literal
 import jax
 from jax import lax
 
+from jaxrl.algorithms.protocol import batches_seeds_on_cpu
+
 SeedAxis = Literal["auto", "vmap", "map"]
 SEED_AXES: tuple[str, ...] = ("auto", "vmap", "map")
 
 
 def resolve_seed_axis(how: str, agent: Any = None, env: Any = None) -> Literal["vmap", "map"]:
     """``"vmap"`` or ``"map"`` for ``how`` (``"auto"`` decides from the default backend, the
-    agent's ``learning_mode`` and the environment's ``batches_seeds``; see the module
-    docstring)."""
+    agent's :func:`jaxrl.algorithms.protocol.batches_seeds_on_cpu` and the environment's
+    ``batches_seeds``; see the module docstring)."""
     if how not in SEED_AXES:
         raise ValueError(f"seed_axis must be one of {list(SEED_AXES)}, got {how!r}")
     if how != "auto":
         return how  # type: ignore[return-value]
-    if jax.default_backend() != "cpu":
+    if jax.default_backend() != "cpu" or agent is None or getattr(env, "batches_seeds", False):
         return "vmap"
-    on_policy = getattr(agent, "learning_mode", None) == "on_policy"
-    return "map" if on_policy and not getattr(env, "batches_seeds", False) else "vmap"
+    return "vmap" if batches_seeds_on_cpu(agent) else "map"
 
 
 def over_seeds(
@@ -58,7 +59,7 @@ def over_seeds(
       fn: a pure per-seed function, e.g. ``train(key)`` from
         :func:`jaxrl.training.make_train` or ``TrainLoop.run_period(carry)``.
       how: ``"vmap"``, ``"map"`` or ``"auto"`` (see the module docstring).
-      agent: the algorithm, which ``"auto"`` consults (its ``learning_mode``).
+      agent: the algorithm, which ``"auto"`` consults (its ``batches_seeds_on_cpu``).
       env: the environment, which ``"auto"`` consults (its ``batches_seeds``), if any.
 
     Returns:

@@ -83,7 +83,10 @@ def test_help_lists_the_hyperparameters(capsys):
         (["train", "trpo", "--checkpoint-every", "-1"], "--checkpoint-every must be"),
         (["train", "trpo", "--gamma", "1.5"], "TRPO.gamma must be in [0.0, 1.0]"),
         (["train", "ddpg", "--exploration-noise", "pink"], "DDPG.exploration_noise must be"),
-        (["train", "trpo", "--total-steps", "100"], "less than one evaluation interval"),
+        (
+            ["train", "trpo", "--total-steps", "100"],
+            "--total-steps 100 is less than one collection of --num-envs x --num-steps",
+        ),
         (["train", "ddpg", "--env", "CartPole-v1"], "DDPG needs a continuous Box action_space"),
         (["evaluate"], "missing RUN_DIR"),
         (["evaluate", "no/such/run"], "run directory 'no/such/run' does not exist"),

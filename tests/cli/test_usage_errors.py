@@ -7,7 +7,7 @@ from typing import Literal
 
 import pytest
 
-from jaxrl import cli
+from jaxrl import cli_parse as cli
 from jaxrl.cli_usage import CommandSpec, explain
 
 SPEC = CommandSpec(

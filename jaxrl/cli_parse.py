@@ -1,0 +1,416 @@
+"""How the ``jaxrl`` command reads its command line (:mod:`jaxrl.cli` is the command): the
+command types (built from the algorithm registry, the presets and the algorithms' field
+help), parsing, and one-line errors (:mod:`jaxrl.cli_usage`);
+:mod:`jaxrl.cli_commands` does what each command does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import difflib
+import io
+import sys
+import typing
+from typing import Annotated, Any, Literal, Union
+
+import tyro
+
+from jaxrl.cli_usage import CommandSpec, UsageError, explain
+
+PROG = "jaxrl"
+COMMANDS = ("train", "evaluate", "plot", "compare")
+
+
+def algorithm_names() -> tuple[str, ...]:
+    """The registered algorithms (:mod:`jaxrl.algorithms.registry`), in name order."""
+    from jaxrl.algorithms import registry
+
+    return tuple(registry.algorithms())
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------------------------
+
+
+def _arg(help: str | None, **kwargs: Any) -> Any:
+    return tyro.conf.arg(help=help, **kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluateCommand:
+    """Load the final policy of a run and report its evaluation returns."""
+
+    run_dir: Annotated[str, tyro.conf.Positional, _arg("the run directory", metavar="RUN_DIR")]
+    episodes: Annotated[int, _arg("evaluation episodes per seed")] = 10
+    seed: Annotated[int, _arg("seed of the evaluation episodes")] = 0
+    step: Annotated[
+        int | None, _arg("checkpoint to load (an evaluation period); None: the newest")
+    ] = None
+    json: Annotated[bool, _arg("print the result as JSON")] = False
+
+
+@dataclasses.dataclass(frozen=True)
+class PlotCommand:
+    """Draw the learning curves of one or more runs in one figure."""
+
+    run_dirs: Annotated[
+        tuple[str, ...],
+        tyro.conf.Positional,
+        _arg("one or more run directories", metavar="RUN_DIR..."),
+    ]
+    output: Annotated[
+        str | None,
+        _arg(
+            "image file; None: RUN_DIR/learning_curve.png for one run, "
+            "learning_curves.png for several",
+            aliases=("-o",),
+        ),
+    ] = None
+    title: Annotated[str | None, _arg("figure title")] = None
+    spread: Annotated[
+        Literal["std", "minmax", "none"], _arg("shading across seeds: std, minmax or none")
+    ] = "std"
+
+
+def _run_fields(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
+    from jaxrl.io.config import run_defaults
+
+    defaults = run_defaults(algo, preset)
+    return [
+        (
+            "env",
+            str,
+            "Pendulum-v1",
+            "environment id: gymnax ids and Brax ids (brax:hopper) run in the jitted driver, "
+            "other gymnasium ids on the host",
+        ),
+        (
+            "preset",
+            str | None,
+            None,
+            "default settings: mujoco (Tianshou's MuJoCo examples), pendulum (Tianshou's "
+            "Pendulum tests) or default; None: chosen from --env (in force: " + preset + ")",
+        ),
+        (
+            "backend",
+            Literal["auto", "jax", "gymnasium"],
+            "auto",
+            "driver: auto uses jax for gymnax ids and the host driver (gymnasium) for the rest",
+        ),
+        (
+            "env_backend",
+            Literal["auto", "gymnasium", "envpool"],
+            "auto",
+            "host environments: auto uses EnvPool for the ids it has when installed, "
+            "gymnasium's vector env otherwise (naming one uses the host driver)",
+        ),
+        (
+            "brax_backend",
+            Literal["generalized", "positional", "spring", "mjx"] | None,
+            None,
+            "physics of brax:NAME environments: generalized (Brax's default; None picks it), "
+            "positional, spring, or mjx (MuJoCo XLA, for GPUs)",
+        ),
+        (
+            "num_seeds",
+            int | None,
+            None,
+            "seeds trained together in one program; None: 4 on JAX environments, "
+            "1 on host environments",
+        ),
+        ("seed", int, 0, "base seed: the seeds are jax.random.split(key(seed), num_seeds)"),
+        ("total_steps", int, defaults["total_steps"], "env-step budget per seed"),
+        ("num_envs", int, defaults["num_envs"], "parallel training environments"),
+        (
+            "num_steps",
+            int,
+            defaults["num_steps"],
+            "vector steps per collection (learning follows every num_envs x num_steps steps)",
+        ),
+        (
+            "eval_every",
+            int,
+            defaults["eval_every"],
+            "env steps between evaluations (one evaluation period)",
+        ),
+        ("eval_episodes", int, defaults["eval_episodes"], "episodes per evaluation"),
+        (
+            "normalize_obs",
+            bool,
+            defaults["normalize_obs"],
+            "running observation normalization (Tianshou's MuJoCo setting; clipped to +-10)",
+        ),
+        (
+            "checkpoint_every",
+            int,
+            1,
+            "evaluation periods between checkpoints (0: only at the end)",
+        ),
+        (
+            "checkpoint_buffer",
+            bool,
+            True,
+            "host runs: checkpoints hold the replay buffer (exact off-policy resume; large)",
+        ),
+        ("run_dir", str | None, None, "run directory; None: runs/ALGO-ENV-DATE-TIME"),
+        ("resume", str | None, None, "continue the run in this directory from its last checkpoint"),
+        (
+            "stop_after_periods",
+            int | None,
+            None,
+            "stop after this many evaluation periods, as an interruption would (for testing)",
+        ),
+    ]
+
+
+_METAVARS = {"run_dir": "RUN_DIR", "resume": "RUN_DIR"}
+
+
+def _train_command_type(algo: str, preset: str) -> type:
+    """``jaxrl train ALGO``'s options: the run settings and every hyperparameter of the
+    algorithm (a dataclass built from the algorithm's fields), with the defaults of
+    ``preset``."""
+    from jaxrl.algorithms.presets import get_preset
+    from jaxrl.io.config import hyperparameters
+
+    name = algo.upper()
+    description = get_preset(preset).description
+    hyper_fields = []
+    for spec in hyperparameters(algo, preset):
+        help_text = spec.help
+        if spec.aliases:
+            help_text += " (1.x: " + ", ".join(option_flag(a) for a in spec.aliases)
+            help_text += ")"
+        hyper_fields.append(
+            (
+                spec.name,
+                Annotated[spec.type, _arg(help_text)],
+                dataclasses.field(default=spec.default),
+            )
+        )
+    hyper = dataclasses.make_dataclass(f"{name}Hyperparameters", hyper_fields, frozen=True)
+    hyper.__doc__ = f"{name} hyperparameters: Tianshou 2.x names, defaults of preset {preset}"
+    run_fields = [
+        (
+            field_name,
+            Annotated[
+                kind,
+                _arg(
+                    help_text,
+                    **({"metavar": _METAVARS[field_name]} if field_name in _METAVARS else {}),
+                ),
+            ],
+            dataclasses.field(default=default),
+        )
+        for field_name, kind, default, help_text in _run_fields(algo, preset)
+    ]
+    run_fields.append(
+        (
+            "hyperparameters",
+            Annotated[hyper, tyro.conf.OmitArgPrefixes, _arg(None, name=algo)],
+            dataclasses.field(default_factory=hyper),
+        )
+    )
+    command = dataclasses.make_dataclass(f"Train{name}", run_fields, frozen=True)
+    from jaxrl.algorithms import registry
+
+    title = registry.get(algo).title
+    command.__doc__ = f"Train {title}; defaults: preset {preset} ({description})."
+    command.algo = algo
+    return command
+
+
+@dataclasses.dataclass(frozen=True)
+class CompareCommand:
+    """Compare runs: learning curves with 95% confidence bands in one figure, and a table of
+    last, best and final-policy returns (mean +- std [95% CI] across seeds)."""
+
+    run_dirs: Annotated[
+        tuple[str, ...],
+        tyro.conf.Positional,
+        _arg("two or more run directories", metavar="RUN_DIR..."),
+    ]
+    output: Annotated[str, _arg("image file", aliases=("-o",))] = "comparison.png"
+    labels: Annotated[
+        tuple[str, ...] | None, _arg("one label per run; None: algorithm and environment")
+    ] = None
+    title: Annotated[str | None, _arg("figure title")] = None
+    spread: Annotated[
+        Literal["ci95", "std", "minmax", "none"],
+        _arg("shading: ci95 (95% CI of the mean), std, minmax or none"),
+    ] = "ci95"
+    json: Annotated[bool, _arg("print the table as JSON")] = False
+
+
+def _command_type(preset: str) -> Any:
+    """The whole command line as a tyro type: subcommands train ALGO, evaluate, plot, compare."""
+    train = Union[  # noqa: UP007 (tyro reads the subcommands from a typing.Union)
+        tuple(
+            Annotated[_train_command_type(a, preset), tyro.conf.subcommand(a, prefix_name=False)]
+            for a in algorithm_names()
+        )
+    ]
+    return Union[  # noqa: UP007
+        Annotated[
+            train,
+            tyro.conf.subcommand(
+                "train",
+                description="Train an agent; metrics, plots and checkpoints go to a run directory.",
+            ),
+        ],
+        Annotated[EvaluateCommand, tyro.conf.subcommand("evaluate")],
+        Annotated[PlotCommand, tyro.conf.subcommand("plot")],
+        Annotated[CompareCommand, tyro.conf.subcommand("compare")],
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing with one-line errors
+# ---------------------------------------------------------------------------------------------
+
+
+_POSITIONAL = {"run_dir": "RUN_DIR", "run_dirs": "RUN_DIR..."}
+_SUBCOMMANDS = {"evaluate": EvaluateCommand, "plot": PlotCommand, "compare": CompareCommand}
+
+
+def option_flag(name: str) -> str:
+    """The command-line flag of a field: ``max_kl`` -> ``--max-kl``."""
+    return "--" + name.replace("_", "-")
+
+
+def command_spec(argv: list[str], preset: str) -> CommandSpec:
+    """The options and positional arguments of the command ``argv`` names (for one-line
+    errors; :mod:`jaxrl.cli_usage`)."""
+    head = argv[0] if argv else ""
+    if head == "train" and len(argv) >= 2 and argv[1] in algorithm_names():
+        from jaxrl.io.config import hyperparameters
+
+        options = {option_flag(f[0]): f[1] for f in _run_fields(argv[1], preset)}
+        options.update({option_flag(h.name): h.type for h in hyperparameters(argv[1], preset)})
+        return CommandSpec(f"{PROG} train {argv[1]}", options, hyperparameters=True)
+    if head not in _SUBCOMMANDS:
+        return CommandSpec(PROG, {})
+    hints = typing.get_type_hints(_SUBCOMMANDS[head])
+    options = {option_flag(n): kind for n, kind in hints.items() if n not in _POSITIONAL}
+    if "--output" in options:
+        options["-o"] = options["--output"]
+    (positional,) = [n for n in hints if n in _POSITIONAL]
+    return CommandSpec(
+        f"{PROG} {head}",
+        options,
+        positional=_POSITIONAL[positional],
+        positional_required=positional == "run_dir",
+        many_positional=positional == "run_dirs",
+    )
+
+
+def _precheck(argv: list[str]) -> None:
+    """Command and algorithm names, checked before anything heavy is imported."""
+    if not argv:
+        raise UsageError(f"missing command: choose from {', '.join(COMMANDS)} (see jaxrl --help)")
+    head = argv[0]
+    if head.startswith("-"):
+        return
+    if head not in COMMANDS:
+        close = difflib.get_close_matches(head, COMMANDS, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise UsageError(f"unknown command {head!r}: choose from {', '.join(COMMANDS)}{hint}")
+    if head == "train":
+        if len(argv) < 2 or argv[1].startswith("-"):
+            if not any(a in ("-h", "--help") for a in argv[1:]):
+                raise UsageError(
+                    f"missing algorithm: jaxrl train ALGO with ALGO one of "
+                    f"{', '.join(algorithm_names())}"
+                )
+        elif argv[1] not in algorithm_names():
+            raise UsageError(
+                f"unknown algorithm {argv[1]!r}: choose from {', '.join(algorithm_names())}"
+            )
+
+
+def rewrite_aliases(argv: list[str]) -> list[str]:
+    """Tianshou 1.x option names (``--discount-factor``) to their 2.x fields (``--gamma``)."""
+    if len(argv) < 2 or argv[0] != "train" or argv[1] not in algorithm_names():
+        return argv
+    from jaxrl.io.config import hyperparameters
+
+    aliases = {}
+    for spec in hyperparameters(argv[1]):
+        for alias in spec.aliases:
+            for spelling in (alias, alias.replace("_", "-")):
+                aliases["--" + spelling] = option_flag(spec.name)
+    rewritten = []
+    for token in argv:
+        option, equals, value = token.partition("=")
+        rewritten.append(aliases[option] + equals + value if option in aliases else token)
+    return rewritten
+
+
+def _option_value(argv: list[str], option: str) -> str | None:
+    """The value written for ``option`` (``--env X`` or ``--env=X``; the last one wins)."""
+    value = None
+    for index, token in enumerate(argv):
+        if token == option and index + 1 < len(argv):
+            value = argv[index + 1]
+        elif token.startswith(option + "="):
+            value = token.split("=", 1)[1]
+    return value
+
+
+def preset_in_force(argv: list[str]) -> str:
+    """The preset whose defaults the command line gets: ``--preset NAME``, else the one
+    :func:`jaxrl.algorithms.presets.preset_for_env` picks for ``--env`` (Pendulum-v1 when
+    none is given).
+
+    Raises:
+      UsageError: an unknown preset name.
+    """
+    from jaxrl.algorithms.presets import get_preset, preset_for_env
+
+    name = _option_value(argv, "--preset")
+    if name is None or name == "None":
+        return preset_for_env(_option_value(argv, "--env") or "Pendulum-v1")
+    try:
+        return get_preset(name).name
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def parse(argv: list[str]) -> Any:
+    """Parse ``argv`` (without the program name) into a command object.
+
+    Raises:
+      UsageError: with one line naming the problem.
+      SystemExit: for ``--help`` (status 0).
+    """
+    _precheck(argv)
+    argv = rewrite_aliases(argv)
+    preset = preset_in_force(argv)
+    command_type = _command_type(preset)
+
+    if any(token in ("-h", "--help") for token in argv):
+        return tyro.cli(command_type, prog=PROG, args=argv)  # prints the help, exits 0
+    try:
+        # Quiet: the one-line message below replaces tyro's report (some of tyro's value
+        # errors are printed even with its console output off, hence the redirect too).
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            return tyro.cli(command_type, prog=PROG, args=argv, console_outputs=False)
+    except SystemExit as exit_:
+        if not exit_.code:
+            raise
+        words = 2 if argv[:1] == ["train"] else 1
+        raise UsageError(explain(command_spec(argv, preset), argv[words:])) from None
+
+
+def given_options(argv: list[str]) -> set[str]:
+    """Field names of the options written on the command line (``--no-x`` counts as x)."""
+    given = set()
+    for token in argv:
+        if token.startswith("--"):
+            name = token[2:].split("=", 1)[0].replace("-", "_")
+            given.add(name)
+            if name.startswith("no_"):
+                given.add(name[3:])
+    return given
