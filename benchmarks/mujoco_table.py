@@ -86,8 +86,9 @@ class Cell:
     @property
     def settings(self) -> dict[str, Any]:
         """What a row must share with the others of its cell: the preset, every resolved
-        hyperparameter and the run settings that change learning (not seeds, backends or
-        checkpointing)."""
+        hyperparameter, the run settings that change learning (not seeds, backends or
+        checkpointing) and the counts they make (env steps, evaluation points, agent
+        updates: the schedule's length)."""
         data = self.config.to_dict()
         run = {
             name: data["run"][name]
@@ -100,7 +101,12 @@ class Cell:
                 "normalize_obs",
             )
         }
-        return {"preset": data["preset"], "run": run, "hyperparameters": data["hyperparameters"]}
+        return {
+            "preset": data["preset"],
+            "run": run,
+            "hyperparameters": data["hyperparameters"],
+            "counts": data["counts"],  # the arithmetic: env steps, evaluations, updates
+        }
 
     @property
     def settings_id(self) -> str:
