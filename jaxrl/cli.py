@@ -238,14 +238,18 @@ def _train_command_type(algo: str, preset: str) -> type:
 @dataclasses.dataclass(frozen=True)
 class CompareCommand:
     """Compare runs: learning curves with 95% confidence bands in one figure, and a table of
-    last, best and final-policy returns (mean +- std [95% CI] across seeds)."""
+    each run's last evaluation, best evaluation and final policy (mean +- std [95% CI] across
+    seeds)."""
 
     run_dirs: Annotated[
         tuple[str, ...],
         tyro.conf.Positional,
         _arg("two or more run directories", metavar="RUN_DIR..."),
     ]
-    output: Annotated[str, _arg("image file", aliases=("-o",))] = "comparison.png"
+    output: Annotated[
+        str | None,
+        _arg("image file; None: comparison.png next to the first RUN_DIR", aliases=("-o",)),
+    ] = None
     labels: Annotated[
         tuple[str, ...] | None, _arg("one label per run; None: algorithm and environment")
     ] = None

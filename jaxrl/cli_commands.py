@@ -202,17 +202,31 @@ def train(args: Any, argv: list[str]) -> int:
 
 def evaluate(args: EvaluateCommand) -> int:
     from jaxrl.io.checkpoints import CheckpointError
-    from jaxrl.io.run_dir import RunDirError
+    from jaxrl.io.run_dir import RunDir, RunDirError
     from jaxrl.io.runner import evaluate_run
+    from jaxrl.io.vocabulary import DETERMINISTIC, STOCHASTIC
 
     if args.episodes < 1:
         raise UsageError(f"--episodes must be a positive integer, got {args.episodes}")
+    if args.step is not None and Path(args.run_dir).is_dir():
+        from jaxrl.io.checkpoints import CheckpointStore
+
+        steps = CheckpointStore(RunDir(Path(args.run_dir)).checkpoints).steps()
+        if args.step not in steps:
+            have = ", ".join(map(str, steps)) if steps else "none"
+            raise UsageError(
+                f"--step {args.step}: {args.run_dir} has no finished checkpoint at that "
+                f"evaluation period (its checkpoints: {have})"
+            )
     _enable_compilation_cache()
     try:
         loaded, returns = evaluate_run(args.run_dir, args.episodes, args.seed, args.step)
     except (RunDirError, CheckpointError, ValueError) as error:
         raise UsageError(str(error)) from None
     config = loaded.config
+    env_steps = loaded.metadata.get("env_steps")
+    policy = _evaluated_policy(RunDir(Path(args.run_dir)), env_steps)
+    mode = DETERMINISTIC if loaded.agent.evaluates_deterministically else STOCHASTIC
     if args.json:
         print(
             json.dumps(
@@ -220,8 +234,10 @@ def evaluate(args: EvaluateCommand) -> int:
                     "run_dir": args.run_dir,
                     "algo": config.algo,
                     "env": config.env,
+                    "policy": policy,
+                    "mode": mode,
                     "checkpoint": loaded.step,
-                    "env_steps": loaded.metadata.get("env_steps"),
+                    "env_steps": env_steps,
                     "episodes": args.episodes,
                     "returns": [float(r) for r in returns],
                     "mean": float(returns.mean()),
@@ -231,15 +247,26 @@ def evaluate(args: EvaluateCommand) -> int:
         )
         return 0
     print(
-        f"{config.algo.upper()} on {config.env}, checkpoint {loaded.step} "
-        f"({loaded.metadata.get('env_steps', 0):,} env steps per seed), "
-        f"{args.episodes} episodes per seed:"
+        f"{config.algo.upper()} on {config.env}: {policy} (checkpoint {loaded.step}, "
+        f"{env_steps or 0:,} env steps per seed), {mode}, {args.episodes} episodes per seed:"
     )
     for seed, value in enumerate(returns):
         print(f"  seed {seed}: {value:10.1f}")
     spread = f" +- {returns.std():.1f}" if len(returns) > 1 else ""
-    print(f"Mean evaluation return: {returns.mean():.1f}{spread}")
+    print(f"Mean return: {returns.mean():.1f}{spread}")
     return 0
+
+
+def _evaluated_policy(run_dir: Any, env_steps: int | None) -> str:
+    """``"final policy"`` for the checkpoint a finished run ended with (the policy of its
+    ``final_eval.json``), ``"policy during training"`` for an earlier one."""
+    from jaxrl.io.report import FinalEvaluation
+    from jaxrl.io.vocabulary import DURING_TRAINING, FINAL_POLICY
+
+    final = FinalEvaluation.load(run_dir.final_eval)
+    if final is not None and final.env_steps == env_steps:
+        return FINAL_POLICY
+    return f"policy {DURING_TRAINING}"
 
 
 def _check_run_dirs(run_dirs: tuple[str, ...], command: str, least: int = 1) -> None:
@@ -271,14 +298,15 @@ def plot(args: PlotCommand) -> int:
 
 
 def compare(args: CompareCommand) -> int:
-    from jaxrl.io.compare import compare_runs, format_table
+    from jaxrl.io.compare import compare_runs, default_output, format_table
 
     _check_run_dirs(args.run_dirs, "compare", least=2)
     if args.labels is not None and len(args.labels) != len(args.run_dirs):
         raise UsageError(
             f"--labels: got {len(args.labels)} labels for {len(args.run_dirs)} run directories"
         )
-    path, rows = compare_runs(args.run_dirs, args.output, args.labels, args.title, args.spread)
+    output = default_output(args.run_dirs) if args.output is None else Path(args.output)
+    path, rows = compare_runs(args.run_dirs, output, args.labels, args.title, args.spread)
     if args.json:
         print(json.dumps({"figure": str(path), "runs": rows}))
         return 0
