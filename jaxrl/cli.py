@@ -88,6 +88,7 @@ class PlotCommand:
 
 
 def _run_fields(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
+    from jaxrl.algorithms.presets import presets_help
     from jaxrl.io.config import run_defaults
 
     defaults = run_defaults(algo, preset)
@@ -103,8 +104,7 @@ def _run_fields(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
             "preset",
             str | None,
             None,
-            "default settings: mujoco (Tianshou's MuJoCo examples), pendulum (Tianshou's "
-            "Pendulum tests) or default; None: chosen from --env (in force: " + preset + ")",
+            f"default settings. {presets_help()}. None: chosen from --env (in force: {preset})",
         ),
         (
             "backend",

@@ -17,12 +17,13 @@ from jaxrl.cli import (
     CompareCommand,
     EvaluateCommand,
     PlotCommand,
+    command_spec,
     given_options,
     option_flag,
     preset_in_force,
     rewrite_aliases,
 )
-from jaxrl.cli_usage import UsageError
+from jaxrl.cli_usage import UsageError, name_flags
 
 # ---------------------------------------------------------------------------------------------
 # train
@@ -73,7 +74,10 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     preset = preset_in_force(argv)
     _check_positive(values)
     if values["resume"] is not None:
-        run_dir = RunDir.open(values["resume"])
+        try:
+            run_dir = RunDir.open(values["resume"])
+        except ValueError as error:
+            raise UsageError(f"--resume: {error}") from None
         saved = RunConfig.load(run_dir.config)
         if saved.algo != algo:
             raise UsageError(
@@ -94,7 +98,13 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
         check_config(config)
         return config, run_dir, True
     host_backend = values["env_backend"] != "auto"
-    backend = resolve_backend(values["env"], "gymnasium" if host_backend else values["backend"])
+    try:
+        backend = resolve_backend(values["env"], "gymnasium" if host_backend else values["backend"])
+    except ValueError as error:  # an unknown id, or a Brax id on the host driver
+        flag = "--env"
+        if is_brax_id(values["env"]):
+            flag = "--env-backend" if host_backend else "--backend"
+        raise UsageError(f"{flag}: {error}") from None
     if host_backend and values["backend"] == "jax":
         raise UsageError(
             f"--env-backend {values['env_backend']} runs host environments: it cannot be "
@@ -154,7 +164,9 @@ def train(args: Any, argv: list[str]) -> int:
     try:
         config, run_dir, resume = _resolve_train(args, argv)
     except (ValueError, TypeError, ModuleNotFoundError) as error:
-        raise UsageError(str(error)) from None
+        # The library names Python fields (TRPO.max_kl); the user changes flags (--max-kl).
+        flags = command_spec(argv, preset_in_force(argv)).options
+        raise UsageError(name_flags(str(error), flags)) from None
     resume_cmd = f"jaxrl train {config.algo} --resume {run_dir.path}"
     _interrupt_on_sigterm()
     try:
