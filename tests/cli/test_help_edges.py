@@ -52,6 +52,7 @@ def test_name_flags_rewrites_field_names_only():
     for untouched in (
         "32768 env steps",  # a plain word, not a field
         "run directory '/tmp/run_dir/x' does not exist",  # inside a path
+        "no finalized checkpoint in /tmp/runs/run_dir",  # a path that ends in a field's name
         "ReplayBuffer.sample batch_size must be",  # not an option of the command
     ):
         assert name_flags(untouched, flags) == untouched
