@@ -71,6 +71,7 @@ def test_name_flags_rewrites_field_names_only():
             "--total-steps 100 is less than one evaluation interval (32768 env steps)",
         ),
         (["train", "trpo", "--env", "Pendulm-v1"], "--env: unknown environment id 'Pendulm-v1'"),
+        (["train", "trpo", "--resume", "no/such/run"], "--resume: run directory 'no/such/run'"),
     ],
 )
 def test_cli_errors_name_the_flag(capsys, tmp_path, argv, expected):
