@@ -17,12 +17,13 @@ from jaxrl.cli_parse import (
     CompareCommand,
     EvaluateCommand,
     PlotCommand,
+    command_spec,
     given_options,
     option_flag,
     preset_in_force,
     rewrite_aliases,
 )
-from jaxrl.cli_usage import UsageError
+from jaxrl.cli_usage import UsageError, name_flags
 
 # ---------------------------------------------------------------------------------------------
 # train
@@ -80,7 +81,10 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     preset = preset_in_force(argv)
     _check_positive(values)
     if values["resume"] is not None:
-        run_dir = RunDir.open(values["resume"])
+        try:
+            run_dir = RunDir.open(values["resume"])
+        except ValueError as error:
+            raise UsageError(f"--resume: {error}") from None
         saved = RunConfig.load(run_dir.config)
         if saved.algo != algo:
             raise UsageError(
@@ -101,7 +105,13 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
         check_config(config)
         return config, run_dir, True
     host_backend = values["env_backend"] != "auto"
-    backend = resolve_backend(values["env"], "gymnasium" if host_backend else values["backend"])
+    try:
+        backend = resolve_backend(values["env"], "gymnasium" if host_backend else values["backend"])
+    except ValueError as error:  # an unknown id, or a Brax id on the host driver
+        flag = "--env"
+        if is_brax_id(values["env"]):
+            flag = "--env-backend" if host_backend else "--backend"
+        raise UsageError(f"{flag}: {error}") from None
     if host_backend and values["backend"] == "jax":
         raise UsageError(
             f"--env-backend {values['env_backend']} runs host environments: it cannot be "
@@ -191,7 +201,9 @@ def train(args: Any, argv: list[str]) -> int:
     try:
         config, run_dir, resume = _resolve_train(args, argv)
     except (ValueError, TypeError, ModuleNotFoundError) as error:
-        raise UsageError(str(error)) from None
+        # The library names Python fields (TRPO.max_kl); the user changes flags (--max-kl).
+        flags = command_spec(argv, preset_in_force(argv)).options
+        raise UsageError(name_flags(str(error), flags)) from None
     for line in _budget_notes(config):
         print(line, file=sys.stderr, flush=True)
     resume_cmd = f"jaxrl train {config.algo} --resume {run_dir.path}"
@@ -241,17 +253,31 @@ def train(args: Any, argv: list[str]) -> int:
 
 def evaluate(args: EvaluateCommand) -> int:
     from jaxrl.io.checkpoints import CheckpointError
-    from jaxrl.io.run_dir import RunDirError
+    from jaxrl.io.run_dir import RunDir, RunDirError
     from jaxrl.io.runner import evaluate_run
+    from jaxrl.io.vocabulary import DETERMINISTIC, STOCHASTIC
 
     if args.episodes < 1:
         raise UsageError(f"--episodes must be a positive integer, got {args.episodes}")
+    if args.step is not None and Path(args.run_dir).is_dir():
+        from jaxrl.io.checkpoints import CheckpointStore
+
+        steps = CheckpointStore(RunDir(Path(args.run_dir)).checkpoints).steps()
+        if args.step not in steps:
+            have = ", ".join(map(str, steps)) if steps else "none"
+            raise UsageError(
+                f"--step {args.step}: {args.run_dir} has no finished checkpoint at that "
+                f"evaluation period (its checkpoints: {have})"
+            )
     _enable_compilation_cache()
     try:
         loaded, returns = evaluate_run(args.run_dir, args.episodes, args.seed, args.step)
     except (RunDirError, CheckpointError, ValueError) as error:
         raise UsageError(str(error)) from None
     config = loaded.config
+    env_steps = loaded.metadata.get("env_steps")
+    policy = _evaluated_policy(RunDir(Path(args.run_dir)), env_steps)
+    mode = DETERMINISTIC if loaded.agent.evaluates_deterministically else STOCHASTIC
     if args.json:
         print(
             json.dumps(
@@ -259,8 +285,10 @@ def evaluate(args: EvaluateCommand) -> int:
                     "run_dir": args.run_dir,
                     "algo": config.algo,
                     "env": config.env,
+                    "policy": policy,
+                    "mode": mode,
                     "checkpoint": loaded.step,
-                    "env_steps": loaded.metadata.get("env_steps"),
+                    "env_steps": env_steps,
                     "episodes": args.episodes,
                     "returns": [float(r) for r in returns],
                     "mean": float(returns.mean()),
@@ -270,15 +298,26 @@ def evaluate(args: EvaluateCommand) -> int:
         )
         return 0
     print(
-        f"{config.algo.upper()} on {config.env}, checkpoint {loaded.step} "
-        f"({loaded.metadata.get('env_steps', 0):,} env steps per seed), "
-        f"{args.episodes} episodes per seed:"
+        f"{config.algo.upper()} on {config.env}: {policy} (checkpoint {loaded.step}, "
+        f"{env_steps or 0:,} env steps per seed), {mode}, {args.episodes} episodes per seed:"
     )
     for seed, value in enumerate(returns):
         print(f"  seed {seed}: {value:10.1f}")
     spread = f" +- {returns.std():.1f}" if len(returns) > 1 else ""
-    print(f"Mean evaluation return: {returns.mean():.1f}{spread}")
+    print(f"Mean return: {returns.mean():.1f}{spread}")
     return 0
+
+
+def _evaluated_policy(run_dir: Any, env_steps: int | None) -> str:
+    """``"final policy"`` for the checkpoint a finished run ended with (the policy of its
+    ``final_eval.json``), ``"policy during training"`` for an earlier one."""
+    from jaxrl.io.report import FinalEvaluation
+    from jaxrl.io.vocabulary import DURING_TRAINING, FINAL_POLICY
+
+    final = FinalEvaluation.load(run_dir.final_eval)
+    if final is not None and final.env_steps == env_steps:
+        return FINAL_POLICY
+    return f"policy {DURING_TRAINING}"
 
 
 def _check_run_dirs(run_dirs: tuple[str, ...], command: str, least: int = 1) -> None:
@@ -310,14 +349,15 @@ def plot(args: PlotCommand) -> int:
 
 
 def compare(args: CompareCommand) -> int:
-    from jaxrl.io.compare import compare_runs, format_table
+    from jaxrl.io.compare import compare_runs, default_output, format_table
 
     _check_run_dirs(args.run_dirs, "compare", least=2)
     if args.labels is not None and len(args.labels) != len(args.run_dirs):
         raise UsageError(
             f"--labels: got {len(args.labels)} labels for {len(args.run_dirs)} run directories"
         )
-    path, rows = compare_runs(args.run_dirs, args.output, args.labels, args.title, args.spread)
+    output = default_output(args.run_dirs) if args.output is None else Path(args.output)
+    path, rows = compare_runs(args.run_dirs, output, args.labels, args.title, args.spread)
     if args.json:
         print(json.dumps({"figure": str(path), "runs": rows}))
         return 0

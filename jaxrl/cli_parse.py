@@ -10,7 +10,6 @@ import contextlib
 import dataclasses
 import difflib
 import io
-import sys
 import typing
 from typing import Annotated, Any, Literal, Union
 
@@ -75,6 +74,7 @@ class PlotCommand:
 
 
 def _run_fields(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
+    from jaxrl.algorithms.presets import presets_help
     from jaxrl.io.config import run_defaults
 
     defaults = run_defaults(algo, preset)
@@ -90,8 +90,7 @@ def _run_fields(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
             "preset",
             str | None,
             None,
-            "default settings: mujoco (Tianshou's MuJoCo examples), pendulum (Tianshou's "
-            "Pendulum tests) or default; None: chosen from --env (in force: " + preset + ")",
+            f"default settings. {presets_help()}. None: chosen from --env (in force: {preset})",
         ),
         (
             "backend",
@@ -225,14 +224,18 @@ def _train_command_type(algo: str, preset: str) -> type:
 @dataclasses.dataclass(frozen=True)
 class CompareCommand:
     """Compare runs: learning curves with 95% confidence bands in one figure, and a table of
-    last, best and final-policy returns (mean +- std [95% CI] across seeds)."""
+    each run's last evaluation, best evaluation and final policy (mean +- std [95% CI] across
+    seeds)."""
 
     run_dirs: Annotated[
         tuple[str, ...],
         tyro.conf.Positional,
         _arg("two or more run directories", metavar="RUN_DIR..."),
     ]
-    output: Annotated[str, _arg("image file", aliases=("-o",))] = "comparison.png"
+    output: Annotated[
+        str | None,
+        _arg("image file; None: comparison.png next to the first RUN_DIR", aliases=("-o",)),
+    ] = None
     labels: Annotated[
         tuple[str, ...] | None, _arg("one label per run; None: algorithm and environment")
     ] = None

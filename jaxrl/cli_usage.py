@@ -4,16 +4,19 @@
 command lines the parser rejects: tyro parses ``jaxrl``'s command line, and when it rejects
 one (with its console output off) the command explains why here, from its own table of
 options, in one line that names the option and what was expected. Only tyro's public API is
-used.
+used. :func:`name_flags` rewrites the library's errors (which name Python fields such as
+``TrainConfig.total_steps`` or ``TRPO.max_kl``) with the flags a user of the command can
+change (``--total-steps``, ``--max-kl``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Literal
 
 
@@ -139,3 +142,31 @@ def explain(spec: CommandSpec, tokens: list[str]) -> str:
     if spec.positional_required and not positionals:
         return f"missing {spec.positional} for {spec.name} {see}"
     return f"invalid arguments for {spec.name} {see}"
+
+
+# A field name as the library's errors write it: ``TRPO.max_kl``, ``TrainConfig.total_steps=100``,
+# ``total_steps=100`` or a bare ``brax_backend``; not inside a path, a dotted name or a flag.
+_FIELD = re.compile(
+    r"(?<![\w.\-/'\"])(?:(?P<owner>[A-Z]\w*)\.)?(?P<field>[a-z]\w*)"
+    r"(?:=(?P<value>[^\s,;)]+))?(?![\w/\-])"
+)
+
+
+def name_flags(message: str, flags: Collection[str]) -> str:
+    """``message`` with the Python names of fields that are options of the command written as
+    their flags: ``TRPO.max_kl must be ...`` -> ``--max-kl must be ...``,
+    ``TrainConfig.total_steps=100 is ...`` -> ``--total-steps 100 is ...``.
+
+    A name is rewritten when ``flags`` has its flag and the message marks it as a field: by
+    an owner (``Class.field``), a value (``field=value``) or an underscore (``eval_every``);
+    plain words (``env steps``) stay as they are.
+    """
+
+    def flag_of(match: re.Match[str]) -> str:
+        field, value = match["field"], match["value"]
+        flag = "--" + field.replace("_", "-")
+        if flag not in flags or not (match["owner"] or value is not None or "_" in field):
+            return match[0]
+        return flag if value is None else f"{flag} {value}"
+
+    return _FIELD.sub(flag_of, message)

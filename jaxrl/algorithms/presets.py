@@ -165,8 +165,8 @@ _MUJOCO_ON_POLICY_RUN = {
 PRESETS: dict[str, Preset] = {
     "pendulum": Preset(
         "pendulum",
-        "settings that end with a solved Pendulum-v1 (TRPO tuned by a seed search; NPG and "
-        "DDPG: Tianshou's test settings)",
+        "settings that end with a solved Pendulum-v1 (TRPO tuned by a seed search, NPG and "
+        "DDPG with Tianshou's test settings)",
         _frozen(
             {
                 # NPG's unnormalized steps need many updates; with these 40 large ones it
@@ -247,6 +247,12 @@ def preset_for_env(env_id: str) -> str:
     if env_id.rsplit("-v", 1)[0] == "Pendulum":
         return "pendulum"
     return "default"
+
+
+def presets_help() -> str:
+    """Every registered preset with its description, for the ``--preset`` help:
+    ``"pendulum: settings that ...; tianshou-pendulum: ...; ..."`` (registry order)."""
+    return "; ".join(f"{preset.name}: {preset.description}" for preset in PRESETS.values())
 
 
 def get_preset(name: str) -> Preset:

@@ -65,7 +65,8 @@ def resolve_backend(env: str, backend: str = "auto") -> Backend:
         return "jax"
     if env in gym_ids or ":" in env:  # "module:EnvId" ids register on import
         return "gymnasium"
-    close = difflib.get_close_matches(env, jax_ids + gym_ids, n=3)
+    known = list(dict.fromkeys(jax_ids + gym_ids))  # ids both libraries have, once
+    close = difflib.get_close_matches(env, known, n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise ValueError(
         f"unknown environment id {env!r}: neither a gymnax nor a registered gymnasium id{hint}"

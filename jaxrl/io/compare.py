@@ -1,17 +1,29 @@
 """``jaxrl compare``: several runs side by side, as a figure (learning curves with 95%
-confidence bands of the mean across seeds) and a table of final and best returns."""
+confidence bands of the mean across seeds) and a table of each run's last evaluation, best
+evaluation and final policy (the names of :mod:`jaxrl.io.vocabulary`, as in the end-of-run
+report and the learning-curve figure)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from jaxrl.io.plots import Spread, band, plot_runs, run_label
+from jaxrl.io.plots import Spread, band, default_title, plot_runs, run_label
 from jaxrl.io.report import CurveSummary, FinalEvaluation
 from jaxrl.io.run_dir import RunDir
+from jaxrl.io.vocabulary import (
+    BEST_EVALUATION,
+    DETERMINISTIC,
+    LAST_EVALUATION,
+    STOCHASTIC,
+    final_policy,
+)
+
+DEFAULT_OUTPUT = "comparison.png"
 
 
 def _mean_ci(values: np.ndarray) -> dict[str, float]:
@@ -29,10 +41,12 @@ def _mean_ci(values: np.ndarray) -> dict[str, float]:
 def compare_rows(
     run_dirs: Sequence[str | Path], labels: Sequence[str] | None = None
 ) -> list[dict[str, Any]]:
-    """One row per run: ``run`` (label), ``seeds``, ``final`` (its last evaluation during
-    training), ``best`` (the evaluation with the best mean, and ``best_steps``), and, where
-    the run finished, ``deterministic`` and ``stochastic`` (its final policy's evaluations);
-    each statistic is ``{mean, std, ci_low, ci_high}`` across seeds."""
+    """One row per run: ``run`` (label), ``run_dir``, ``seeds``, ``last_evaluation`` (its last
+    evaluation during training, at ``last_evaluation_steps``), ``best_evaluation`` (the
+    evaluation during training with the best mean, at ``best_evaluation_steps``), and, where
+    the run finished, ``final_policy``: ``{env_steps, episodes, deterministic, stochastic}``
+    (its final policy's evaluations after training; ``stochastic`` for NPG/TRPO). Each
+    statistic is ``{mean, std, ci_low, ci_high}`` across seeds."""
     dirs = [RunDir(Path(d)) for d in run_dirs]
     labels = list(labels) if labels is not None else _labels(dirs)
     rows = []
@@ -41,15 +55,17 @@ def compare_rows(
         row: dict[str, Any] = {"run": label, "run_dir": str(run_dir.path)}
         row["seeds"] = curve.num_seeds
         if curve.last is not None and curve.best is not None:
-            row["final_steps"] = int(curve.steps[curve.last])
-            row["final"] = _mean_ci(curve.returns[curve.last])
-            row["best_steps"] = int(curve.steps[curve.best])
-            row["best"] = _mean_ci(curve.returns[curve.best])
+            row["last_evaluation_steps"] = int(curve.steps[curve.last])
+            row["last_evaluation"] = _mean_ci(curve.returns[curve.last])
+            row["best_evaluation_steps"] = int(curve.steps[curve.best])
+            row["best_evaluation"] = _mean_ci(curve.returns[curve.best])
         final = FinalEvaluation.load(run_dir.final_eval)
         if final is not None:
-            row["deterministic"] = _mean_ci(final.deterministic)
+            policy: dict[str, Any] = {"env_steps": final.env_steps, "episodes": final.episodes}
+            policy[DETERMINISTIC] = _mean_ci(final.deterministic)
             if final.stochastic is not None:
-                row["stochastic"] = _mean_ci(final.stochastic)
+                policy[STOCHASTIC] = _mean_ci(final.stochastic)
+            row["final_policy"] = policy
         rows.append(row)
     return rows
 
@@ -70,19 +86,32 @@ def _cell(stat: dict[str, float] | None) -> str:
     return f"{stat['mean']:.1f} +- {stat['std']:.1f} [{stat['ci_low']:.1f}, {stat['ci_high']:.1f}]"
 
 
+def table_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The table's column names: ``run``, ``seeds``, ``last evaluation``, ``best evaluation
+    (env steps)``, ``final policy, deterministic`` and, where a run has one, ``final policy,
+    stochastic``."""
+    columns = ["run", "seeds", LAST_EVALUATION, f"{BEST_EVALUATION} (env steps)"]
+    columns.append(final_policy(DETERMINISTIC))
+    if any(STOCHASTIC in row.get("final_policy", {}) for row in rows):
+        columns.append(final_policy(STOCHASTIC))
+    return columns
+
+
 def format_table(rows: list[dict[str, Any]]) -> str:
-    """A plain-text table of :func:`compare_rows` (mean +- std [95% CI] across seeds)."""
-    header = ["run", "seeds", "last eval", "best eval (env steps)", "final deterministic"]
-    body = [
-        [
-            row["run"],
-            str(row["seeds"]),
-            _cell(row.get("final")),
-            _cell(row.get("best")) + (f" ({row['best_steps']:,})" if "best_steps" in row else ""),
-            _cell(row.get("deterministic")),
-        ]
-        for row in rows
-    ]
+    """A plain-text table of :func:`compare_rows` (mean +- std [95% CI] across seeds), its
+    columns :func:`table_columns`."""
+    header = table_columns(rows)
+    body = []
+    for row in rows:
+        best = _cell(row.get("best_evaluation"))
+        if "best_evaluation_steps" in row:
+            best += f" ({row['best_evaluation_steps']:,})"
+        policy = row.get("final_policy", {})
+        cells = [row["run"], str(row["seeds"]), _cell(row.get("last_evaluation")), best]
+        cells.append(_cell(policy.get(DETERMINISTIC)))
+        if len(header) > len(cells):
+            cells.append(_cell(policy.get(STOCHASTIC)))
+        body.append(cells)
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
     lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
@@ -99,9 +128,20 @@ def compare_runs(
     title: str | None = None,
     spread: Spread = "ci95",
 ) -> tuple[Path, list[dict[str, Any]]]:
-    """Draw ``run_dirs``' learning curves in one figure (``output``) and return it with the
+    """Draw ``run_dirs``' learning curves in one figure (``output``; its title by default
+    :func:`jaxrl.io.plots.default_title`, which names the shading) and return it with the
     table rows (:func:`compare_rows`)."""
     rows = compare_rows(run_dirs, labels)
     labels = [f"{row['run']} ({row['seeds']} seeds)" for row in rows]
+    title = default_title(run_dirs, spread) if title is None else title
     path = plot_runs(run_dirs, output, title=title, spread=spread, labels=labels)
     return path, rows
+
+
+def default_output(run_dirs: Sequence[str | Path]) -> Path:
+    """Where ``jaxrl compare`` writes its figure without ``-o``: ``comparison.png`` next to
+    the first run directory (in its parent), not in the current directory."""
+    first = Path(run_dirs[0])
+    if first.name in ("", ".", ".."):  # "." or "..": its parent is a real directory
+        first = Path(os.path.abspath(first))
+    return first.parent / DEFAULT_OUTPUT

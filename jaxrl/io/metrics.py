@@ -5,6 +5,11 @@ evaluation) and TensorBoard event files (one run per seed).
 the agent's statistics (``actor_loss``, ``vf_loss``, ``kl``, ...). ``evals.csv`` columns:
 ``seed, period, env_steps, eval_return, wall_time``. ``seed`` is the index of the seed in
 the run, ``period`` the evaluation period (1-based) the row belongs to.
+
+``evals.csv`` holds the evaluations *during training* (the first, at step 0, is the initial
+policy's): its last rows are the run's *last evaluation*, the row with the best mean across
+seeds its *best evaluation*. The *final policy*'s evaluation after training is not in it but
+in ``final_eval.json`` (:mod:`jaxrl.io.vocabulary`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Learning-curve figures (matplotlib, drawn off-screen): the mean evaluation return across
 seeds against env steps, with the spread across seeds (or a confidence band of the mean)
-shaded, and each run's best and final evaluations marked."""
+shaded; each run's best and last evaluation during training and its final policy's
+deterministic return marked, and the solved threshold (and, on MuJoCo tasks, Tianshou's
+published result) drawn where one is known. The names are :mod:`jaxrl.io.vocabulary`'s."""
 
 from __future__ import annotations
 
@@ -8,12 +10,19 @@ import json
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from jaxrl.io.metrics import read_csv
 from jaxrl.io.run_dir import RunDir
+from jaxrl.io.vocabulary import (
+    BEST_EVALUATION,
+    DETERMINISTIC,
+    LAST_EVALUATION,
+    SOLVED_THRESHOLD,
+    final_policy,
+)
 
 Spread = Literal["std", "ci95", "minmax", "none"]
 
@@ -54,13 +63,48 @@ def band(returns: np.ndarray, spread: Spread) -> tuple[np.ndarray, np.ndarray, n
         return mean, np.nanmin(returns, axis=1), np.nanmax(returns, axis=1)
 
 
-def run_label(run_dir: Path) -> str:
-    """The label ``ALGO ENV`` from a run directory's config.json (its name without one)."""
+# What the shading shows: in the title (after "mean") and on the legend's shaded patch.
+SPREAD_TITLES: dict[str, str] = {
+    "std": "\u00b1 std across seeds",
+    "ci95": "and 95% confidence interval of the mean",
+    "minmax": "and min-max across seeds",
+    "none": "across seeds",
+}
+SPREAD_LABELS: dict[str, str] = {
+    "std": "shaded: \u00b1 1 std across seeds",
+    "ci95": "shaded: 95% CI of the mean (Student's t)",
+    "minmax": "shaded: min-max across seeds",
+}
+
+
+def _run_config(run_dir: Path) -> dict | None:
     try:
         config = json.loads(RunDir(run_dir).config.read_text())
+    except (OSError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def run_label(run_dir: Path) -> str:
+    """The label ``ALGO ENV`` from a run directory's config.json (its name without one)."""
+    config = _run_config(run_dir)
+    try:
         return f"{config['algo'].upper()} {config['env']}"
-    except (OSError, ValueError, KeyError):
+    except (TypeError, KeyError, AttributeError):
         return run_dir.name
+
+
+def default_title(run_dirs: Sequence[str | Path], spread: Spread) -> str:
+    """``"TRPO Pendulum-v1: mean ± std across seeds"`` for one run; for several,
+    ``"Pendulum-v1: 2 runs, mean and 95% confidence interval of each"`` (the environments they
+    ran on, where their config.json says)."""
+    run_dirs = [Path(d) for d in run_dirs]
+    if len(run_dirs) == 1:
+        return f"{run_label(run_dirs[0])}: mean {SPREAD_TITLES[spread]}"
+    envs = list(dict.fromkeys(str((_run_config(d) or {}).get("env", "")) for d in run_dirs))
+    where = ", ".join(e for e in envs if e)
+    what = f"{len(run_dirs)} runs, mean {SPREAD_TITLES[spread]}"
+    return f"{where}: {what}" if where else what
 
 
 def _steps_formatter(value: float, _position: int) -> str:
@@ -71,30 +115,36 @@ def _steps_formatter(value: float, _position: int) -> str:
     return f"{value:g}"
 
 
-def plot_runs(
+def learning_curve_figure(
     run_dirs: Sequence[str | Path],
-    output: str | Path,
     title: str | None = None,
     spread: Spread = "std",
     labels: Sequence[str] | None = None,
-) -> Path:
-    """Draw the learning curves of ``run_dirs`` in one figure and write it to ``output``
-    (PNG; written to a temporary file and renamed, so a viewer never sees half a file).
+) -> Any:
+    """The learning curves of ``run_dirs`` in one matplotlib ``Figure`` (not drawn on screen).
+
+    Each run: its mean evaluation return across seeds against env steps (the evaluations
+    during training, ``evals.csv``), shaded by ``spread``; its best evaluation (star) and last
+    evaluation (diamond); its final policy's deterministic return (hollow square, where
+    ``final_eval.json`` exists); Tianshou's published result for its algorithm on a MuJoCo
+    task (dotted, in its colour). Every environment's solved threshold, where one is known, is
+    a dashed grey line. With one run the legend gives each marker's value.
 
     Args:
       run_dirs: run directories (each with an ``evals.csv``).
-      output: the image path.
-      title: figure title (default: the run's algorithm and environment for one run).
+      title: figure title (default: :func:`default_title`).
       spread: shading: ``"std"`` (mean +- one standard deviation across seeds), ``"ci95"``
         (95% confidence interval of the mean), ``"minmax"`` or ``"none"``.
       labels: legend labels (default: algorithm, environment and seed count, plus the
         directory name when two runs would share a label).
-
-    Returns:
-      The path written.
     """
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
     from matplotlib.ticker import FuncFormatter
+
+    from jaxrl.io.published import tianshou_mujoco
+    from jaxrl.io.report import FinalEvaluation, solved_threshold
 
     run_dirs = [Path(d) for d in run_dirs]
     curves = [learning_curve(RunDir(d).evals_csv) for d in run_dirs]
@@ -105,47 +155,121 @@ def plot_runs(
             + (f" - {d.name}" if base.count(name) > 1 else "")
             for name, d, (_, _, seeds) in zip(base, run_dirs, curves, strict=True)
         ]
+    single = len(run_dirs) == 1
     figure = Figure(figsize=(7.5, 4.5), dpi=110, layout="constrained")
     axes = figure.subplots()
-    for (steps, returns, _), label in zip(curves, labels, strict=True):
+    lines, marks = [], {}
+    for run_dir, (steps, returns, _), label in zip(run_dirs, curves, labels, strict=True):
         if len(steps) == 0:
             continue
         mean, low, high = band(returns, spread)
         (line,) = axes.plot(steps, mean, marker="o", markersize=3, linewidth=1.8, label=label)
+        lines.append(line)
+        color = line.get_color()
         if spread != "none" and returns.shape[1] > 1:
-            axes.fill_between(steps, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
+            axes.fill_between(steps, low, high, color=color, alpha=0.2, linewidth=0)
         if np.isfinite(mean).any():
             best = int(np.nanargmax(mean))
-            color = line.get_color()
+            last = len(steps) - 1
             axes.plot(steps[best], mean[best], "*", color=color, markersize=13, zorder=3)
-            axes.plot(steps[-1], mean[-1], "D", color=color, markersize=6, zorder=3)
+            axes.plot(steps[last], mean[last], "D", color=color, markersize=6, zorder=3.5)
+            marks[BEST_EVALUATION] = (
+                "*",
+                11,
+                "grey",
+                f"{mean[best]:.1f} after {steps[best]:,.0f} env steps",
+            )
+            marks[LAST_EVALUATION] = (
+                "D",
+                5,
+                "grey",
+                f"{mean[last]:.1f} after {steps[last]:,.0f} env steps",
+            )
+        final = FinalEvaluation.load(RunDir(run_dir).final_eval)
+        if final is not None and np.isfinite(final.deterministic).all():
+            value = float(np.mean(final.deterministic))
+            axes.plot(
+                final.env_steps,
+                value,
+                "s",
+                color=color,
+                markersize=10,
+                markerfacecolor="none",
+                markeredgewidth=2,
+                zorder=4,
+            )
+            marks[final_policy(DETERMINISTIC)] = ("s", 8, "none", f"{value:.1f} after training")
+        config = _run_config(run_dir) or {}
+        published = tianshou_mujoco(str(config.get("algo", "")), str(config.get("env", "")))
+        if published is not None:
+            axes.axhline(
+                published.mean,
+                color=color,
+                linestyle=":",
+                linewidth=1.5,
+                label=f"Tianshou's {published.algo.upper()} on {published.task}: "
+                f"{published.mean:g} ({BEST_EVALUATION}, {published.env_steps:,} env steps)",
+            )
+    envs = dict.fromkeys(str((_run_config(d) or {}).get("env", "")) for d in run_dirs)
+    for env in (e for e in envs if e):
+        known = solved_threshold(env)
+        if known is not None:
+            where = f"{env}, " if len(envs) > 1 else ""
+            axes.axhline(
+                known[0],
+                color="dimgrey",
+                linestyle="--",
+                linewidth=1.2,
+                label=f"{SOLVED_THRESHOLD}: {known[0]:g} ({where}{known[1]})",
+            )
     axes.set_xlabel("environment steps (per seed)")
     axes.set_ylabel("evaluation return")
     axes.xaxis.set_major_formatter(FuncFormatter(_steps_formatter))
     axes.grid(True, alpha=0.3)
-    if title is None and len(run_dirs) == 1:
-        title = (
-            f"{run_label(run_dirs[0])}: mean "
-            + {
-                "std": "\u00b1 std across seeds",
-                "ci95": "and 95% confidence interval",
-                "minmax": "and min-max across seeds",
-                "none": "across seeds",
-            }[spread]
-        )
+    title = default_title(run_dirs, spread) if title is None else title
     if title:
         axes.set_title(title)
-    if any(len(c[0]) for c in curves):
-        from matplotlib.lines import Line2D
+    if lines:
+        handles = axes.get_legend_handles_labels()[0]
+        if spread in SPREAD_LABELS and any(c[1].shape[1] > 1 for c in curves):
+            handles.append(Patch(color="grey", alpha=0.3, label=SPREAD_LABELS[spread]))
+        for name, (marker, size, face, value) in marks.items():
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color="grey",
+                    marker=marker,
+                    markersize=size,
+                    linestyle="",
+                    markerfacecolor="grey" if face != "none" else "none",
+                    markeredgewidth=2 if face == "none" else 1,
+                    label=f"{name}: {value}" if single else name,
+                )
+            )
+        axes.legend(handles=handles, loc="best", fontsize="small")
+    return figure
 
-        marks = [
-            Line2D([], [], color="grey", marker=m, markersize=z, linestyle="", label=name)
-            for m, z, name in (("*", 11, "best"), ("D", 5, "final"))
-        ]
-        axes.legend(handles=axes.get_legend_handles_labels()[0] + marks, loc="lower right")
+
+def plot_runs(
+    run_dirs: Sequence[str | Path],
+    output: str | Path,
+    title: str | None = None,
+    spread: Spread = "std",
+    labels: Sequence[str] | None = None,
+) -> Path:
+    """Draw the learning curves of ``run_dirs`` in one figure (:func:`learning_curve_figure`)
+    and write it to ``output`` (PNG, its title in the file's ``Title`` metadata; written to a
+    temporary file and renamed, so a viewer never sees half a file).
+
+    Returns:
+      The path written.
+    """
+    figure = learning_curve_figure(run_dirs, title=title, spread=spread, labels=labels)
+    title = figure.axes[0].get_title()
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(output.stem + ".tmp" + output.suffix)
-    figure.savefig(tmp)
+    figure.savefig(tmp, metadata={"Title": title} if title else None)
     tmp.replace(output)
     return output

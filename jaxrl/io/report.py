@@ -5,7 +5,9 @@ is known.
 
 The command prints :func:`report_lines` at the end of ``jaxrl train``; the same numbers are in
 ``RUN_DIR/final_eval.json`` (:class:`FinalEvaluation`) and ``evals.csv``
-(:class:`CurveSummary`), which ``jaxrl compare`` reads.
+(:class:`CurveSummary`), which the learning-curve figure and ``jaxrl compare`` read, under
+the same names (:mod:`jaxrl.io.vocabulary`: final policy, last evaluation, best evaluation,
+solved threshold).
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ import numpy as np
 
 from jaxrl.io.plots import learning_curve
 from jaxrl.io.published import tianshou_mujoco
+from jaxrl.io.vocabulary import (
+    BEST_EVALUATION,
+    DURING_TRAINING,
+    FINAL_POLICY,
+    LAST_EVALUATION,
+    SOLVED_THRESHOLD,
+)
 
 # Thresholds the field uses where gymnasium's registry has none (``reward_threshold``).
 KNOWN_THRESHOLDS: dict[str, tuple[float, str]] = {
@@ -144,8 +153,8 @@ def _per_seed(values: np.ndarray) -> str:
 
 
 def verdict(env_id: str, returns: np.ndarray) -> str | None:
-    """One line: whether the mean of ``returns`` (final deterministic evaluation, one per
-    seed) reaches ``env_id``'s solved threshold, and how many seeds do; None if no threshold
+    """One line: whether the mean of ``returns`` (the final policy's deterministic evaluation,
+    one per seed) reaches ``env_id``'s solved threshold, and how many seeds do; None if no threshold
     is known."""
     known = solved_threshold(env_id)
     if known is None or not np.all(np.isfinite(returns)):
@@ -155,14 +164,15 @@ def verdict(env_id: str, returns: np.ndarray) -> str | None:
     word = "Solved" if mean >= threshold else "Not solved"
     sign = ">=" if mean >= threshold else "<"
     return (
-        f"{word}: final deterministic return {mean:.1f} {sign} {threshold:g} ({source}); "
-        f"{reached} of {len(returns)} seed{'s' if len(returns) != 1 else ''} reach it."
+        f"{word}: {FINAL_POLICY}, deterministic {mean:.1f} {sign} {SOLVED_THRESHOLD} "
+        f"{threshold:g} ({source}); {reached} of {len(returns)} "
+        f"seed{'s' if len(returns) != 1 else ''} reach it."
     )
 
 
 def against_tianshou(algo: str, env_id: str, curve: CurveSummary) -> str | None:
-    """One line comparing the run's best evaluation (the mean across seeds, maximized over the
-    evaluations during training: Tianshou's statistic) with Tianshou's published 1M-step
+    """One line comparing the run's best evaluation (the evaluation during training with the
+    best mean across seeds: Tianshou's statistic) with Tianshou's published 1M-step
     result for ``algo`` on ``env_id``'s MuJoCo task; None where Tianshou published none."""
     published = tianshou_mujoco(algo, env_id)
     best = curve.best
@@ -178,8 +188,8 @@ def against_tianshou(algo: str, env_id: str, curve: CurveSummary) -> str | None:
     )
     return (
         f"Against Tianshou's {algo.upper()} on {published.task} ({published.env_steps:,} env "
-        f"steps, {published.seeds} seeds, best mean over training): {published}; this run's "
-        f"best mean {value:.1f} after {steps:,} env steps ({len(seeds)} seed"
+        f"steps, {published.seeds} seeds, {BEST_EVALUATION}): {published}; this run's "
+        f"{BEST_EVALUATION} {value:.1f} after {steps:,} env steps ({len(seeds)} seed"
         f"{'s' if len(seeds) != 1 else ''}) is {where}."
     )
 
@@ -190,14 +200,15 @@ def report_lines(
     curve: CurveSummary,
     algo: str | None = None,
 ) -> list[str]:
-    """The end-of-run report: final evaluations per mode with per-seed values, the best and
-    the last evaluation during training, and the verdict: for ``algo`` on a MuJoCo task of
-    Tianshou's table, the comparison with its published result (:func:`against_tianshou`);
-    elsewhere the solved threshold (:func:`verdict`)."""
+    """The end-of-run report: the final policy's evaluations per mode with per-seed values,
+    the best and the last evaluation during training, and the verdict: for ``algo`` on a
+    MuJoCo task of Tianshou's table, the comparison with its published result
+    (:func:`against_tianshou`); elsewhere the solved threshold (:func:`verdict`)."""
     lines = []
     if final is not None:
         lines.append(
-            f"Final policy ({final.episodes} episodes per seed, {final.env_steps:,} env steps):"
+            f"{FINAL_POLICY.capitalize()} (evaluated after training; {final.episodes} episodes "
+            f"per seed, {final.env_steps:,} env steps):"
         )
         modes = [("deterministic", final.deterministic), ("stochastic", final.stochastic)]
         for name, values in modes:
@@ -209,11 +220,14 @@ def report_lines(
     if best is not None and last is not None:
         best_seeds = curve.returns[best][np.isfinite(curve.returns[best])]
         last_seeds = curve.returns[last][np.isfinite(curve.returns[last])]
-        lines.append(
-            f"Evaluations during training: best {mean_spread(best_seeds)} after "
-            f"{int(curve.steps[best]):,} env steps; last {mean_spread(last_seeds)} after "
-            f"{int(curve.steps[last]):,}."
-        )
+        for name, index, seeds in (
+            (BEST_EVALUATION, best, best_seeds),
+            (LAST_EVALUATION, last, last_seeds),
+        ):
+            lines.append(
+                f"{name.capitalize()} {DURING_TRAINING}: {mean_spread(seeds)} after "
+                f"{int(curve.steps[index]):,} env steps"
+            )
     published = None if algo is None else against_tianshou(algo, env_id, curve)
     if published is not None:
         lines.append(published)

@@ -81,8 +81,8 @@ def test_help_lists_the_hyperparameters(capsys):
         (["train", "trpo", "--repeat", "1.5"], "invalid value for --repeat"),
         (["train", "trpo", "--num-envs", "0"], "--num-envs must be a positive integer, got 0"),
         (["train", "trpo", "--checkpoint-every", "-1"], "--checkpoint-every must be"),
-        (["train", "trpo", "--gamma", "1.5"], "TRPO.gamma must be in [0.0, 1.0]"),
-        (["train", "ddpg", "--exploration-noise", "pink"], "DDPG.exploration_noise must be"),
+        (["train", "trpo", "--gamma", "1.5"], "--gamma must be in [0.0, 1.0]"),
+        (["train", "ddpg", "--exploration-noise", "pink"], "--exploration-noise must be"),
         (
             ["train", "trpo", "--total-steps", "100"],
             "--total-steps 100 is less than one collection of --num-envs x --num-steps",
@@ -90,7 +90,7 @@ def test_help_lists_the_hyperparameters(capsys):
         (["train", "ddpg", "--env", "CartPole-v1"], "DDPG needs a continuous Box action_space"),
         (["evaluate"], "missing RUN_DIR"),
         (["evaluate", "no/such/run"], "run directory 'no/such/run' does not exist"),
-        (["train", "trpo", "--max-kl", "-1"], "TRPO.max_kl must be in (0.0, inf)"),
+        (["train", "trpo", "--max-kl", "-1"], "--max-kl must be in (0.0, inf)"),
         (["plot"], "needs at least one RUN_DIR"),
     ],
 )

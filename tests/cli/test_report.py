@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from scipy import stats
 from jaxrl import cli
 from jaxrl.io import read_csv
 from jaxrl.io.compare import compare_rows, format_table
+from jaxrl.io.plots import learning_curve_figure
 from jaxrl.io.report import (
     CurveSummary,
     FinalEvaluation,
@@ -23,6 +25,8 @@ from jaxrl.io.report import (
     solved_threshold,
     verdict,
 )
+
+RUN_FILES = ("config.json", "evals.csv", "final_eval.json")
 
 
 def test_solved_thresholds_come_from_tianshou_or_gymnasium():
@@ -36,10 +40,10 @@ def test_solved_thresholds_come_from_tianshou_or_gymnasium():
 
 def test_verdict_uses_the_mean_and_counts_the_seeds():
     line = verdict("Pendulum-v1", np.array([-150.0, -170.0, -300.0]))
-    assert line.startswith("Solved: final deterministic return -206.7 >= -250")
+    assert line.startswith("Solved: final policy, deterministic -206.7 >= solved threshold -250")
     assert "2 of 3 seeds reach it" in line
     line = verdict("Pendulum-v1", np.array([-150.0, -400.0]))
-    assert line.startswith("Not solved: final deterministic return -275.0 < -250")
+    assert line.startswith("Not solved: final policy, deterministic -275.0 < solved threshold -250")
     assert "1 of 2 seeds reach it" in line
     assert verdict("Pendulum-v1", np.array([-150.0, np.nan])) is None
     assert verdict("Acrobot-v1", np.array([-90.0])).startswith("Solved")  # threshold -100
@@ -70,15 +74,15 @@ def test_report_names_the_best_and_last_evaluations(tmp_path):
     curve = CurveSummary.load(tmp_path / "evals.csv")
     final = FinalEvaluation(5, 2000, np.array([-150.0, -210.0]), np.array([-190.0, -230.0]))
     lines = report_lines("Pendulum-v1", final, curve)
-    assert lines[0] == "Final policy (5 episodes per seed, 2,000 env steps):"
+    assert lines[0] == (
+        "Final policy (evaluated after training; 5 episodes per seed, 2,000 env steps):"
+    )
     assert lines[1].split()[:4] == ["deterministic", "-180.0", "+-", "30.0"]
     assert "(per seed: -150.0, -210.0)" in lines[1]
     assert lines[2].split()[:4] == ["stochastic", "-210.0", "+-", "20.0"]
-    assert lines[3] == (
-        "Evaluations during training: best -250.0 +- 50.0 after 1,000 env steps; "
-        "last -250.0 +- 10.0 after 2,000."
-    )
-    assert lines[4].startswith("Solved: final deterministic return -180.0 >= -250")
+    assert lines[3] == "Best evaluation during training: -250.0 +- 50.0 after 1,000 env steps"
+    assert lines[4] == "Last evaluation during training: -250.0 +- 10.0 after 2,000 env steps"
+    assert lines[5].startswith("Solved: final policy, deterministic -180.0 >= solved threshold")
 
 
 def test_mujoco_report_compares_with_tianshous_published_result(tmp_path):
@@ -91,8 +95,8 @@ def test_mujoco_report_compares_with_tianshous_published_result(tmp_path):
     final = FinalEvaluation(10, 998_400, np.array([1400.0, 1800.0]), None)
     lines = report_lines("Hopper-v5", final, curve, "trpo")
     assert lines[-1] == (
-        "Against Tianshou's TRPO on Hopper (1,000,000 env steps, 10 seeds, best mean over "
-        "training): 2046 +- 1038; this run's best mean 2100.0 after 500,000 env steps (2 seeds) "
+        "Against Tianshou's TRPO on Hopper (1,000,000 env steps, 10 seeds, best evaluation): "
+        "2046 +- 1038; this run's best evaluation 2100.0 after 500,000 env steps (2 seeds) "
         "is at or above its mean."
     )
     assert not any("reward_threshold" in line for line in lines)
@@ -118,13 +122,16 @@ def test_compare_rows_give_student_t_intervals(tmp_path):
     assert [row["run"] for row in rows] == ["TRPO Pendulum-v1 (a)", "TRPO Pendulum-v1 (b)"]
     last = read_csv(dirs[0] / "evals.csv")["eval_return"][-5:]
     half = stats.t.ppf(0.975, 4) * last.std(ddof=1) / np.sqrt(5)
-    assert rows[0]["final"]["mean"] == pytest.approx(last.mean())
-    assert rows[0]["final"]["ci_low"] == pytest.approx(last.mean() - half)
-    assert rows[0]["final"]["ci_high"] == pytest.approx(last.mean() + half)
-    assert "deterministic" not in rows[0]
-    assert rows[1]["deterministic"]["mean"] == pytest.approx(-3.0)
+    assert rows[0]["last_evaluation"]["mean"] == pytest.approx(last.mean())
+    assert rows[0]["last_evaluation"]["ci_low"] == pytest.approx(last.mean() - half)
+    assert rows[0]["last_evaluation"]["ci_high"] == pytest.approx(last.mean() + half)
+    assert rows[0]["last_evaluation_steps"] == 20
+    assert "final_policy" not in rows[0]
+    assert rows[1]["final_policy"]["deterministic"]["mean"] == pytest.approx(-3.0)
+    assert rows[1]["final_policy"]["env_steps"] == 20
     table = format_table(rows).splitlines()
     assert table[0].split()[:2] == ["run", "seeds"] and len(table) == 4
+    assert "final policy, stochastic" not in table[0]  # no run has one
     assert table[3].rstrip().endswith("-3.0 +- 1.4 [-5.0, -1.0]")
 
 
@@ -134,12 +141,19 @@ def test_a_finished_run_reports_its_final_policy(trpo_run, jaxrl):
     final = FinalEvaluation.load(run_dir / "final_eval.json")
     assert final is not None and final.episodes == 2 and final.env_steps == 512
     assert final.deterministic.shape == (2,) and final.stochastic.shape == (2,)
-    assert "Final policy (2 episodes per seed, 512 env steps):" in result.stdout
-    assert "Evaluations during training: best" in result.stdout
-    assert "final deterministic return" in result.stdout  # Pendulum's verdict
+    assert "Final policy (evaluated after training; 2 episodes per seed, 512 env steps):" in (
+        result.stdout
+    )
+    assert "Best evaluation during training: " in result.stdout
+    assert "final policy, deterministic" in result.stdout  # Pendulum's verdict
     # `jaxrl evaluate` with the run's episode count reproduces the figure of its mode.
     report = json.loads(jaxrl("evaluate", run_dir, "--episodes", "2", "--json").check().stdout)
     np.testing.assert_allclose(report["returns"], final.deterministic, rtol=1e-6)
+    assert report["policy"] == "final policy" and report["mode"] == "deterministic"
+    text = jaxrl("evaluate", run_dir, "--episodes", "2").check().stdout
+    assert text.startswith("TRPO on Pendulum-v1: final policy (checkpoint 4, 512 env steps")
+    earlier = jaxrl("evaluate", run_dir, "--episodes", "2", "--step", "2").check().stdout
+    assert earlier.startswith("TRPO on Pendulum-v1: policy during training (checkpoint 2,")
 
 
 def test_the_learning_curve_starts_at_the_initial_policy(trpo_run):
@@ -164,7 +178,7 @@ def test_compare_command_writes_figure_and_table(trpo_run, jaxrl, tmp_path, caps
     assert f"Learning curves: {output}" in result.stdout and output.stat().st_size > 0
     data = json.loads(jaxrl("compare", run_dir, other, "-o", output, "--json").check().stdout)
     assert [row["seeds"] for row in data["runs"]] == [2, 2]
-    assert "deterministic" in data["runs"][0] and "deterministic" not in data["runs"][1]
+    assert "final_policy" in data["runs"][0] and "final_policy" not in data["runs"][1]
     for argv, expected in (
         (["compare", str(run_dir)], "needs at least 2 RUN_DIRs"),
         (["compare", str(run_dir), str(tmp_path / "nope")], "does not exist"),
@@ -173,3 +187,103 @@ def test_compare_command_writes_figure_and_table(trpo_run, jaxrl, tmp_path, caps
         assert cli.main(argv) == 2
         error = capsys.readouterr().err
         assert error.count("\n") == 1 and expected in error, error
+
+
+def _copy_run(run_dir: Path, to: Path, names: tuple[str, ...] = RUN_FILES) -> Path:
+    """A copy of ``run_dir``'s result files (no checkpoints) at ``to``."""
+    to.mkdir(parents=True)
+    for name in names:
+        shutil.copy(run_dir / name, to / name)
+    return to
+
+
+def _legend(figure) -> list[str]:
+    return [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
+
+
+def test_the_report_plot_and_compare_use_the_same_names_for_the_same_numbers(trpo_run, tmp_path):
+    """One finished run read three ways: the end-of-run report, its learning-curve figure and
+    `jaxrl compare`'s table give each number under the same name (jaxrl.io.vocabulary)."""
+    run_dir, result = trpo_run
+    result.check()
+    # The report: "Final policy (...)" with a line per mode, "Best/Last evaluation during
+    # training: MEAN +- STD after N env steps".
+    report = {}
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Final policy ("))
+    for line in lines[start + 1 : start + 3]:
+        mode, value = line.split()[:2]
+        report[f"final policy, {mode}"] = value
+    for line in lines:
+        if " evaluation during training: " in line:
+            name, rest = line.split(" during training: ")
+            report[name.lower()] = rest.split()[0]
+        if " solved threshold " in line:
+            report["solved threshold"] = line.split(" solved threshold ")[1].split()[0]
+    assert set(report) == {
+        "final policy, deterministic",
+        "final policy, stochastic",
+        "best evaluation",
+        "last evaluation",
+        "solved threshold",
+    }, report
+    # The figure's legend (one run: "NAME: VALUE ...").
+    figure = learning_curve_figure([run_dir])
+    plotted = dict(
+        (name, rest.split()[0])
+        for name, _, rest in (text.partition(": ") for text in _legend(figure))
+        if rest and name != "shaded"
+    )
+    assert set(plotted) == set(report) - {"final policy, stochastic"}, plotted
+    assert plotted == {name: report[name] for name in plotted}
+    # `jaxrl compare`'s table: its columns are the same names, its cells start with the mean.
+    other = _copy_run(run_dir, tmp_path / "copy", ("config.json", "evals.csv"))
+    table = format_table(compare_rows([run_dir, other], ["full", "copy"])).splitlines()
+    header = re.split(r"\s{2,}", table[0])
+    cells = re.split(r"\s{2,}", table[2])
+    compared = {
+        name.removesuffix(" (env steps)"): cell.split()[0]
+        for name, cell in zip(header, cells, strict=True)
+        if name not in ("run", "seeds")
+    }
+    assert compared == {name: report[name] for name in compared}
+    assert set(compared) == set(report) - {"solved threshold"}, compared
+    assert table[3].split()[-2:] == ["-", "-"]  # the copy has no final policy
+
+
+def test_compare_writes_next_to_the_first_run_with_a_title_and_ci_label(
+    trpo_run, tmp_path, capsys, monkeypatch
+):
+    """Without -o, `jaxrl compare` writes comparison.png beside the first run directory, not
+    into the working directory; its figure has a title (also in the PNG's metadata) and the
+    legend says the bands are 95% confidence intervals of the mean."""
+    from PIL import Image
+
+    from jaxrl.io import plots
+
+    run_dir, _ = trpo_run
+    runs = tmp_path / "runs"
+    first, second = _copy_run(run_dir, runs / "a"), _copy_run(run_dir, runs / "b")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    drawn = []
+    original = plots.learning_curve_figure
+
+    def record(*args, **kwargs):
+        drawn.append(original(*args, **kwargs))
+        return drawn[-1]
+
+    monkeypatch.setattr(plots, "learning_curve_figure", record)
+    monkeypatch.chdir(elsewhere)
+    assert cli.main(["compare", str(first), str(second)]) == 0
+    expected = runs / "comparison.png"
+    assert f"Learning curves: {expected}" in capsys.readouterr().out
+    assert expected.is_file() and list(elsewhere.iterdir()) == []
+    title = "Pendulum-v1: 2 runs, mean and 95% confidence interval of the mean"
+    assert Image.open(expected).text["Title"] == title
+    (figure,) = drawn
+    assert figure.axes[0].get_title() == title
+    assert "shaded: 95% CI of the mean (Student's t)" in _legend(figure)
+    assert {"best evaluation", "last evaluation", "final policy, deterministic"} <= set(
+        _legend(figure)
+    )

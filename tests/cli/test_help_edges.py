@@ -1,0 +1,90 @@
+"""The command's help and edges: the ``--preset`` help lists the preset registry, an unknown
+environment id gets distinct suggestions, and errors the library raises with Python field
+names (``TRPO.max_kl``, ``TrainConfig.total_steps``) reach the user naming the flag to change."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from jaxrl import cli
+from jaxrl.algorithms.presets import PRESETS
+from jaxrl.cli_usage import name_flags
+from jaxrl.io.backends import resolve_backend
+
+from .helpers import error_line
+
+
+def test_preset_help_lists_every_registered_preset(jaxrl):
+    """The --preset help is generated from the registry: every preset with its own
+    description, tianshou-pendulum included; the rendered --help names each of them."""
+    (help_text,) = [h for name, *_, h in cli._run_fields("trpo", "pendulum") if name == "preset"]
+    for preset in PRESETS.values():
+        assert f"{preset.name}: {preset.description}" in help_text, preset.name
+    assert "Tianshou's Pendulum tests" not in help_text  # the old text, wrong for pendulum
+    rendered = jaxrl("train", "trpo", "--help").check().stdout
+    words = " ".join(re.sub(r"[│╭╮╰╯─]", " ", rendered).split())  # rich's box, unwrapped
+    for name in PRESETS:
+        assert f"{name}: " in words, name
+
+
+def test_unknown_env_id_suggestions_are_distinct():
+    """gymnax and gymnasium both register Pendulum-v1: it is suggested once."""
+    with pytest.raises(ValueError, match="did you mean") as raised:
+        resolve_backend("Pendulm-v1")
+    suggested = str(raised.value).split("did you mean ")[1].rstrip("?").split(", ")
+    assert suggested[0] == "Pendulum-v1"
+    assert len(suggested) == len(set(suggested)), suggested
+
+
+def test_name_flags_rewrites_field_names_only():
+    flags = {"--max-kl", "--total-steps", "--run-dir", "--env", "--brax-backend"}
+    assert name_flags("TRPO.max_kl must be in (0.0, inf), got -1.0", flags) == (
+        "--max-kl must be in (0.0, inf), got -1.0"
+    )
+    assert name_flags("TrainConfig.total_steps=100 is less than", flags) == (
+        "--total-steps 100 is less than"
+    )
+    assert name_flags("brax_backend is for Brax ids; env is 'x'", flags) == (
+        "--brax-backend is for Brax ids; env is 'x'"
+    )
+    for untouched in (
+        "32768 env steps",  # a plain word, not a field
+        "run directory '/tmp/run_dir/x' does not exist",  # inside a path
+        "no finalized checkpoint in /tmp/runs/run_dir",  # a path that ends in a field's name
+        "ReplayBuffer.sample batch_size must be",  # not an option of the command
+    ):
+        assert name_flags(untouched, flags) == untouched
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["train", "trpo", "--max-kl", "-1"], "--max-kl must be in (0.0, inf), got -1.0"),
+        (
+            ["train", "ddpg", "--batch-size", "0"],
+            "--batch-size must be >= 1, got 0",
+        ),
+        (
+            ["train", "trpo", "--total-steps", "100"],
+            "--total-steps 100 is less than one evaluation interval (32768 env steps)",
+        ),
+        (["train", "trpo", "--env", "Pendulm-v1"], "--env: unknown environment id 'Pendulm-v1'"),
+        (["train", "trpo", "--resume", "no/such/run"], "--resume: run directory 'no/such/run'"),
+    ],
+)
+def test_cli_errors_name_the_flag(capsys, tmp_path, argv, expected):
+    line = error_line(capsys, [*argv, "--run-dir", str(tmp_path / "run")])
+    assert line.startswith(f"jaxrl: error: {expected}"), line
+    assert not re.search(r"\b[A-Z]\w*\.[a-z_]+", line), line  # no Class.field left
+    assert not (tmp_path / "run").exists()
+
+
+def test_evaluate_names_the_step_flag(trpo_run, capsys):
+    run_dir, _ = trpo_run
+    line = error_line(capsys, ["evaluate", str(run_dir), "--step", "3"])
+    assert line == (
+        f"jaxrl: error: --step 3: {run_dir} has no finished checkpoint at that evaluation "
+        "period (its checkpoints: 2, 4)"
+    )
