@@ -496,4 +496,5 @@ def _seed_programs(loop: TrainLoop, how: str) -> tuple[Callable, Callable]:
             programs[length] = jax.jit(over_seeds(loop.period(length), how))
         return programs[length](carry)
 
+    run_period.programs = programs  # the jitted period programs by length (for inspection)
     return jax.jit(over_seeds(loop.init, how)), run_period

@@ -33,7 +33,7 @@ def test_a_short_mujoco_run_trains_its_whole_budget(tmp_path, jaxrl):
         "train", "trpo", "--env", "Hopper-v5", "--num-seeds", "2", "--total-steps", "32768",
         "--eval-episodes", "1", "--run-dir", run_dir,
     )
-    assert result.code == 0, result.err[-3000:]
+    result.check()
     counts = json.loads((run_dir / "config.json").read_text())["counts"]
     assert counts["env_steps"] == 32_768 and counts["evaluations"] == 11
     steps, rows = _evals(run_dir)
@@ -41,8 +41,8 @@ def test_a_short_mujoco_run_trains_its_whole_budget(tmp_path, jaxrl):
     assert len(rows) == 2 * 12  # both seeds at every evaluation
     assert steps == [0, *counts["eval_env_steps"]]
     assert _updates_per_seed(run_dir) == [1024 * (i + 1) for i in range(32)]
-    assert "Finished TRPO on Hopper-v5: 2 seeds x 32,768 env steps" in result.out
-    assert "the last period 2 collections" in result.err  # said before training
+    assert "Finished TRPO on Hopper-v5: 2 seeds x 32,768 env steps" in result.stdout
+    assert "the last period 2 collections" in result.stderr  # said before training
 
 
 @pytest.mark.slow
@@ -55,13 +55,13 @@ def test_a_budget_of_no_whole_collections_is_said_before_training(tmp_path, jaxr
         "train", "trpo", "--env", "Pendulum-v1", "--num-seeds", "1", "--total-steps", "20000",
         "--eval-episodes", "1", "--checkpoint-every", "0", "--run-dir", run_dir,
     )
-    assert result.code == 0, result.err[-3000:]
+    result.check()
     note = (
         "Note: --total-steps 20,000 is not a whole number of collections (--num-envs x "
         "--num-steps = 8,192 env steps): the run takes 16,384 env steps per seed."
     )
-    assert note in result.err
-    assert result.err.index(note) < result.err.index("2 collections of 16 x 512 env steps")
+    assert note in result.stderr
+    assert result.stderr.index(note) < result.stderr.index("2 collections of 16 x 512 env steps")
     steps, _ = _evals(run_dir)
     assert steps == [0, 8192, 16_384]
     config = json.loads((run_dir / "config.json").read_text())

@@ -145,3 +145,24 @@ def test_a_run_extended_after_a_shorter_last_period_keeps_the_period_boundaries(
 def test_a_budget_under_one_collection_is_refused_by_name():
     with pytest.raises(ValueError, match=r"total_steps=15 is less than one collection"):
         RunLayout.of(2, 8, 15, 16)
+
+
+def test_period_by_period_runs_the_shorter_last_period():
+    """``train_until`` (what the command runs) takes the layout's periods: whole ones with one
+    compiled program, the shorter last one with its own, and equals the whole run."""
+    from jaxrl.training import TrainConfig, make_train_loop, train_until
+    from jaxrl.training.jax_driver import seed_programs
+
+    config = _config("shorter last period", "jax")
+    shape = TrainConfig(
+        num_envs=config.num_envs,
+        num_steps=config.num_steps,
+        total_steps=config.total_steps,
+        eval_every=config.eval_every,
+        eval_episodes=config.eval_episodes,
+    )
+    loop = make_train_loop(config.make_agent(), "Pendulum-v1", shape)
+    _, metrics = train_until(loop, jax.random.key(0)[None], stop=None, seed_axis="vmap")
+    np.testing.assert_array_equal(metrics["eval/env_steps"][0], [48, 96, 112])
+    np.testing.assert_array_equal(metrics["env_steps"][0], 16 * np.arange(1, 8))
+    assert sorted(seed_programs(loop, "vmap")[1].programs) == [1, 3]
