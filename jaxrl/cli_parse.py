@@ -119,7 +119,7 @@ def _run_fields(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
             "seeds trained together in one program; None: 4 on JAX environments, "
             "1 on host environments",
         ),
-        ("seed", int, 0, "base seed: the seeds are jax.random.split(key(seed), num_seeds)"),
+        ("seed", int, 0, "base seed: the run trains seeds seed, seed + 1, ..., each key(seed + i)"),
         ("total_steps", int, defaults["total_steps"], "env-step budget per seed"),
         ("num_envs", int, defaults["num_envs"], "parallel training environments"),
         (

@@ -87,9 +87,16 @@ def train_config(config: RunConfig) -> Any:
     )
 
 
+def _keys_of_seeds(seed: int, num_seeds: int) -> jax.Array:
+    from jaxrl.training.seeds import seed_keys as keys_of
+
+    return keys_of(seed, num_seeds)
+
+
 def seed_keys(config: RunConfig) -> jax.Array:
-    """The PRNG keys of the run's seeds: ``jax.random.split(key(seed), num_seeds)``."""
-    return jax.random.split(jax.random.key(config.seed), config.num_seeds)
+    """The PRNG keys of the run's seeds, ``key(seed + i)`` each
+    (:func:`jaxrl.training.seeds.seed_keys`: one rule for both drivers)."""
+    return _keys_of_seeds(config.seed, config.num_seeds)
 
 
 class RunBackend(Protocol):
@@ -222,7 +229,7 @@ class JaxBackend(_Backend):
         program = jax_evaluation_program(
             self.agent, config.env, config.brax_backend, episodes, static
         )
-        keys = jax.random.split(jax.random.key(seed), config.num_seeds)
+        keys = _keys_of_seeds(seed, config.num_seeds)
         returns = program(state, obs_stats, keys, jnp.asarray(bool(deterministic)))
         return np.asarray(jax.device_get(returns), np.float64)
 

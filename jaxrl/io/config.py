@@ -234,7 +234,8 @@ class RunConfig:
       total_steps: env-step budget per seed.
       eval_every: env steps between evaluations (one evaluation period).
       eval_episodes: episodes per evaluation.
-      seed: base seed; the run's seeds are ``jax.random.split(key(seed), num_seeds)``.
+      seed: base seed; seed ``i`` of the run is ``key(seed + i)`` on both drivers
+        (:func:`jaxrl.training.seeds.seed_keys`).
       num_seeds: seeds trained together (in one program on JAX environments:
         :func:`jaxrl.training.over_seeds`).
       checkpoint_every: evaluation periods between checkpoints (0: only at the end).

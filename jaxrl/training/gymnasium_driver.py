@@ -52,6 +52,7 @@ from jaxrl.training.agent_steps import (
 )
 from jaxrl.training.jax_driver import TrainConfig
 from jaxrl.training.periods import drive, join_periods
+from jaxrl.training.seeds import seed_keys, split_seed_key
 
 __all__ = [
     "EnvironmentError_",
@@ -109,9 +110,10 @@ def _join_seeds(x: Any) -> np.ndarray:
 
 
 def _seed_keys(seeds: list[int]) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Per seed ``s``: the init, explore and learn keys, ``split(key(s), 3)``, each ``[S]``."""
-    keys = jnp.stack([jax.random.split(jax.random.key(s), 3) for s in seeds])
-    return keys[:, 0], keys[:, 1], keys[:, 2]
+    """Per seed ``s``: the init, explore and learn keys (:func:`jaxrl.training.seeds.seed_keys`
+    and :func:`~jaxrl.training.seeds.split_seed_key`, the jitted driver's rule), each ``[S]``."""
+    keys = jnp.stack([seed_keys(s, 1)[0] for s in seeds])
+    return jax.vmap(split_seed_key)(keys)
 
 
 def init_host_carry(

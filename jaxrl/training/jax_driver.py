@@ -46,7 +46,7 @@ from jaxrl.training.agent_steps import (
     updates_per_collect,
 )
 from jaxrl.training.periods import RunLayout, drive
-from jaxrl.training.seeds import over_seeds, resolve_seed_axis
+from jaxrl.training.seeds import over_seeds, resolve_seed_axis, split_seed_key
 
 Array = jax.Array
 
@@ -295,7 +295,7 @@ def make_train_loop(
     vmapped_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
     def init_carry(key: Array) -> TrainCarry:
-        init_key, reset_key, run_key = jax.random.split(key, 3)
+        init_key, reset_key, run_key = split_seed_key(key)
         state, buffer = agent.init_training(init_key, observation_space, action_space, num_envs)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
             jax.random.split(reset_key, num_envs), env_params

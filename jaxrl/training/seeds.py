@@ -29,12 +29,33 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import jax
+import jax.numpy as jnp
 from jax import lax
 
 from jaxrl.algorithms.protocol import batches_seeds_on_cpu
 
 SeedAxis = Literal["auto", "vmap", "map"]
 SEED_AXES: tuple[str, ...] = ("auto", "vmap", "map")
+
+
+def seed_keys(seed: int, num_seeds: int) -> jax.Array:
+    """The PRNG keys of seeds ``seed, seed + 1, ..., seed + num_seeds - 1``, ``[S]``.
+
+    The one seeding rule of both drivers and the command: seed ``s`` is
+    ``jax.random.key(s)``, whatever the number of seeds it trains with, and a run splits it
+    into its initialization, environment and run keys (:func:`split_seed_key`). So the same
+    seed gives the same initial parameters on the jitted and the host driver, and seed ``s``
+    of a run of several seeds equals the single-seed run with seed ``s``.
+    """
+    return jax.vmap(jax.random.key)(jnp.arange(seed, seed + num_seeds))
+
+
+def split_seed_key(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(init, environment, run)`` keys of one seed's key (:func:`seed_keys`): the agent's
+    initialization, the environments' resets (the host driver explores with it), and the
+    run's collections, learning and evaluations."""
+    init_key, env_key, run_key = jax.random.split(key, 3)
+    return init_key, env_key, run_key
 
 
 def resolve_seed_axis(how: str, agent: Any = None, env: Any = None) -> Literal["vmap", "map"]:
