@@ -1,5 +1,7 @@
-"""The parity tests' gate (tests/parity/conftest.py): without the parity extra they are
-skipped locally but fail a CI run (``CI=true``), so CI cannot silently stop running them.
+"""What a CI run (``CI=true``) changes in the suite: the parity tests' gate
+(tests/parity/conftest.py: without the parity extra they are skipped locally but fail a CI
+run, so CI cannot silently stop running them), and Hypothesis's profile (tests/conftest.py:
+the same examples every CI run).
 
 The missing extra is simulated in a subprocess by ``sys.modules[name] = None`` for torch and
 tianshou (importing them then raises ImportError) before pytest starts; only collection runs.
@@ -48,3 +50,24 @@ def test_missing_extra_skips_locally() -> None:
     assert result.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, result.stdout + result.stderr
     assert "SKIPPED [2]" in result.stdout and "missing: torch, tianshou" in result.stdout
     assert "error" not in result.stdout.lower()
+
+
+PROFILE = (
+    "import sys; sys.path.insert(0, 'tests'); import conftest; from hypothesis import settings; "
+    "print(conftest.HYPOTHESIS_PROFILE, settings.default.derandomize, settings.default.database)"
+)
+
+
+@pytest.mark.parametrize(("ci", "expected"), [("true", "ci True None"), (None, "dev False")])
+def test_hypothesis_draws_fixed_examples_in_ci(ci: str | None, expected: str) -> None:
+    """With CI=true the test settings load the derandomized profile (no example database);
+    without it, Hypothesis's defaults (random draws, the local example database)."""
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    if ci is not None:
+        env["CI"] = ci
+    result = subprocess.run(
+        [sys.executable, "-c", PROFILE], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(expected), result.stdout
