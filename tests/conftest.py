@@ -10,6 +10,7 @@ import shutil
 import tempfile
 
 import pytest
+from hypothesis import settings
 
 # Tests spend most of their time in XLA's CPU compiler: most tests run a few steps, and their
 # programs compile without most optimizations (XLA's backend optimization level 0, no
@@ -36,6 +37,16 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     _CACHE_DIR = tempfile.mkdtemp(prefix="jaxrl-tests-xla-cache-")
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE_DIR
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+
+
+# Property-based tests draw new examples on every run; in CI (``CI=true``, set by CI services)
+# they draw the same examples every run (seeded from each test's code: a change to a test
+# changes its examples), so a CI failure is reproducible and never a new draw's luck, and no
+# example database carries state between runs. Locally they keep exploring.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev")
+HYPOTHESIS_PROFILE = "ci" if os.environ.get("CI", "").strip().lower() == "true" else "dev"
+settings.load_profile(HYPOTHESIS_PROFILE)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -25,8 +25,15 @@ def test_ddpg_run_checkpoints_its_replay_buffer(jaxrl, tmp_path):
     assert config.make_agent().exploration_noise.sigma == pytest.approx(0.2)
     loaded = load_run(run_dir)
     assert type(loaded.state).__name__ == "DDPGState"
-    # The replay buffer is part of the checkpointed carry: 32 collections of 4 envs stored.
-    assert loaded.carry.buffer is not None
+    # The replay buffer is part of the checkpointed carry: 32 collections of 2 steps of 4
+    # envs, 256 transitions per seed, fill its 256 // 4 = 64 rows exactly (write position
+    # back at row 0), every row a real transition (actions are never exactly 0 with noise).
+    buffer = loaded.carry.buffer
+    assert buffer.data.reward.shape == (2, 64, 4)
+    assert np.asarray(buffer.size).tolist() == [64, 64]
+    assert np.asarray(buffer.position).tolist() == [0, 0]
+    assert np.all(np.isfinite(np.asarray(buffer.data.obs)))
+    assert np.all(np.any(np.asarray(buffer.data.action) != 0, axis=-1))
     assert np.asarray(loaded.carry.env_steps).tolist() == [256, 256]
 
 

@@ -88,17 +88,19 @@ def test_help_lists_the_hyperparameters(capsys):
             "--total-steps 100 is less than one collection of --num-envs x --num-steps",
         ),
         (["train", "ddpg", "--env", "CartPole-v1"], "DDPG needs a continuous Box action_space"),
-        (["evaluate"], "missing RUN_DIR"),
+        (["evaluate"], "missing RUN_DIR for jaxrl evaluate (see jaxrl evaluate --help)"),
         (["evaluate", "no/such/run"], "run directory 'no/such/run' does not exist"),
-        (["train", "trpo", "--max-kl", "-1"], "--max-kl must be in (0.0, inf)"),
-        (["plot"], "needs at least one RUN_DIR"),
+        (["train", "trpo", "--max-kl", "-1"], "--max-kl must be in (0.0, inf), got -1.0"),
+        (["plot"], "jaxrl plot needs at least one RUN_DIR"),
     ],
 )
 def test_bad_arguments_are_one_line(capsys, tmp_path, monkeypatch, argv, expected):
+    """One error line naming the problem, and nothing written: the working directory stays
+    empty (no run directory, no compilation cache: nothing was compiled)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "cache"))
     assert expected in error_line(capsys, argv)
-    assert not (tmp_path / "runs").exists()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_resumed_run_keeps_its_configuration(capsys, tmp_path, monkeypatch, trpo_run):

@@ -10,7 +10,8 @@ import pytest
 
 from jaxrl.algorithms.presets import PRESETS, get_preset, is_mujoco_id, preset_for_env
 from jaxrl.cli import main, parse, preset_in_force
-from jaxrl.io.config import RunConfig, hyperparameters, run_defaults
+from jaxrl.io import ALGORITHMS
+from jaxrl.io.config import RunConfig, hyperparameters, parse_noise, run_defaults
 
 from .helpers import make_config
 
@@ -69,6 +70,9 @@ def test_tianshous_pendulum_test_settings_stay_a_preset():
 
 
 def test_every_preset_builds_every_algorithm():
+    """Each preset's defaults build each algorithm, with every plain hyperparameter (not a
+    schedule or noise spec, which the config turns into objects) set to the preset's value."""
+    special = {"lr_schedule", "actor_lr_schedule", "critic_lr_schedule", "exploration_noise"}
     for name, preset in PRESETS.items():
         for algo in ("npg", "trpo", "ddpg"):
             hyper = {spec.name: spec.default for spec in hyperparameters(algo, name)}
@@ -82,7 +86,18 @@ def test_every_preset_builds_every_algorithm():
                 eval_episodes=run["eval_episodes"],
                 normalize_obs=run["normalize_obs"],
             )
-            config.make_agent()
+            agent = config.make_agent()
+            assert type(agent) is ALGORITHMS[algo], (name, algo)
+            for field, value in hyper.items():
+                if field in special:
+                    continue
+                got = getattr(agent, field)
+                expected = tuple(value) if isinstance(value, list) else value
+                assert got == expected, (name, algo, field, got, expected)
+            for field in special & set(hyper) - {"exploration_noise"}:  # the lr schedules
+                assert (getattr(agent, field) is None) == (hyper[field] == "constant"), field
+            if "exploration_noise" in hyper:
+                assert agent.exploration_noise == parse_noise(hyper["exploration_noise"])
 
 
 def test_help_shows_the_preset_in_force(capsys):

@@ -352,9 +352,18 @@ def test_gae_rejects_scalar_rewards():
 
 
 def test_gae_accepts_boundary_hyperparameters():
+    """gamma and lambda at 0 and 1 are accepted and give the closed forms (values 0, reward
+    1, no episode end): gamma=0 or lambda=0 gives A_t = r_t = 1; gamma=lambda=1 gives the
+    undiscounted reward-to-go T - t."""
+    rewards = np.ones(SMALL, np.float32)
+    steps = SMALL[0]
+    to_go = (steps - np.arange(steps, dtype=np.float32))[:, None] * np.ones(SMALL, np.float32)
     for gamma in (0.0, 1.0):
         for lam in (0.0, 1.0):
-            gae(**_gae_args(gamma=gamma, gae_lambda=lam))
+            result = gae(**_gae_args(rewards=rewards, gamma=gamma, gae_lambda=lam))
+            expected = to_go if gamma == lam == 1.0 else rewards
+            np.testing.assert_allclose(np.asarray(result.advantages), expected, rtol=1e-6)
+            np.testing.assert_allclose(np.asarray(result.returns), expected, rtol=1e-6)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """Property-based fuzzing: random shapes, dtypes, NaN/inf and extreme hyperparameters thrown
-at the core functions and the updates. Every case either works or raises a clear error
-(ValueError/TypeError naming an argument); no update returns non-finite parameters.
+at the core functions and the updates. Each test decides from its inputs, before the call,
+whether they are valid: valid inputs must give finite results of the right shape (any error
+fails the test), invalid ones must raise a clear error (ValueError/TypeError naming the
+argument); no update returns non-finite parameters.
 
 Each test counts its cases in ``CASES``; ``test_report_case_count`` prints the total.
 """
@@ -9,10 +11,13 @@ from __future__ import annotations
 
 import collections
 import functools
+from collections.abc import Callable
+from typing import TypeVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from reliability_helpers import (
@@ -28,6 +33,7 @@ from reliability_helpers import (
 import jaxrl
 from jaxrl import core
 
+T = TypeVar("T")
 CASES: collections.Counter = collections.Counter()
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 SPECIALS = st.sampled_from([np.nan, np.inf, -np.inf, 0.0, 1e30, -1e30, 1e-30])
@@ -40,8 +46,35 @@ def initial_state(name: str):
     return ON_POLICY[name].init(jax.random.key(0), OBS_SPACE, ACT_SPACE)
 
 
-def clear_error(error: Exception, *names: str) -> bool:
-    return isinstance(error, ValueError | TypeError) and any(n in str(error) for n in names)
+def call_checked(call: Callable[[], T], invalid: str | None) -> T | None:
+    """``call()`` for valid inputs (``invalid`` None): any error it raises fails the test.
+    For invalid inputs the call must raise ValueError/TypeError naming ``invalid`` (the
+    offending argument); returns None then."""
+    if invalid is None:
+        return call()
+    with pytest.raises((ValueError, TypeError)) as info:
+        call()
+    assert invalid in str(info.value), info.value
+    return None
+
+
+def in_unit_interval(x: float) -> bool:
+    """Whether ``x`` is a valid discount/lambda: in ``[0, 1]`` (NaN is not)."""
+    return 0.0 <= x <= 1.0
+
+
+def gae_invalid_argument(t: int, mismatch: str | None, gamma: float, lam: float) -> str | None:
+    """The argument :func:`core.gae` must reject for these inputs (the first check that
+    fails, in its order), or None when they are valid."""
+    if t == 0:
+        return "rewards"  # an empty time axis
+    if mismatch:
+        return mismatch
+    if not in_unit_interval(gamma):
+        return "gamma"
+    if not in_unit_interval(lam):
+        return "gae_lambda"
+    return None
 
 
 @FUZZ
@@ -66,13 +99,15 @@ def test_gae_fuzz(t, n, extra, gamma, lam, dtype, mismatch):
     }
     if mismatch:
         arrays[mismatch] = np.zeros((t, n + extra + 1), arrays[mismatch].dtype)
-    try:
-        result = core.gae(**arrays, gamma=gamma, gae_lambda=lam)
-    except Exception as error:  # must be a clear error naming the argument
-        assert clear_error(error, "gamma", "gae_lambda", "rewards", mismatch or "rewards"), error
-        return
-    assert 0.0 <= gamma <= 1.0 and 0.0 <= lam <= 1.0 and mismatch is None and t > 0
-    assert result.advantages.shape == shape and bool(jnp.all(jnp.isfinite(result.returns)))
+    # Validity decided from the inputs alone (every dtype drawn is accepted).
+    invalid = gae_invalid_argument(t, mismatch, gamma, lam)
+    result = call_checked(lambda: core.gae(**arrays, gamma=gamma, gae_lambda=lam), invalid)
+    if invalid is None:
+        assert result.advantages.shape == shape and result.returns.shape == shape
+        assert bool(jnp.all(jnp.isfinite(result.advantages)))
+        assert bool(jnp.all(jnp.isfinite(result.returns)))
+        # Rewards 1, values 0, no episode end inside the segment: the last step's return is 1.
+        np.testing.assert_allclose(np.asarray(result.returns[-1]), 1.0)
 
 
 @FUZZ
@@ -86,14 +121,16 @@ def test_nstep_targets_fuzz(n, gamma, special, horizon):
     CASES["nstep_targets"] += 1
     rewards = np.full((horizon, n), special, np.float32)
     flags = np.zeros((horizon, n), bool)
-    try:
-        targets = core.nstep_targets(rewards, np.zeros_like(rewards), flags, flags, gamma)
-    except Exception as error:
-        assert clear_error(error, "gamma"), error
-        return
-    assert targets.shape == (n,)
-    if np.isfinite(special) and abs(special) < 1e29:
-        assert bool(jnp.all(jnp.isfinite(targets)))
+    invalid = None if in_unit_interval(gamma) else "gamma"
+    targets = call_checked(
+        lambda: core.nstep_targets(rewards, np.zeros_like(rewards), flags, flags, gamma), invalid
+    )
+    if invalid is None:
+        assert targets.shape == (n,)
+        if np.isfinite(special) and abs(special) < 1e29:
+            assert bool(jnp.all(jnp.isfinite(targets)))
+            expected = special * sum(gamma**i for i in range(horizon))
+            np.testing.assert_allclose(np.asarray(targets), expected, rtol=1e-5, atol=1e-30)
 
 
 @FUZZ
@@ -136,13 +173,16 @@ def test_line_search_fuzz(verdicts, step, coeff):
         index = jnp.round(jnp.log(jnp.maximum(candidate["w"][0], 1e-30) / step) / jnp.log(coeff))
         return table[jnp.clip(index.astype(jnp.int32), 0, len(verdicts) - 1)]
 
-    try:
-        result = core.backtracking_line_search(
+    invalid = None if 0.0 < coeff <= 1.0 else "backtrack_coeff"
+    result = call_checked(
+        lambda: core.backtracking_line_search(
             accept, params, {"w": jnp.ones(2)}, step, coeff, len(verdicts)
-        )
-    except Exception as error:
-        assert clear_error(error, "backtrack_coeff"), error
+        ),
+        invalid,
+    )
+    if invalid is not None:
         return
+    assert result.params["w"].shape == (2,)
     assert bool(jnp.all(jnp.isfinite(result.params["w"])))
     if not bool(result.accepted):
         assert float(result.step_size) == 0.0 and bool(jnp.all(result.params["w"] == 0))

@@ -35,10 +35,23 @@ def test_both_ways_give_every_seed_its_own_result(how):
         assert int(counts[i]) == int(count)
 
 
-def test_auto_maps_on_policy_seeds_on_a_cpu_and_batches_the_others():
-    assert jax.default_backend() == "cpu"  # the suite's backend; on accelerators auto is vmap
-    assert resolve_seed_axis("auto", jaxrl.TRPO()) == "map"
-    assert resolve_seed_axis("auto", jaxrl.NPG()) == "map"
+def on_policy_auto_axis(backend: str) -> str:
+    """What "auto" must pick for on-policy seeds on ``backend``: one after another on a CPU,
+    batched on an accelerator."""
+    return "map" if backend == "cpu" else "vmap"
+
+
+@pytest.mark.parametrize("backend", ["host", "cpu", "gpu", "tpu"])
+def test_auto_maps_on_policy_seeds_on_a_cpu_and_batches_the_others(monkeypatch, backend):
+    """"auto" on this host's backend ("host") and, with the default backend patched, on each
+    kind: on-policy seeds mapped on a CPU and batched elsewhere, off-policy always batched."""
+    if backend == "host":
+        backend = jax.default_backend()
+    else:
+        monkeypatch.setattr(jax, "default_backend", lambda: backend)
+    expected = on_policy_auto_axis(backend)
+    assert resolve_seed_axis("auto", jaxrl.TRPO()) == expected
+    assert resolve_seed_axis("auto", jaxrl.NPG()) == expected
     assert resolve_seed_axis("auto", jaxrl.DDPG()) == "vmap"
     assert resolve_seed_axis("auto") == "vmap"
     assert resolve_seed_axis("vmap", jaxrl.TRPO()) == "vmap"
@@ -76,4 +89,6 @@ def test_auto_batches_the_seeds_of_environments_that_ask_for_it():
     assert resolve_seed_axis("map", jaxrl.TRPO(), BatchFriendly()) == "map"
     loop = make_train_loop(WELL_CONDITIONED_TRPO, "Pendulum-v1", TINY)
     assert loop.env is not None and not getattr(loop.env, "batches_seeds", False)
-    assert resolve_seed_axis("auto", loop.agent, loop.env) == "map"
+    assert resolve_seed_axis("auto", loop.agent, loop.env) == on_policy_auto_axis(
+        jax.default_backend()
+    )
