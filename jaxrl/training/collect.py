@@ -558,10 +558,10 @@ class HostCollector:
         Returns ``(rollout, env_state)``: a :class:`jaxrl.Rollout`
         ``[num_steps, num_envs, ...]`` of device arrays, and the state to pass next.
         """
-        _check_agent_state(agent_state, self._observation_spec, self._action_spec)
-        _check_env_state(env_state, self.num_envs, self._observation_spec.shape)
         if self._env_steps is None:
             raise RuntimeError("collector.init() must be called before collector.collect()")
+        _check_agent_state(agent_state, self._observation_spec, self._action_spec)
+        _check_env_state(env_state, self.num_envs, self._observation_spec.shape)
         if int(env_state.env_steps) != self._env_steps:
             raise ValueError(
                 f"env_state is from env step {int(env_state.env_steps)} but the host "
