@@ -317,3 +317,41 @@ def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match=r"^agent_state was initialized for observation_space"):
         collector.collect(cartpole, second, jax.random.key(2))
     envs.close()
+
+
+# ---------------------------------------------------------------------- a research loop
+
+
+def pendulum_research_loop(seeds: tuple[int, ...], num_updates: int = 40) -> np.ndarray:
+    """Research code's loop, per seed: ``collect``, then the jitted ``update``, ``num_updates``
+    times (Tianshou's Pendulum TRPO settings, 16 envs x 128 steps per rollout). Returns
+    ``[seeds, num_updates]``: after each update, the mean over the 16 environments of their
+    last finished episode's return (``env_state.last_return``; NaN before the first)."""
+    agent = jaxrl.TRPO(gamma=0.95, max_kl=0.005, return_scaling=True, repeat=2)
+    collector = make_collector(agent, "Pendulum-v1", num_steps=128, num_envs=16)
+    collect, update = jax.jit(collector.collect), jax.jit(agent.update)
+    returns = np.full((len(seeds), num_updates), np.nan)
+    for i, seed in enumerate(seeds):
+        init_key, env_key, key = jax.random.split(jax.random.key(seed), 3)
+        state = agent.init(init_key, collector.observation_space, collector.action_space)
+        env_state = collector.init(env_key)
+        for j in range(num_updates):
+            key, collect_key, update_key = jax.random.split(key, 3)
+            rollout, env_state = collect(state, env_state, collect_key)
+            state, _ = update(state, rollout, update_key)
+            returns[i, j] = np.mean(env_state.last_return)
+    return returns
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+def test_a_loop_of_collect_and_jitted_update_improves_the_pendulum_return():
+    """40 updates (81,920 env steps) of :func:`pendulum_research_loop`. First: the return of
+    the first episodes (they end in the 2nd rollout); last: the mean over the last 5 updates.
+
+    Measured with this loop on seeds 100-111 (not these): first -1,098 to -1,562, last -200
+    to -587, improvement 553 to 1,235. Bars: every seed's last is at least -700 and at
+    least 400 above its first (an agent that does not learn stays near its first)."""
+    returns = pendulum_research_loop((0, 1, 2))
+    first, last = returns[:, 1], returns[:, -5:].mean(axis=1)
+    assert (last >= -700).all() and (last - first >= 400).all(), (first, last)
