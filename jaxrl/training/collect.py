@@ -531,9 +531,10 @@ class HostCollector:
         """Reset the environments and start collecting.
 
         Args:
-          seed: gymnasium envs: environment ``j`` is reset with seed ``seed + j`` (None: the
-            environments' own seeding). EnvPool envs are seeded when made
-            (``envpool.make(..., seed=...)``) and take None here.
+          seed: gymnasium envs: environment ``j`` is reset with seed ``seed + j`` (None: a
+            gymnasium env made by the caller resets unseeded, one of
+            :func:`jaxrl.envs.make_host_env` with the seed it was made with). EnvPool envs
+            are seeded when made (``envpool.make(..., seed=...)``) and take None here.
         """
         if isinstance(self.env, EnvPoolVectorEnv):
             if seed is not None:
@@ -541,7 +542,7 @@ class HostCollector:
                     f"seed: EnvPool environments are seeded when made (envpool.make(..., "
                     f"seed=...)); pass seed=None, got {seed!r}"
                 )
-        else:
+        elif seed is not None:
             self.env._seed = seed
         raw = self.env.reset()
         stats = RunningMeanStd.create(self._observation_spec.shape) if self.normalize_obs else None
