@@ -1,5 +1,13 @@
-"""Training drivers: whole runs as compiled programs on JAX environments."""
+"""Training drivers (whole runs as compiled programs on JAX environments; the host driver is
+:mod:`jaxrl.training.gymnasium_driver`) and the collectors research code builds its own loop
+from (:func:`make_collector`, :mod:`jaxrl.training.collect`)."""
 
+from jaxrl.training.collect import (
+    CollectorState,
+    HostCollector,
+    JaxCollector,
+    make_collector,
+)
 from jaxrl.training.jax_driver import (
     TrainCarry,
     TrainConfig,
@@ -15,6 +23,9 @@ from jaxrl.training.seeds import SeedAxis, over_seeds, resolve_seed_axis
 from jaxrl.training.sharding import initialize_distributed, seed_mesh, train_sharded
 
 __all__ = [
+    "CollectorState",
+    "HostCollector",
+    "JaxCollector",
     "SeedAxis",
     "TrainCarry",
     "TrainConfig",
@@ -22,6 +33,7 @@ __all__ = [
     "checked_call",
     "evaluate",
     "initialize_distributed",
+    "make_collector",
     "make_env",
     "make_train",
     "make_train_loop",

@@ -25,6 +25,7 @@ every evaluation and can start from (``initial=``), so checkpoints resume them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -43,6 +44,7 @@ from jaxrl.envs.host import (
 from jaxrl.replay import ReplayBuffer, Transition
 from jaxrl.rollout import Rollout
 from jaxrl.spaces import describe_space
+from jaxrl.training import collect
 from jaxrl.training.agent_steps import (
     is_off_policy,
     mean_stats,
@@ -145,19 +147,13 @@ class _Programs:
         _, explore_keys, learn_keys = _seed_keys(seeds)
         off_policy = is_off_policy(agent)
 
-        def observe(stats: Any, raw: jax.Array, raw_final: jax.Array) -> tuple:
-            stats, obs = normalize_observations(stats, raw, update=True)
-            # The final observation is normalized with the statistics that saw it arrive.
-            _, final = normalize_observations(stats, raw_final, update=False)
-            return stats, obs, final
-
         def observe_and_act(carry: HostCarry, raw, raw_final, steps) -> tuple:
-            """Normalize what the last env step returned, then act on it (one dispatch)."""
-            stats, obs, final = jax.vmap(observe)(carry.obs_stats, raw, raw_final)
-            act_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(explore_keys, steps)
-            state, sample = jax.vmap(lambda s, o, k: agent.explore(s, o, k, steps))(
-                carry.state, obs, act_keys
-            )
+            """Normalize what the last env step returned, then act on it (one dispatch):
+            :func:`jaxrl.training.collect.observe_and_act` of every seed."""
+            state, stats, sample, obs, final = jax.vmap(
+                functools.partial(collect.observe_and_act, agent),
+                in_axes=(0, 0, 0, 0, 0, None),
+            )(carry.state, carry.obs_stats, raw, raw_final, explore_keys, steps)
             return carry._replace(state=state, obs_stats=stats), sample, obs, final
 
         self.observe_and_act = jax.jit(observe_and_act, donate_argnums=0)
@@ -487,27 +483,15 @@ class HostTrainLoop:
         fields: tuple[list, ...] = tuple([] for _ in Rollout._fields)
         finished = [[] for _ in range(count)]
         for _ in range(self.config.num_steps):
-            out = checked_step(
-                self.env, self._env_steps // num_envs, _join_seeds(sample.env_action)
-            )
-            reward = _split_seeds(out.reward, count)
-            terminated = _split_seeds(out.terminated, count)
-            truncated = _split_seeds(out.truncated, count)
+            carry, sample, obs, transition = collect.host_step(
+                self.env, programs.observe_and_act, carry, sample, obs, self._env_steps,
+                num_envs, count,
+            )  # fmt: skip
             self._env_steps += num_envs
-            action = sample.action
-            carry, sample, next_obs, final = programs.observe_and_act(
-                carry,
-                _split_seeds(out.obs, count),
-                _split_seeds(out.final_obs, count),
-                self._env_steps,
-            )
-            for field, value in zip(
-                fields, (obs, action, reward, terminated, truncated, final), strict=True
-            ):
+            for field, value in zip(fields, transition, strict=True):
                 field.append(value)
-            obs = next_obs
-            episode_return += reward
-            done = terminated | truncated
+            episode_return += transition.reward
+            done = transition.terminated | transition.truncated
             for i in range(count):
                 finished[i].extend(episode_return[i][done[i]].tolist())
             episode_return[done] = 0.0

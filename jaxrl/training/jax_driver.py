@@ -37,7 +37,6 @@ from jax.experimental import checkify
 from jaxrl.core.normalization import RunningMeanStd, normalize_observations
 from jaxrl.envs.jax_envs import make_env
 from jaxrl.replay import Transition
-from jaxrl.rollout import Rollout
 from jaxrl.spaces import describe_space
 from jaxrl.training.agent_steps import (
     is_off_policy,
@@ -45,6 +44,7 @@ from jaxrl.training.agent_steps import (
     off_policy_updates,
     updates_per_collect,
 )
+from jaxrl.training.collect import make_jax_step, reset_jax_envs, strong_types
 from jaxrl.training.periods import RunLayout, drive
 from jaxrl.training.seeds import over_seeds, resolve_seed_axis, split_seed_key
 
@@ -125,12 +125,6 @@ def checked_call(train: Callable[[Array], Any], keys: Array) -> Any:
     return out
 
 
-def _strong_types(tree: Any) -> Any:
-    # gymnax's reset leaves some fields weakly typed and step makes them strong; fixing the
-    # types up front keeps scan carries stable and jit caches warm.
-    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.asarray(x).dtype), tree)
-
-
 def _step_without_reset(env: Any) -> Callable:
     """``(key, state, action, params) -> (obs, state, reward, terminated, truncated)``.
 
@@ -188,7 +182,7 @@ def evaluate(
         running = running & ~(terminated | truncated)
         return (obs, env_state, returns, running), None
 
-    init = (obs, _strong_types(env_state), jnp.zeros(num_episodes), jnp.ones(num_episodes, bool))
+    init = (obs, strong_types(env_state), jnp.zeros(num_episodes), jnp.ones(num_episodes, bool))
     horizon = int(env_params.max_steps_in_episode)
     (_, _, returns, _), _ = lax.scan(step, init, jax.random.split(run_key, horizon))
     return jnp.mean(returns)
@@ -292,23 +286,19 @@ def make_train_loop(
     with jax.ensure_compile_time_eval():
         observation_space = describe_space(env.observation_space(env_params), "observation_space")
         action_space = describe_space(env.action_space(env_params), "action_space")
-    vmapped_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    # One env step, the same as jaxrl.training.collect's collectors take.
+    step = make_jax_step(agent, env, env_params, num_envs, config.check_finite)
 
     def init_carry(key: Array) -> TrainCarry:
         init_key, reset_key, run_key = split_seed_key(key)
         state, buffer = agent.init_training(init_key, observation_space, action_space, num_envs)
-        obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
-            jax.random.split(reset_key, num_envs), env_params
-        )
-        obs_stats = None
-        if config.normalize_obs:
-            stats = RunningMeanStd.create(observation_space.shape)
-            obs_stats, obs = normalize_observations(stats, obs, update=True)
+        stats = RunningMeanStd.create(observation_space.shape) if config.normalize_obs else None
+        obs, env_state, obs_stats = reset_jax_envs(env, env_params, reset_key, num_envs, stats)
         return TrainCarry(
             state,
             buffer,
             obs,
-            _strong_types(env_state),
+            env_state,
             jnp.zeros(num_envs),
             jnp.zeros((), jnp.int32),
             run_key,
@@ -316,47 +306,25 @@ def make_train_loop(
         )
 
     def env_step(carry: TrainCarry, step_key: Array) -> tuple[TrainCarry, tuple]:
-        act_key, env_key = jax.random.split(step_key)
-        state, sample = agent.explore(carry.state, carry.obs, act_key, carry.env_steps)
-        next_obs, env_state, reward, terminated, truncated, info = vmapped_step(
-            jax.random.split(env_key, num_envs), carry.env_state, sample.env_action, env_params
+        out = step(
+            carry.state,
+            carry.obs,
+            carry.env_state,
+            carry.obs_stats,
+            carry.episode_return,
+            carry.env_steps,
+            step_key,
         )
-        final_obs, obs_stats = info["final_observation"], carry.obs_stats
-        if config.normalize_obs:
-            obs_stats, next_obs = normalize_observations(obs_stats, next_obs, update=True)
-            # The final observation is normalized with the statistics that saw it arrive.
-            final_obs = normalize_observations(obs_stats, final_obs, update=False)[1]
-        transition = Rollout(
-            obs=carry.obs,
-            action=sample.action,
-            reward=reward.astype(jnp.float32),
-            terminated=terminated,
-            truncated=truncated,
-            next_obs=final_obs,
-        )
-        if config.check_finite:
-            for field, value in (
-                ("observation", next_obs),
-                ("final observation", info["final_observation"]),
-                ("reward", reward),
-            ):
-                checkify.check(
-                    jnp.all(jnp.isfinite(value)),
-                    f"non-finite {field} from the environment at env step {{step}}",
-                    step=carry.env_steps,
-                )
-        episode_return = carry.episode_return + reward
-        done = terminated | truncated
-        finished = (jnp.sum(jnp.where(done, episode_return, 0.0)), jnp.sum(done))
+        finished = (jnp.sum(jnp.where(out.done, out.ended_return, 0.0)), jnp.sum(out.done))
         carry = carry._replace(
-            state=state,
-            obs=next_obs,
-            env_state=env_state,
-            episode_return=jnp.where(done, 0.0, episode_return),
-            env_steps=carry.env_steps + num_envs,
-            obs_stats=obs_stats,
+            state=out.agent_state,
+            obs=out.obs,
+            env_state=out.env_state,
+            episode_return=out.episode_return,
+            env_steps=out.env_steps,
+            obs_stats=out.obs_stats,
         )
-        return carry, (transition, finished)
+        return carry, (out.transition, finished)
 
     def collect_and_learn(carry: TrainCarry, key: Array) -> tuple[TrainCarry, dict]:
         collect_key, learn_key = jax.random.split(key)
