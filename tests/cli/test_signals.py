@@ -25,11 +25,18 @@ RUN = ["train", "trpo", *TINY, "--total-steps", str(128 * PERIODS), "--checkpoin
 
 
 def _command() -> list[str]:
+    """The installed command, started with SIGINT at its default disposition, as in a
+    terminal: a process started in the background of a non-interactive shell (CI scripts
+    can run pytest so) inherits SIGINT ignored, and Python then installs no Ctrl-C handler.
+    A small interpreter restores the default and ``exec``s the command."""
     script = Path(sys.executable).parent / "jaxrl"
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("jaxrl")
-    return [found] if found else [sys.executable, "-m", "jaxrl"]
+    found = str(script) if script.exists() else shutil.which("jaxrl")
+    command = [found] if found else [sys.executable, "-m", "jaxrl"]
+    restore = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    return [sys.executable, "-c", restore, *command]
 
 
 def interrupt_after_first_checkpoint(
