@@ -134,8 +134,15 @@ def test_ddpg_learns_only_after_its_warm_up():
 
 @pytest.mark.learning
 @pytest.mark.slow
-def test_ddpg_solves_gymnasium_pendulum():
-    """Tianshou's DDPG test settings through the host driver, one seed, 50k env steps."""
+def test_ddpg_solves_gymnasium_pendulum_with_its_final_policy():
+    """Tianshou's DDPG test settings through the host driver, 3 seeds, the whole 50k env
+    steps: every seed's final policy (the last evaluation, 10 episodes) reaches Tianshou's
+    bar, -250, and their mean -200 (Tianshou's own test stops at the first evaluation that
+    reaches -250: the best evaluation, not the final policy).
+
+    Measured with this code, seeds 0-3 of one run: final -149.1, -146.3, -115.7, -171.1
+    (mean -145.6); every evaluation from 25k env steps on, 24 of them, between -87.0 and
+    -196.3; at 5k env steps -1,425 to -1,477."""
     agent = jaxrl.DDPG(n_step_return_horizon=3, batch_size=128, update_per_step=0.125)
     _, metrics = train_gymnasium(
         agent,
@@ -144,9 +151,15 @@ def test_ddpg_solves_gymnasium_pendulum():
         num_steps=1,
         total_steps=50_000,
         eval_every=5_000,
-        stop=lambda eval_return: eval_return >= -250,  # Tianshou's stop_fn
+        seed=0,
+        num_seeds=3,
     )
-    assert metrics["eval/return"].max() >= -250, metrics["eval/return"]
+    assert metrics["eval/env_steps"][0, -1] == 50_000
+    returns = metrics["eval/return"]
+    print(f"\nevaluation returns [seed, evaluation]:\n{returns}")
+    assert np.all(returns[:, 0] < -1000), returns  # it learned
+    final = returns[:, -1]
+    assert np.all(final >= -250) and final.mean() >= -200, final
 
 
 @pytest.mark.slow
