@@ -84,9 +84,9 @@ def test_no_checkpoint_buffer_leaves_the_replay_buffer_out(
     jaxrl: Callable[..., Result], tmp_path: Path
 ):
     """By default a host DDPG checkpoint holds the replay buffer (its observations among
-    them: ``buffer_size x obs_dim`` floats per seed, laid out per environment); with ``--no-checkpoint-buffer`` it holds
-    none of it, the run loads without one, and it still resumes (on a fresh buffer) and
-    finishes."""
+    them: ``buffer_size x obs_dim`` floats per seed, laid out per environment); with
+    ``--no-checkpoint-buffer`` it holds none of it, the run loads without one, and it still
+    resumes (on a fresh buffer) and finishes."""
     with_buffer = tmp_path / "with"
     jaxrl(*DDPG_HOST, "--run-dir", with_buffer, "--stop-after-periods", "2").check()
     saved = _buffer_leaves(with_buffer, 2)
