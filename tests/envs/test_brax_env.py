@@ -84,10 +84,17 @@ def test_a_fallen_pole_terminates_without_truncation(pendulum):
 @pytest.mark.learning
 @pytest.mark.slow
 def test_trpo_learns_to_balance_the_pole_with_vmapped_seeds():
-    """A learning smoke test: TRPO with the settings ``jaxrl train trpo --env
-    brax:inverted_pendulum`` gets (the ``mujoco`` preset), 2 seeds in one program, 24,576 env
-    steps. A random policy keeps the pole up for ~20 steps; each seed's deterministic policy
-    learns to keep it up for hundreds (1000 is the time limit)."""
+    """TRPO with the settings ``jaxrl train trpo --env brax:inverted_pendulum`` gets (the
+    ``mujoco`` preset), 4 seeds in one program, 24,576 env steps. A random policy keeps the
+    pole up for ~20 steps; the final policies (the last evaluation, 4 stochastic episodes per
+    seed) keep it up for hundreds on average (1000 is the time limit).
+
+    Measured final returns with this code (per seed): these 4 seeds: 434.0, 1000, 164.8,
+    991.5 (mean 647.6; the third never passed 165 within the budget); ``--seed 0`` with 2
+    seeds: 680.5, 900.5; ``--seed 1`` with 4 seeds: 161.2, 1000, 1000, 731.8 (a final policy
+    can fall back from a better one: 636 -> 161). Over these 10 seeds 706 +- 320, so a mean
+    of 4 spreads by about 160: its bar, 300, is 2.5 of those below and 15x a random
+    policy's. 9 of the 10 seeds reached 300 at some evaluation: at least 2 of 4 must."""
     from jaxrl.io import RunConfig
     from jaxrl.io.backends import jax_loop, seed_keys
 
@@ -96,7 +103,7 @@ def test_trpo_learns_to_balance_the_pole_with_vmapped_seeds():
         "brax:inverted_pendulum",
         backend="jax",
         brax_backend="positional",
-        num_seeds=2,
+        num_seeds=4,
         total_steps=24_576,
         eval_every=8_192,
         eval_episodes=4,
@@ -106,9 +113,12 @@ def test_trpo_learns_to_balance_the_pole_with_vmapped_seeds():
     _, metrics = jax.jit(jax.vmap(loop.train))(seed_keys(config))
     first_episodes = np.asarray(metrics["train_return"])[:, 0]  # the initial policy's
     returns = np.asarray(metrics["eval/return"])  # [seed, period]
+    print(f"\nevaluation returns [seed, period]:\n{returns}")
+    assert np.asarray(metrics["eval/env_steps"])[0, -1] == 24_576
     assert np.all(first_episodes < 50), first_episodes
-    assert np.all(returns.max(axis=1) >= 300), returns
-    assert not np.array_equal(returns[0], returns[1])  # the seeds differ
+    assert returns[:, -1].mean() >= 300, returns
+    assert np.sum(returns.max(axis=1) >= 300) >= 2, returns
+    assert len({tuple(r) for r in returns.tolist()}) == 4  # the seeds differ
 
 
 def test_errors_name_what_is_wrong(monkeypatch):

@@ -18,18 +18,34 @@ SMALL = dict(num_envs=2, num_steps=16, total_steps=64, eval_every=64, eval_episo
 
 @pytest.mark.learning
 @pytest.mark.slow
-def test_trpo_solves_gymnasium_pendulum():
-    agent = jaxrl.TRPO(gamma=0.95, max_kl=0.005, return_scaling=True, repeat=2)
+def test_trpo_solves_gymnasium_pendulum_with_its_final_policy():
+    """The ``pendulum`` preset (what ``jaxrl train trpo --env Pendulum-v1 --backend
+    gymnasium`` runs) on gymnasium's Pendulum through the host driver, 3 seeds, the whole
+    budget: the final policy (the last evaluation: deterministic, 10 episodes per seed, at
+    327,680 env steps) is judged, not the best evaluation.
+
+    Measured final deterministic returns with this code: these 3 seeds: -152.7, -230.2,
+    -133.8 (mean -172.2); the command's 3 host seeds (``jaxrl train trpo --env Pendulum-v1
+    --backend gymnasium --num-seeds 3``): -157.4, -222.7, -153.1; the same preset on the
+    jitted driver, 20 other seeds:
+    -194.3 +- 44.8, worst -297.0 (``tests/cli/test_readme_headline.py``). A mean of 3 seeds
+    spreads by about 26 across seed sets, so the mean's bar, -275, is 3 of those below
+    -196; no seed of 23 ended below -300 (an untrained policy scores about -1,200)."""
+    from jaxrl.io import RunConfig
+    from jaxrl.io.backends import train_config
+
+    config = RunConfig.from_preset("trpo", "Pendulum-v1", backend="gymnasium", num_seeds=3)
+    assert config.preset == "pendulum" and config.total_steps == 327_680
+    agent = config.make_agent()
+    assert agent.deterministic_eval
     _, metrics = train_gymnasium(
-        agent,
-        "Pendulum-v1",
-        num_envs=16,
-        num_steps=128,
-        total_steps=250_000,
-        eval_every=20_480,
-        stop=lambda eval_return: eval_return >= -250,  # Tianshou's stop_fn
+        agent, "Pendulum-v1", train_config(config), seed=0, num_seeds=config.num_seeds
     )
-    assert metrics["eval/return"].max() >= -250, metrics["eval/return"]
+    assert metrics["eval/env_steps"][0, -1] == 327_680
+    final = metrics["eval/return"][:, -1]
+    print(f"\nfinal deterministic return per seed: {final}")
+    assert final.mean() >= -275, final
+    assert np.all(final >= -400), final
 
 
 def test_runs_with_observation_normalization_and_reports_metrics():
@@ -118,8 +134,15 @@ def test_ddpg_learns_only_after_its_warm_up():
 
 @pytest.mark.learning
 @pytest.mark.slow
-def test_ddpg_solves_gymnasium_pendulum():
-    """Tianshou's DDPG test settings through the host driver, one seed, 50k env steps."""
+def test_ddpg_solves_gymnasium_pendulum_with_its_final_policy():
+    """Tianshou's DDPG test settings through the host driver, 3 seeds, the whole 50k env
+    steps: every seed's final policy (the last evaluation, 10 episodes) reaches Tianshou's
+    bar, -250, and their mean -200 (Tianshou's own test stops at the first evaluation that
+    reaches -250: the best evaluation, not the final policy).
+
+    Measured with this code, seeds 0-3 of one run: final -149.1, -146.3, -115.7, -171.1
+    (mean -145.6); every evaluation from 25k env steps on, 24 of them, between -87.0 and
+    -196.3; at 5k env steps -1,425 to -1,477."""
     agent = jaxrl.DDPG(n_step_return_horizon=3, batch_size=128, update_per_step=0.125)
     _, metrics = train_gymnasium(
         agent,
@@ -128,9 +151,15 @@ def test_ddpg_solves_gymnasium_pendulum():
         num_steps=1,
         total_steps=50_000,
         eval_every=5_000,
-        stop=lambda eval_return: eval_return >= -250,  # Tianshou's stop_fn
+        seed=0,
+        num_seeds=3,
     )
-    assert metrics["eval/return"].max() >= -250, metrics["eval/return"]
+    assert metrics["eval/env_steps"][0, -1] == 50_000
+    returns = metrics["eval/return"]
+    print(f"\nevaluation returns [seed, evaluation]:\n{returns}")
+    assert np.all(returns[:, 0] < -1000), returns  # it learned
+    final = returns[:, -1]
+    assert np.all(final >= -250) and final.mean() >= -200, final
 
 
 @pytest.mark.slow

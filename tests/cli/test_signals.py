@@ -1,0 +1,109 @@
+"""``jaxrl train`` stopped by Ctrl-C (SIGINT) or SIGTERM (a cluster's preemption, ``kill``):
+pending checkpoint writes finish, the process exits with status 130 and prints the command
+that continues the run, and ``--resume`` finishes it with continuous metrics."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jaxrl.io import CheckpointStore, read_csv
+
+from .helpers import TINY, Result
+
+PERIODS = 40  # of 128 env steps each: a few seconds of training after the first checkpoint
+RUN = ["train", "trpo", *TINY, "--total-steps", str(128 * PERIODS), "--checkpoint-every", "1"]
+
+
+def _command() -> list[str]:
+    """The installed command, started with SIGINT at its default disposition, as in a
+    terminal: a process started in the background of a non-interactive shell (CI scripts
+    can run pytest so) inherits SIGINT ignored, and Python then installs no Ctrl-C handler.
+    A small interpreter restores the default and ``exec``s the command."""
+    script = Path(sys.executable).parent / "jaxrl"
+    found = str(script) if script.exists() else shutil.which("jaxrl")
+    command = [found] if found else [sys.executable, "-m", "jaxrl"]
+    restore = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    return [sys.executable, "-c", restore, *command]
+
+
+def interrupt_after_first_checkpoint(
+    run_dir: Path, signum: int, environment: dict[str, str], timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """Start ``jaxrl train`` and send ``signum`` once its first checkpoint is finalized
+    (polling the run directory; the run is killed after ``timeout`` seconds)."""
+    process = subprocess.Popen(
+        [*_command(), *RUN, "--run-dir", str(run_dir)],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + timeout
+    checkpoints = run_dir / "checkpoints"
+    try:
+        while process.poll() is None and time.monotonic() < deadline:
+            if checkpoints.is_dir() and CheckpointStore(checkpoints).steps():
+                process.send_signal(signum)
+                break
+            time.sleep(0.005)
+        stdout, stderr = process.communicate(timeout=max(deadline - time.monotonic(), 30))
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+@pytest.fixture(scope="module")
+def environment(shared_root: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "JAX_COMPILATION_CACHE_DIR": str(shared_root / "xla-cache"),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PLATFORMS": "cpu",
+        "COLUMNS": "200",
+    }
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signalled_run_exits_130_and_resumes_to_the_end(
+    signum: int, environment: dict[str, str], jaxrl: Callable[..., Result], tmp_path: Path
+):
+    run_dir = tmp_path / "run"
+    stopped = interrupt_after_first_checkpoint(run_dir, signum, environment)
+    assert stopped.returncode == 130, (stopped.returncode, stopped.stdout, stopped.stderr[-3000:])
+    assert f"Interrupted. Continue with: jaxrl train trpo --resume {run_dir}" in stopped.stderr
+    assert "Traceback" not in stopped.stderr and "Finished" not in stopped.stdout
+    checkpoints = run_dir / "checkpoints"
+    saved = CheckpointStore(checkpoints).steps()
+    assert saved and saved[-1] < PERIODS, saved  # stopped part-way, with a checkpoint
+    assert not list(checkpoints.glob("*orbax-checkpoint-tmp*"))  # pending writes finished
+
+    # (Checkpoints only at the end from here: the resume may change the interval.)
+    resumed = jaxrl("train", "trpo", "--resume", run_dir, "--checkpoint-every", "0").check()
+    assert f"resuming at period {saved[-1]}/{PERIODS}" in resumed.stderr
+    assert f"2 seeds x {128 * PERIODS:,} env steps (period {PERIODS}/{PERIODS})" in resumed.stdout
+    assert CheckpointStore(checkpoints).latest_step() == PERIODS
+    # Continuous metrics: one evaluation per seed and period, each once, from 0 to the end;
+    # one update row per seed and update.
+    evals = read_csv(run_dir / "evals.csv")
+    for seed in (0, 1):
+        steps = evals["env_steps"][evals["seed"] == seed]
+        np.testing.assert_array_equal(steps, 128 * np.arange(PERIODS + 1))
+    updates = read_csv(run_dir / "updates.csv")
+    np.testing.assert_array_equal(
+        np.sort(updates["update"]), np.repeat(np.arange(1, PERIODS + 1), 2)
+    )
