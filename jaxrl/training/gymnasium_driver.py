@@ -180,17 +180,26 @@ class _Programs:
             self.learn = jax.jit(add_and_learn, donate_argnums=0, static_argnums=3)
         else:
 
-            def learn(carry: HostCarry, fields: tuple, steps, _: bool) -> tuple:
+            def learn(carry: HostCarry, fields: tuple, steps, _: bool, obs) -> tuple:
+                """Update on the rollout, then act again on the current observations with
+                the updated policy (the action sampled after the collection's last step came
+                from the policy before the update, and the next rollout must be on-policy),
+                with the same key as that action."""
                 rollout = Rollout(*(segment(list(f)) for f in fields))
 
-                def one_seed(state, rollout, learn_key):
+                def one_seed(state, rollout, obs, learn_key, explore_key):
                     state, stats = agent.update(
                         state, rollout, jax.random.fold_in(learn_key, steps)
                     )
-                    return state, mean_stats(stats)
+                    state, sample = agent.explore(
+                        state, obs, jax.random.fold_in(explore_key, steps), steps
+                    )
+                    return state, mean_stats(stats), sample
 
-                state, stats = jax.vmap(one_seed)(carry.state, rollout, learn_keys)
-                return carry._replace(state=state), stats
+                state, stats, sample = jax.vmap(one_seed)(
+                    carry.state, rollout, obs, learn_keys, explore_keys
+                )
+                return carry._replace(state=state), stats, sample
 
             self.learn = jax.jit(learn, donate_argnums=0, static_argnums=3)
 
@@ -501,9 +510,10 @@ class HostTrainLoop:
         learn = not self.off_policy or bool(updates_take_effect(self.agent, collection_start))
         # Off-policy: the updates of a collection that starts inside DDPG's random warm-up
         # would be discarded, so only the transitions are stored.
-        carry, stats = programs.learn(
-            carry, fields, collection_start if self.off_policy else env_steps, learn
-        )
+        if self.off_policy:
+            carry, stats = programs.learn(carry, fields, collection_start, learn)
+        else:
+            carry, stats, self._sample = programs.learn(carry, fields, env_steps, learn, obs)
         train_return = np.asarray([np.mean(f) if f else np.nan for f in finished])
         return carry, {"env_steps": env_steps, "train_return": train_return, **stats}
 
