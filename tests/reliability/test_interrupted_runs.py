@@ -160,7 +160,7 @@ def test_killed_while_writing_the_first_checkpoint_starts_over(tmp_path, environ
         command("--resume", run_dir), env=environment, capture_output=True, text=True, timeout=900
     )
     assert resumed.returncode == 0, resumed.stderr
-    assert "resuming at period" not in resumed.stderr and "6 evaluation periods" in resumed.stderr
+    assert "resuming at period" not in resumed.stderr and "6 evaluations every" in resumed.stderr
     final = load_run(run_dir)
     for expected, got in zip(leaves(reference.carry), leaves(final.carry), strict=True):
         np.testing.assert_array_equal(expected, got)
