@@ -233,6 +233,7 @@ def train_group(
       Deadline: the budget ran out before the group finished (nothing is returned).
     """
     from jaxrl.envs.host import resolve_env_backend
+    from jaxrl.io.backends import train_config
     from jaxrl.training.gymnasium_driver import train_gymnasium
 
     config = cell.config
@@ -256,12 +257,7 @@ def train_group(
     _, metrics = train_gymnasium(
         config.make_agent(),
         cell.env,
-        num_envs=config.num_envs,
-        num_steps=config.num_steps,
-        total_steps=config.total_steps,
-        eval_every=config.eval_every,
-        eval_episodes=config.eval_episodes,
-        normalize_obs=config.normalize_obs,
+        train_config(config),  # the run's shape, as `jaxrl train` gives it to the driver
         seed=seeds[0],
         num_seeds=len(seeds),
         env_backend=backend,
