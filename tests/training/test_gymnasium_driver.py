@@ -165,7 +165,9 @@ def test_ddpg_solves_gymnasium_pendulum_with_its_final_policy():
 @pytest.mark.slow
 def test_mujoco_hopper_runs_end_to_end():
     """Smoke test of a MuJoCo environment with Tianshou's MuJoCo TRPO settings (observation
-    normalization, [64, 64] tanh, gain sqrt(2), last actor layer x0.01, log-std -0.5)."""
+    normalization, [64, 64] tanh, gain sqrt(2), last actor layer x0.01, log-std -0.5); that
+    TRPO learns on Hopper is checked on the final policy of the command's short run
+    (tests/cli/test_short_budgets.py)."""
     pytest.importorskip("mujoco", reason="needs the mujoco extra: pip install -e '.[mujoco]'")
     agent = jaxrl.TRPO(
         gamma=0.99,
