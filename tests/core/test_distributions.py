@@ -232,6 +232,12 @@ def test_categorical_mode_is_argmax(categoricals):
     np.testing.assert_array_equal(jax.jit(mode)(p), expected)
 
 
+def test_categorical_mode_of_two_batch_axes_is_argmax_over_actions():
+    # Logits [2, 3, 4]: the argmax is over the last (action) axis, not the second batch axis.
+    logits = np.random.default_rng(7).normal(size=(2, 3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(mode(CategoricalParams(logits)), np.argmax(logits, axis=-1))
+
+
 # ---------------------------------------------------------------------------------------------
 # vmap, properties and errors
 # ---------------------------------------------------------------------------------------------
@@ -301,5 +307,7 @@ def test_kl_between_different_kinds_raises(gaussians, categoricals):
 
 @pytest.mark.parametrize("fn", [entropy, mode, lambda params: log_prob(params, 0)])
 def test_unknown_params_type_raises(fn):
-    with pytest.raises(TypeError, match="params"):
+    with pytest.raises(
+        TypeError, match=r"^params must be GaussianParams or CategoricalParams, got tuple$"
+    ):
         fn((np.zeros(2), np.zeros(2)))

@@ -135,7 +135,7 @@ def test_soft_update_composes(a, b):
 @pytest.mark.parametrize("tau", [-0.1, 1.5, float("nan")])
 def test_soft_update_rejects_tau_outside_unit_interval(tau):
     params = {"w": np.zeros(2, np.float32)}
-    with pytest.raises(ValueError, match="tau"):
+    with pytest.raises(ValueError, match=r"^tau must be in \[0\.0, 1\.0\], got "):
         soft_update(params, params, tau)
 
 
