@@ -169,3 +169,11 @@ def test_map_action_jit_with_static_method():
 def test_map_action_accepts_broadcastable_bounds():
     out = map_action(jnp.array([1.0, -1.0]), -1.0, np.array([2.0, 3.0]))
     np.testing.assert_allclose(out, [2.0, -1.0])
+
+
+def test_default_bound_method_is_clip():
+    # Tianshou's default action_bound_method: raw actions clipped to [-1, 1], then scaled.
+    action = np.array([-3.0, -0.5, 0.25, 2.0], np.float32)
+    np.testing.assert_array_equal(bound_action(action), [-1.0, -0.5, 0.25, 1.0])
+    low, high = np.float32(-2.0), np.float32(2.0)
+    np.testing.assert_array_equal(map_action(action, low, high), [-2.0, -1.0, 0.5, 2.0])

@@ -155,9 +155,10 @@ def test_two_pieces_equal_one_batch(split):
 
 def test_update_rejects_batch_with_wrong_sample_shape():
     stats = RunningMeanStd.create((3,))
-    with pytest.raises(ValueError, match="batch"):
+    trailing = r" \(trailing axes equal to the statistics' shape\), got "
+    with pytest.raises(ValueError, match=r"^batch must have shape \[\.\.\., 3\]" + trailing):
         stats.update(np.zeros((4, 2), np.float32))
-    with pytest.raises(ValueError, match="batch"):
+    with pytest.raises(ValueError, match=r"^batch must have shape \[\.\.\., 2, 3\]" + trailing):
         RunningMeanStd.create((2, 3)).update(np.zeros((3,), np.float32))
 
 

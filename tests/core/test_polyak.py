@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -140,14 +142,19 @@ def test_soft_update_rejects_tau_outside_unit_interval(tau):
 
 
 def test_soft_update_rejects_mismatched_structure():
-    with pytest.raises(ValueError, match="online"):
-        soft_update({"w": np.zeros(2)}, {"v": np.zeros(2)}, 0.5)
-    with pytest.raises(ValueError, match="online"):
-        soft_update({"w": np.zeros(2)}, {"w": np.zeros(2), "b": np.zeros(1)}, 0.5)
+    target = {"w": np.zeros(2)}
+    for online in ({"v": np.zeros(2)}, {"w": np.zeros(2), "b": np.zeros(1)}):
+        message = (
+            f"online must have the tree structure of target: {jax.tree.structure(online)} "
+            f"vs {jax.tree.structure(target)}"
+        )
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            soft_update(target, online, 0.5)
 
 
 def test_soft_update_rejects_mismatched_leaf_shapes():
-    with pytest.raises(ValueError, match="online"):
+    message = "online leaf of shape (3, 2) does not match target leaf of shape (2, 3)"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         soft_update({"w": np.zeros((2, 3))}, {"w": np.zeros((3, 2))}, 0.5)
 
 
