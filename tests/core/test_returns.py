@@ -491,3 +491,29 @@ def test_empty_segment_is_a_clear_error():
         gae(empty, empty, empty, empty.astype(bool), empty.astype(bool), 0.9, 0.9)
     with pytest.raises(ValueError, match=message):
         nstep_targets(empty, empty, empty.astype(bool), empty.astype(bool), 0.9)
+
+
+def test_nstep_integer_rewards_are_promoted_to_float32():
+    rewards = np.array([[1], [2], [3]], np.int32)
+    next_values = np.array([[0.5], [0.5], [4.0]], np.float32)
+    flags = np.zeros((3, 1), bool)
+    target = nstep_targets(rewards, next_values, flags, flags, 0.5)
+    assert target.dtype == jnp.float32
+    np.testing.assert_allclose(target, [1 + 0.5 * 2 + 0.25 * 3 + 0.125 * 4.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", ["gae", "nstep_targets"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_rewards_keep_their_precision_with_x64(fn, dtype):
+    # With 64-bit types enabled the computation keeps the rewards' float type: float32 rewards
+    # are not widened to the x64 default, float64 rewards are not narrowed to float32.
+    rng = np.random.default_rng(11)
+    rewards = rng.normal(size=(4, 2)).astype(dtype)
+    values = rng.normal(size=(4, 2)).astype(dtype)
+    flags = np.zeros((4, 2), bool)
+    with jax.enable_x64(True):
+        if fn == "gae":
+            out = gae(rewards, values, values, flags, flags, 0.9, 0.8).advantages
+        else:
+            out = nstep_targets(rewards, values, flags, flags, 0.9)
+    assert out.dtype == dtype
