@@ -505,15 +505,17 @@ def test_nstep_integer_rewards_are_promoted_to_float32():
 @pytest.mark.parametrize("fn", ["gae", "nstep_targets"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_float_rewards_keep_their_precision_with_x64(fn, dtype):
-    # With 64-bit types enabled the computation keeps the rewards' float type: float32 rewards
-    # are not widened to the x64 default, float64 rewards are not narrowed to float32.
+    # With 64-bit types enabled the computation is in the rewards' float type: float32 rewards
+    # are not widened to the x64 default, float64 rewards are not narrowed to float32, and
+    # values of the other float type are cast to it.
     rng = np.random.default_rng(11)
+    other = np.float64 if dtype == np.float32 else np.float32
     rewards = rng.normal(size=(4, 2)).astype(dtype)
-    values = rng.normal(size=(4, 2)).astype(dtype)
+    values = rng.normal(size=(4, 2)).astype(other)
     flags = np.zeros((4, 2), bool)
     with jax.enable_x64(True):
         if fn == "gae":
-            out = gae(rewards, values, values, flags, flags, 0.9, 0.8).advantages
+            out = gae(rewards, values, values, flags, flags, 0.9, 0.8)
         else:
-            out = nstep_targets(rewards, values, flags, flags, 0.9)
-    assert out.dtype == dtype
+            out = [nstep_targets(rewards, values, flags, flags, 0.9)]
+    assert all(x.dtype == dtype for x in out)
