@@ -162,3 +162,13 @@ def test_soft_update_accepts_python_scalar_leaves():
     out = soft_update({"a": 1.0, "b": np.ones(2)}, {"a": 3.0, "b": np.zeros(2)}, 0.5)
     np.testing.assert_allclose(out["a"], 2.0)
     np.testing.assert_allclose(out["b"], 0.5)
+
+
+def test_soft_update_keeps_the_target_dtype_when_online_differs():
+    # Each new target leaf has its target leaf's dtype, whatever the online leaf's dtype.
+    target = {"half": np.ones(3, np.float16), "single": np.ones(2, np.float32)}
+    online = {"half": np.zeros(3, np.float32), "single": np.zeros(2, np.float16)}
+    out = soft_update(target, online, 0.25)
+    assert out["half"].dtype == jnp.float16 and out["single"].dtype == jnp.float32
+    np.testing.assert_array_equal(out["half"], np.full(3, 0.75, np.float16))
+    np.testing.assert_array_equal(out["single"], np.full(2, 0.75, np.float32))
