@@ -210,3 +210,16 @@ def test_normalize_observations_without_statistics_casts_to_float32():
     assert stats is None
     assert out.dtype == jnp.float32
     np.testing.assert_array_equal(out, obs.astype(np.float32))
+
+
+def test_update_keeps_the_statistics_dtype():
+    # A batch of another float type is cast to the statistics' dtype (with x64 a float64 batch
+    # would otherwise turn float32 statistics into float64, changing a scan carry's type).
+    batch = np.random.default_rng(8).normal(size=(6, 2))
+    with jax.enable_x64(True):
+        stats = RunningMeanStd.create((2,)).update(batch)
+        assert stats.mean.dtype == stats.var.dtype == stats.count.dtype == jnp.float32
+        wide = RunningMeanStd.create((2,), jnp.float64).update(batch.astype(np.float16))
+        assert wide.mean.dtype == wide.var.dtype == jnp.float64
+    np.testing.assert_allclose(stats.mean, batch.mean(axis=0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(stats.var, batch.var(axis=0), rtol=1e-5, atol=1e-6)
