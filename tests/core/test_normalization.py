@@ -223,3 +223,14 @@ def test_update_keeps_the_statistics_dtype():
         assert wide.mean.dtype == wide.var.dtype == jnp.float64
     np.testing.assert_allclose(stats.mean, batch.mean(axis=0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(stats.var, batch.var(axis=0), rtol=1e-5, atol=1e-6)
+
+
+def test_update_with_one_unbatched_sample():
+    # Zero leading batch axes: a batch of shape S is one sample.
+    sample = np.array([1.0, -2.0, 4.0], np.float32)
+    stats = RunningMeanStd.create((3,)).update(np.zeros((2, 3), np.float32))
+    one = stats.update(sample)
+    batched = stats.update(sample[None])
+    jax.tree.map(np.testing.assert_array_equal, one, batched)
+    assert float(one.count) == 3.0
+    np.testing.assert_allclose(one.mean, sample / 3, rtol=1e-6)
