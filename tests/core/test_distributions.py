@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -301,7 +303,11 @@ def test_kl_is_non_negative_and_matches_closed_form(seed, scale):
 
 
 def test_kl_between_different_kinds_raises(gaussians, categoricals):
-    with pytest.raises(TypeError, match="p and q"):
+    message = (
+        "p and q must be the same kind of distribution, "
+        f"got {GaussianParams} and {CategoricalParams}"
+    )
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
         kl_divergence(gaussians[0], categoricals[0])
 
 
