@@ -2,7 +2,7 @@
 # Mutation testing of jaxrl/core with mutmut (TESTING.md has the scope and the last score).
 #
 #   pip install -e ".[test,mutation]"
-#   bash tools/mutation.sh              # every mutant of jaxrl/core (about an hour on 2 cores)
+#   bash tools/mutation.sh              # every mutant of jaxrl/core (2 hours or more on 2 cores)
 #   bash tools/mutation.sh 'jaxrl.core.polyak*'   # only the mutants whose names match
 #
 # The [tool.mutmut] table of pyproject.toml says what is mutated and which tests run. mutmut
