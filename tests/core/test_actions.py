@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -127,21 +128,31 @@ def test_no_scaling_ignores_the_bounds():
 @pytest.mark.parametrize("method", ["sigmoid", "Clip", "", 0])
 def test_unknown_bound_method_raises(method):
     action = np.zeros(2, np.float32)
-    with pytest.raises(ValueError, match="action_bound_method"):
+    message = re.escape(
+        f"action_bound_method must be one of 'clip', 'tanh' or None, got {method!r}"
+    )
+    with pytest.raises(ValueError, match=f"^{message}$"):
         map_action(action, -np.ones(2), np.ones(2), True, method)
-    with pytest.raises(ValueError, match="action_bound_method"):
+    with pytest.raises(ValueError, match=f"^{message}$"):
         map_action(action, -np.ones(2), np.ones(2), False, method)
-    with pytest.raises(ValueError, match="action_bound_method"):
+    with pytest.raises(ValueError, match=f"^{message}$"):
         bound_action(action, method)
 
 
 def test_scaling_needs_finite_increasing_bounds():
     action = np.zeros(2, np.float32)
-    with pytest.raises(ValueError, match="finite"):
+    finite = "^action_scaling needs a Box action space with finite low and high bounds$"
+    with pytest.raises(ValueError, match=finite):
         map_action(action, np.array([-np.inf, -1.0]), np.ones(2))
-    with pytest.raises(ValueError, match="low < high"):
+    with pytest.raises(ValueError, match=finite):
+        map_action(action, -np.ones(2), np.array([1.0, np.nan]))
+    with pytest.raises(
+        ValueError, match=r"^action space bounds need low < high, got low=\[ 1\. -1\.\]"
+    ):
         map_action(action, np.array([1.0, -1.0]), np.ones(2))
-    with pytest.raises(ValueError, match="low and high"):
+    with pytest.raises(
+        ValueError, match=r"^low and high must broadcast together, got shapes \(2,\) and \(3,\)$"
+    ):
         map_action(action, -np.ones(2), np.ones(3))
 
 
@@ -158,3 +169,11 @@ def test_map_action_jit_with_static_method():
 def test_map_action_accepts_broadcastable_bounds():
     out = map_action(jnp.array([1.0, -1.0]), -1.0, np.array([2.0, 3.0]))
     np.testing.assert_allclose(out, [2.0, -1.0])
+
+
+def test_default_bound_method_is_clip():
+    # Tianshou's default action_bound_method: raw actions clipped to [-1, 1], then scaled.
+    action = np.array([-3.0, -0.5, 0.25, 2.0], np.float32)
+    np.testing.assert_array_equal(bound_action(action), [-1.0, -0.5, 0.25, 1.0])
+    low, high = np.float32(-2.0), np.float32(2.0)
+    np.testing.assert_array_equal(map_action(action, low, high), [-2.0, -1.0, 0.5, 2.0])

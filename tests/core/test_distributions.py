@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -232,6 +234,12 @@ def test_categorical_mode_is_argmax(categoricals):
     np.testing.assert_array_equal(jax.jit(mode)(p), expected)
 
 
+def test_categorical_mode_of_two_batch_axes_is_argmax_over_actions():
+    # Logits [2, 3, 4]: the argmax is over the last (action) axis, not the second batch axis.
+    logits = np.random.default_rng(7).normal(size=(2, 3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(mode(CategoricalParams(logits)), np.argmax(logits, axis=-1))
+
+
 # ---------------------------------------------------------------------------------------------
 # vmap, properties and errors
 # ---------------------------------------------------------------------------------------------
@@ -295,11 +303,17 @@ def test_kl_is_non_negative_and_matches_closed_form(seed, scale):
 
 
 def test_kl_between_different_kinds_raises(gaussians, categoricals):
-    with pytest.raises(TypeError, match="p and q"):
+    message = (
+        "p and q must be the same kind of distribution, "
+        f"got {GaussianParams} and {CategoricalParams}"
+    )
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
         kl_divergence(gaussians[0], categoricals[0])
 
 
 @pytest.mark.parametrize("fn", [entropy, mode, lambda params: log_prob(params, 0)])
 def test_unknown_params_type_raises(fn):
-    with pytest.raises(TypeError, match="params"):
+    with pytest.raises(
+        TypeError, match=r"^params must be GaussianParams or CategoricalParams, got tuple$"
+    ):
         fn((np.zeros(2), np.zeros(2)))

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxrl.core import RunningMeanStd
+from jaxrl.core.normalization import OBS_CLIP, OBS_EPS, normalize_observations
 
 
 @pytest.fixture(params=[lambda f: f, jax.jit], ids=["nojit", "jit"])
@@ -154,7 +155,82 @@ def test_two_pieces_equal_one_batch(split):
 
 def test_update_rejects_batch_with_wrong_sample_shape():
     stats = RunningMeanStd.create((3,))
-    with pytest.raises(ValueError, match="batch"):
+    trailing = r" \(trailing axes equal to the statistics' shape\), got "
+    with pytest.raises(ValueError, match=r"^batch must have shape \[\.\.\., 3\]" + trailing):
         stats.update(np.zeros((4, 2), np.float32))
-    with pytest.raises(ValueError, match="batch"):
+    with pytest.raises(ValueError, match=r"^batch must have shape \[\.\.\., 2, 3\]" + trailing):
         RunningMeanStd.create((2, 3)).update(np.zeros((3,), np.float32))
+
+
+def _normalized_reference(obs, mean, var):
+    """Tianshou's ``VectorEnvNormObs`` in float64: clip((obs - mean) / sqrt(var + eps), +-10)."""
+    eps = np.finfo(np.float32).eps
+    return np.clip((obs - mean) / np.sqrt(var + eps), -10.0, 10.0)
+
+
+def test_observation_constants_are_tianshous():
+    assert OBS_EPS == float(np.finfo(np.float32).eps)
+    assert OBS_CLIP == 10.0
+
+
+@pytest.mark.parametrize("update_stats", [True, False], ids=["update", "frozen"])
+def test_normalize_observations_against_numpy(variant, update_stats):
+    rng = np.random.default_rng(6)
+    seen = rng.normal(loc=1.0, scale=0.5, size=(20, 3)).astype(np.float32)
+    stats = RunningMeanStd.create((3,)).update(seen)
+    obs = rng.normal(loc=1.0, scale=0.5, size=(2, 4, 3)).astype(np.float32)
+    obs[0, 0] = [50.0, -50.0, 1.0]  # frozen statistics: beyond +-10 std, clipped both sides
+    fn = variant(lambda s, o: normalize_observations(s, o, update_stats))
+    new_stats, normalized = fn(stats, obs)
+
+    merged = seen.astype(np.float64)
+    if update_stats:
+        merged = np.concatenate([merged, obs.reshape(-1, 3).astype(np.float64)])
+    mean, var = merged.mean(axis=0), merged.var(axis=0)
+    np.testing.assert_allclose(new_stats.mean, mean, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(new_stats.var, var, rtol=1e-5, atol=1e-5)
+    assert float(new_stats.count) == len(merged)
+    assert normalized.dtype == jnp.float32 and normalized.shape == obs.shape
+    expected = _normalized_reference(obs.astype(np.float64), mean, var)
+    np.testing.assert_allclose(normalized, expected, rtol=1e-5, atol=1e-5)
+    if not update_stats:
+        np.testing.assert_array_equal(normalized[0, 0, :2], [10.0, -10.0])
+
+
+def test_normalize_observations_epsilon_is_float32s():
+    # A constant stream has zero variance: the result is (obs - mean) / sqrt(eps), clipped.
+    stats = RunningMeanStd.create((1,)).update(np.zeros((4, 1), np.float32))
+    _, normalized = normalize_observations(stats, np.full((1, 1), 1e-4, np.float32), False)
+    np.testing.assert_allclose(normalized, [[1e-4 / np.sqrt(np.finfo(np.float32).eps)]], rtol=1e-5)
+
+
+def test_normalize_observations_without_statistics_casts_to_float32():
+    obs = np.arange(6, dtype=np.int32).reshape(2, 3)
+    stats, out = normalize_observations(None, obs, True)
+    assert stats is None
+    assert out.dtype == jnp.float32
+    np.testing.assert_array_equal(out, obs.astype(np.float32))
+
+
+def test_update_keeps_the_statistics_dtype():
+    # A batch of another float type is cast to the statistics' dtype (with x64 a float64 batch
+    # would otherwise turn float32 statistics into float64, changing a scan carry's type).
+    batch = np.random.default_rng(8).normal(size=(6, 2))
+    with jax.enable_x64(True):
+        stats = RunningMeanStd.create((2,)).update(batch)
+        assert stats.mean.dtype == stats.var.dtype == stats.count.dtype == jnp.float32
+        wide = RunningMeanStd.create((2,), jnp.float64).update(batch.astype(np.float16))
+        assert wide.mean.dtype == wide.var.dtype == jnp.float64
+    np.testing.assert_allclose(stats.mean, batch.mean(axis=0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(stats.var, batch.var(axis=0), rtol=1e-5, atol=1e-6)
+
+
+def test_update_with_one_unbatched_sample():
+    # Zero leading batch axes: a batch of shape S is one sample.
+    sample = np.array([1.0, -2.0, 4.0], np.float32)
+    stats = RunningMeanStd.create((3,)).update(np.zeros((2, 3), np.float32))
+    one = stats.update(sample)
+    batched = stats.update(sample[None])
+    jax.tree.map(np.testing.assert_array_equal, one, batched)
+    assert float(one.count) == 3.0
+    np.testing.assert_allclose(one.mean, sample / 3, rtol=1e-6)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -135,19 +137,24 @@ def test_soft_update_composes(a, b):
 @pytest.mark.parametrize("tau", [-0.1, 1.5, float("nan")])
 def test_soft_update_rejects_tau_outside_unit_interval(tau):
     params = {"w": np.zeros(2, np.float32)}
-    with pytest.raises(ValueError, match="tau"):
+    with pytest.raises(ValueError, match=r"^tau must be in \[0\.0, 1\.0\], got "):
         soft_update(params, params, tau)
 
 
 def test_soft_update_rejects_mismatched_structure():
-    with pytest.raises(ValueError, match="online"):
-        soft_update({"w": np.zeros(2)}, {"v": np.zeros(2)}, 0.5)
-    with pytest.raises(ValueError, match="online"):
-        soft_update({"w": np.zeros(2)}, {"w": np.zeros(2), "b": np.zeros(1)}, 0.5)
+    target = {"w": np.zeros(2)}
+    for online in ({"v": np.zeros(2)}, {"w": np.zeros(2), "b": np.zeros(1)}):
+        message = (
+            f"online must have the tree structure of target: {jax.tree.structure(online)} "
+            f"vs {jax.tree.structure(target)}"
+        )
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            soft_update(target, online, 0.5)
 
 
 def test_soft_update_rejects_mismatched_leaf_shapes():
-    with pytest.raises(ValueError, match="online"):
+    message = "online leaf of shape (3, 2) does not match target leaf of shape (2, 3)"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         soft_update({"w": np.zeros((2, 3))}, {"w": np.zeros((3, 2))}, 0.5)
 
 
@@ -155,3 +162,13 @@ def test_soft_update_accepts_python_scalar_leaves():
     out = soft_update({"a": 1.0, "b": np.ones(2)}, {"a": 3.0, "b": np.zeros(2)}, 0.5)
     np.testing.assert_allclose(out["a"], 2.0)
     np.testing.assert_allclose(out["b"], 0.5)
+
+
+def test_soft_update_keeps_the_target_dtype_when_online_differs():
+    # Each new target leaf has its target leaf's dtype, whatever the online leaf's dtype.
+    target = {"half": np.ones(3, np.float16), "single": np.ones(2, np.float32)}
+    online = {"half": np.zeros(3, np.float32), "single": np.zeros(2, np.float16)}
+    out = soft_update(target, online, 0.25)
+    assert out["half"].dtype == jnp.float16 and out["single"].dtype == jnp.float32
+    np.testing.assert_array_equal(out["half"], np.full(3, 0.75, np.float16))
+    np.testing.assert_array_equal(out["single"], np.full(2, 0.75, np.float32))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -324,31 +326,35 @@ def _gae_args(**overrides):
 
 @pytest.mark.parametrize("gamma", [-0.01, 1.01, float("nan"), 2])
 def test_gae_rejects_gamma_outside_unit_interval(gamma):
-    with pytest.raises(ValueError, match="gamma"):
+    with pytest.raises(ValueError, match=r"^gamma must be in \[0\.0, 1\.0\], got "):
         gae(**_gae_args(gamma=gamma))
 
 
 @pytest.mark.parametrize("gae_lambda", [-0.5, 1.5, float("nan")])
 def test_gae_rejects_lambda_outside_unit_interval(gae_lambda):
-    with pytest.raises(ValueError, match="gae_lambda"):
+    with pytest.raises(ValueError, match=r"^gae_lambda must be in \[0\.0, 1\.0\], got "):
         gae(**_gae_args(gae_lambda=gae_lambda))
 
 
 def test_gae_rejects_non_numeric_gamma():
-    with pytest.raises(TypeError, match="gamma"):
+    with pytest.raises(TypeError, match=r"^gamma must be a number, got '0\.99'$"):
         gae(**_gae_args(gamma="0.99"))
 
 
 @pytest.mark.parametrize("name", ["values", "next_values", "terminated", "truncated"])
 def test_gae_rejects_mismatched_shapes(name):
-    with pytest.raises(ValueError, match=name):
+    message = f"{name} must have the shape of rewards {SMALL}, got (16, 31)"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         gae(**_gae_args(**{name: np.zeros((16, 31), np.float32)}))
 
 
 def test_gae_rejects_scalar_rewards():
     scalar = np.float32(0.0)
-    with pytest.raises(ValueError, match="rewards"):
+    message = r"^rewards must have at least 1 dimension\(s\), got shape \(\)$"
+    with pytest.raises(ValueError, match=message):
         gae(scalar, scalar, scalar, False, False, 0.9, 0.9)
+    with pytest.raises(ValueError, match=message):
+        nstep_targets(scalar, scalar, False, False, 0.9)
 
 
 def test_gae_accepts_boundary_hyperparameters():
@@ -474,7 +480,7 @@ def test_nstep_property_matches_loop(horizon, gamma, end_prob, seed):
 @pytest.mark.parametrize("gamma", [-0.1, 1.1, float("nan")])
 def test_nstep_rejects_gamma_outside_unit_interval(gamma):
     args = random_windows(np.random.default_rng(0), 3, 2)
-    with pytest.raises(ValueError, match="gamma"):
+    with pytest.raises(ValueError, match=r"^gamma must be in \[0\.0, 1\.0\], got "):
         nstep_targets(*args, gamma)
 
 
@@ -482,13 +488,43 @@ def test_nstep_rejects_gamma_outside_unit_interval(gamma):
 def test_nstep_rejects_mismatched_shapes(index, name):
     args = list(random_windows(np.random.default_rng(0), 3, 2))
     args[index] = args[index][:, :1]
-    with pytest.raises(ValueError, match=name):
+    message = f"{name} must have the shape of rewards (3, 2), got (3, 1)"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         nstep_targets(*args, 0.9)
 
 
 def test_empty_segment_is_a_clear_error():
     empty = np.zeros((0, 3), np.float32)
-    with pytest.raises(ValueError, match="rewards"):
+    message = r"^rewards must have at least one step, got shape \(0, 3\)$"
+    with pytest.raises(ValueError, match=message):
         gae(empty, empty, empty, empty.astype(bool), empty.astype(bool), 0.9, 0.9)
-    with pytest.raises(ValueError, match="rewards"):
+    with pytest.raises(ValueError, match=message):
         nstep_targets(empty, empty, empty.astype(bool), empty.astype(bool), 0.9)
+
+
+def test_nstep_integer_rewards_are_promoted_to_float32():
+    rewards = np.array([[1], [2], [3]], np.int32)
+    next_values = np.array([[0.5], [0.5], [4.0]], np.float32)
+    flags = np.zeros((3, 1), bool)
+    target = nstep_targets(rewards, next_values, flags, flags, 0.5)
+    assert target.dtype == jnp.float32
+    np.testing.assert_allclose(target, [1 + 0.5 * 2 + 0.25 * 3 + 0.125 * 4.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", ["gae", "nstep_targets"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_rewards_keep_their_precision_with_x64(fn, dtype):
+    # With 64-bit types enabled the computation is in the rewards' float type: float32 rewards
+    # are not widened to the x64 default, float64 rewards are not narrowed to float32, and
+    # values of the other float type are cast to it.
+    rng = np.random.default_rng(11)
+    other = np.float64 if dtype == np.float32 else np.float32
+    rewards = rng.normal(size=(4, 2)).astype(dtype)
+    values = rng.normal(size=(4, 2)).astype(other)
+    flags = np.zeros((4, 2), bool)
+    with jax.enable_x64(True):
+        if fn == "gae":
+            out = gae(rewards, values, values, flags, flags, 0.9, 0.8)
+        else:
+            out = [nstep_targets(rewards, values, flags, flags, 0.9)]
+    assert all(x.dtype == dtype for x in out)

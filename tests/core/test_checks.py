@@ -1,0 +1,94 @@
+"""Tests for jaxrl.core._checks: the argument checks every core function shares.
+
+Each message is matched in full: the messages name the offending argument and the expected
+range or shape, and the algorithm objects surface them to users unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxrl.core._checks import check_in_range, check_min_rank, check_same_shape, concrete_value
+
+
+def test_concrete_value_of_concrete_and_traced_values():
+    np.testing.assert_array_equal(concrete_value(jnp.arange(3)), [0, 1, 2])
+    assert isinstance(concrete_value(0.5), np.ndarray)
+    seen = []
+    jax.jit(lambda x: seen.append(concrete_value(x)) or x)(1.0)
+    jax.vmap(lambda x: seen.append(concrete_value(x)) or x)(jnp.ones(2))
+    assert seen == [None, None]
+
+
+@pytest.mark.parametrize(
+    "value", [0.0, 0.5, 1.0, np.float32(1.0), np.array([0.0, 1.0]), 1, np.uint8(1), True]
+)
+def test_closed_interval_accepts_its_bounds(value):
+    check_in_range("gamma", value, 0.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    "value,low_open,high_open,interval",
+    [
+        (0.0, True, False, "(0.0, 1.0]"),
+        (1.0, False, True, "[0.0, 1.0)"),
+        (-0.5, False, False, "[0.0, 1.0]"),
+        (1.5, False, False, "[0.0, 1.0]"),
+        (float("nan"), False, False, "[0.0, 1.0]"),
+        (np.array([0.5, 2.0]), False, False, "[0.0, 1.0]"),
+    ],
+)
+def test_out_of_range_message(value, low_open, high_open, interval):
+    message = f"gamma must be in {interval}, got {value!r}"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        check_in_range("gamma", value, 0.0, 1.0, low_open=low_open, high_open=high_open)
+
+
+def test_open_interval_accepts_its_interior():
+    check_in_range("x", 0.5, 0.0, 1.0, low_open=True, high_open=True)
+    check_in_range("x", np.nextafter(0.0, 1.0), 0.0, 1.0, low_open=True)
+    check_in_range("x", np.nextafter(1.0, 0.0), 0.0, 1.0, high_open=True)
+
+
+def test_infinite_bounds_are_open():
+    check_in_range("x", 1e30, 0.0, float("inf"))
+    check_in_range("x", -1e30, float("-inf"), 0.0)
+    with pytest.raises(ValueError, match=re.escape("x must be in [0.0, inf), got inf")):
+        check_in_range("x", float("inf"), 0.0, float("inf"))
+    with pytest.raises(ValueError, match=re.escape("x must be in (-inf, 0.0], got -inf")):
+        check_in_range("x", float("-inf"), float("-inf"), 0.0)
+
+
+def test_non_numeric_value_is_a_type_error():
+    with pytest.raises(TypeError, match=r"^gamma must be a number, got '0\.9'$"):
+        check_in_range("gamma", "0.9", 0.0, 1.0)
+
+
+def test_traced_values_are_skipped():
+    jax.jit(lambda x: check_in_range("x", x, 0.0, 1.0) or x)(5.0)
+
+
+def test_same_shape():
+    check_same_shape(("a", "b", "c"), (np.zeros((2, 3)), np.ones((2, 3)), jnp.zeros((2, 3))))
+    message = "c must have the shape of a (2, 3), got (3, 2)"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        check_same_shape(("a", "b", "c"), (np.zeros((2, 3)), np.ones((2, 3)), np.zeros((3, 2))))
+    message = "b must have the shape of a (2,), got ()"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        check_same_shape(("a", "b"), (np.zeros(2), 0.0))
+
+
+def test_min_rank():
+    check_min_rank("rewards", np.zeros(1), 1)
+    check_min_rank("rewards", np.zeros((1, 2)), 2)
+    message = "rewards must have at least 2 dimension(s), got shape (3,)"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        check_min_rank("rewards", np.zeros(3), 2)
+    message = "rewards must have at least one step, got shape (0, 4)"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        check_min_rank("rewards", np.zeros((0, 4)), 1)
