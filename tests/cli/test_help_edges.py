@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from jaxrl import cli
+from jaxrl import cli_parse as cli
 from jaxrl.algorithms.presets import PRESETS
 from jaxrl.cli_usage import name_flags
 from jaxrl.io.backends import resolve_backend
@@ -68,7 +68,7 @@ def test_name_flags_rewrites_field_names_only():
         ),
         (
             ["train", "trpo", "--total-steps", "100"],
-            "--total-steps 100 is less than one evaluation interval (32768 env steps)",
+            "--total-steps 100 is less than one collection of --num-envs x --num-steps",
         ),
         (["train", "trpo", "--env", "Pendulm-v1"], "--env: unknown environment id 'Pendulm-v1'"),
         (["train", "trpo", "--resume", "no/such/run"], "--resume: run directory 'no/such/run'"),

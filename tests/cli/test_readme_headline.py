@@ -48,7 +48,9 @@ def test_the_readme_command_ends_with_a_solved_final_policy(
 
     # The report's verdict is the same figure.
     reached = int(np.sum(returns >= SOLVED))
-    verdict = re.search(r"Solved: final deterministic return (-?[\d.]+) >= -250", result.stdout)
+    verdict = re.search(
+        r"Solved: final policy, deterministic (-?[\d.]+) >= solved threshold -250", result.stdout
+    )
     assert verdict is not None, result.stdout
     assert float(verdict.group(1)) == pytest.approx(returns.mean(), abs=0.06)
     assert f"{reached} of 4 seeds reach it" in result.stdout
