@@ -826,3 +826,22 @@ def test_line_search_defaults_are_coefficient_0_8_and_10_candidates():
     result = backtracking_line_search(reject_all, jnp.float32(0.0), jnp.float32(1.0), 2.0)
     assert not bool(result.accepted) and int(result.index) == 10
     np.testing.assert_allclose(tried, 2.0 * 0.8 ** np.arange(10), rtol=1e-6)
+
+
+def test_conjugate_gradient_checks_the_tolerance_strictly_before_iterating(variant):
+    # Before the first iteration too, CG stops only when r.r = b.b is strictly below
+    # residual_tol; b = 0 is solved exactly (converged) whatever the tolerance.
+    a = np.diag([2.0, 4.0, 8.0]).astype(np.float32)
+    solve = variant(solve_with_cg)
+    cases = [
+        # (b, residual_tol, iterations, x)
+        (np.full(3, 1e-6), 1e-10, 0, np.zeros(3)),  # b.b = 3e-12 < tol: x0 = 0 returned
+        ([0.5, 0.0, 0.0], 0.25, 1, [0.25, 0.0, 0.0]),  # b.b == tol: not below it, one step
+        ([1.0, 0.0, 0.0], 1e-10, 1, [0.5, 0.0, 0.0]),  # b.b = 1: one step solves it
+        (np.zeros(3), 0.0, 0, np.zeros(3)),  # b = 0 with tol 0
+    ]
+    for b, residual_tol, iterations, x in cases:
+        result = solve(a, np.asarray(b, np.float32), 10, residual_tol)
+        assert int(result.iterations) == iterations, (b, residual_tol)
+        assert bool(result.converged), (b, residual_tol)
+        np.testing.assert_allclose(result.x, x, rtol=1e-6, atol=0)
