@@ -845,3 +845,9 @@ def test_conjugate_gradient_checks_the_tolerance_strictly_before_iterating(varia
         assert int(result.iterations) == iterations, (b, residual_tol)
         assert bool(result.converged), (b, residual_tol)
         np.testing.assert_allclose(result.x, x, rtol=1e-6, atol=0)
+    # After an iteration the test is strict as well: with tol 0, reaching r = 0 exactly is not
+    # "r.r < 0"; CG goes on, finds no curvature along p = 0 and stops after that one update.
+    result = solve(a, np.array([1.0, 0.0, 0.0], np.float32), 10, 0.0)
+    assert int(result.iterations) == 1 and float(result.residual_sq) == 0.0
+    assert not bool(result.converged)
+    np.testing.assert_allclose(result.x, [0.5, 0.0, 0.0], rtol=1e-6, atol=0)
