@@ -293,6 +293,22 @@ def test_gae_integer_rewards_are_promoted_to_float():
     np.testing.assert_allclose(result.advantages, [1 + 1 + 0.75, 2 + 1.5, 3], rtol=1e-6)
 
 
+def test_gae_integer_rewards_keep_fractional_values():
+    # The values are cast to the computation type, float32 for integer rewards: not to the
+    # rewards' integer type, which would truncate them.
+    rewards = np.array([1, 2, 3], np.int32)
+    values = np.array([0.25, 0.5, 0.75], np.float32)
+    next_values = np.array([0.5, 0.75, 1.5], np.float32)
+    flags = np.zeros(3, bool)
+    result = gae_jit(rewards, values, next_values, flags, flags, 0.5, 0.5)
+    expected_adv, expected_ret = gae_reference_1d(
+        rewards, values, next_values, flags, flags, 0.5, 0.5
+    )
+    assert result.advantages.dtype == jnp.float32 and result.returns.dtype == jnp.float32
+    np.testing.assert_allclose(result.advantages, expected_adv, rtol=1e-6)
+    np.testing.assert_allclose(result.returns, expected_ret, rtol=1e-6)
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     num_steps=st.sampled_from([1, 7, 16]),

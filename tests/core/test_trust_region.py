@@ -786,3 +786,68 @@ def test_gauss_newton_product_reuses_a_given_linearization(fisher_problem):
         np.testing.assert_allclose(
             flatten(given(vectors[0])), flatten(fresh(vectors[0])), rtol=1e-12, atol=1e-14
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# Default arguments: Tianshou's (damping 0.1, CG 10 iterations and tolerance 1e-10, line search
+# coefficient 0.8 and 10 candidates)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_fisher_vector_products_default_damping_is_0_1():
+    # kl(theta) = theta^T A theta / 2 has the Hessian A everywhere: the damped product is
+    # (A + 0.1 I) v, and the Gauss-Newton form of z = theta, kl(z) = z^T A z / 2 is the same.
+    hessian = np.array([[2.0, 0.5, 0.0], [0.5, 1.0, -0.25], [0.0, -0.25, 3.0]], np.float32)
+    theta = np.array([0.3, -0.2, 0.1], np.float32)
+    vector = np.array([1.0, -2.0, 0.5], np.float32)
+    expected = hessian.astype(np.float64) @ vector + 0.1 * vector
+
+    def quadratic(x):
+        return 0.5 * x @ jnp.asarray(hessian) @ x
+
+    products = {
+        "make_fisher_vector_product": make_fisher_vector_product(quadratic, theta)(vector),
+        "fisher_vector_product": fisher_vector_product(quadratic, theta, vector),
+        "make_gauss_newton_vector_product": make_gauss_newton_vector_product(
+            lambda x: x, quadratic, theta
+        )(vector),
+    }
+    for name, product in products.items():
+        np.testing.assert_allclose(product, expected, rtol=1e-6, err_msg=name)
+
+
+def test_line_search_defaults_are_coefficient_0_8_and_10_candidates():
+    tried = []
+
+    def reject_all(x):
+        jax.debug.callback(lambda x: tried.append(float(x)), x, ordered=True)
+        return jnp.asarray(False)
+
+    result = backtracking_line_search(reject_all, jnp.float32(0.0), jnp.float32(1.0), 2.0)
+    assert not bool(result.accepted) and int(result.index) == 10
+    np.testing.assert_allclose(tried, 2.0 * 0.8 ** np.arange(10), rtol=1e-6)
+
+
+def test_conjugate_gradient_checks_the_tolerance_strictly_before_iterating(variant):
+    # Before the first iteration too, CG stops only when r.r = b.b is strictly below
+    # residual_tol; b = 0 is solved exactly (converged) whatever the tolerance.
+    a = np.diag([2.0, 4.0, 8.0]).astype(np.float32)
+    solve = variant(solve_with_cg)
+    cases = [
+        # (b, residual_tol, iterations, x)
+        (np.full(3, 1e-6), 1e-10, 0, np.zeros(3)),  # b.b = 3e-12 < tol: x0 = 0 returned
+        ([0.5, 0.0, 0.0], 0.25, 1, [0.25, 0.0, 0.0]),  # b.b == tol: not below it, one step
+        ([1.0, 0.0, 0.0], 1e-10, 1, [0.5, 0.0, 0.0]),  # b.b = 1: one step solves it
+        (np.zeros(3), 0.0, 0, np.zeros(3)),  # b = 0 with tol 0
+    ]
+    for b, residual_tol, iterations, x in cases:
+        result = solve(a, np.asarray(b, np.float32), 10, residual_tol)
+        assert int(result.iterations) == iterations, (b, residual_tol)
+        assert bool(result.converged), (b, residual_tol)
+        np.testing.assert_allclose(result.x, x, rtol=1e-6, atol=0)
+    # After an iteration the test is strict as well: with tol 0, reaching r = 0 exactly is not
+    # "r.r < 0"; CG goes on, finds no curvature along p = 0 and stops after that one update.
+    result = solve(a, np.array([1.0, 0.0, 0.0], np.float32), 10, 0.0)
+    assert int(result.iterations) == 1 and float(result.residual_sq) == 0.0
+    assert not bool(result.converged)
+    np.testing.assert_allclose(result.x, [0.5, 0.0, 0.0], rtol=1e-6, atol=0)
