@@ -339,3 +339,23 @@ def test_host_driver_hands_the_agent_normalized_observations(gym_id):
         assert int(state.num_updates) == COLLECTIONS
         # The host driver also acts on the observation after the last collection.
         assert_recorded(state, VECTOR_STEPS + 1)
+
+
+class ParamsAtResetEnv(CountingEnv):
+    """Starts each episode at ``t = max_steps_in_episode - 1``: a reset that reads its
+    parameters (as custom environments may)."""
+
+    def reset(self, key: jax.Array, params: CountingParams) -> tuple[jax.Array, CountingState]:
+        t = jnp.asarray(params.max_steps_in_episode - 1, jnp.int32)
+        return self._obs(t, jnp.float32(0.0)), CountingState(t)
+
+
+def test_the_jitted_driver_resets_with_the_given_env_params():
+    """The first observations (before normalization) come from a reset with the run's
+    ``env_params``, not the environment's defaults."""
+    params = CountingParams(max_steps_in_episode=7)
+    plain = TrainConfig(num_envs=2, num_steps=2, total_steps=4, eval_every=4, eval_episodes=1)
+    carry = make_train_loop(Recorder(), ParamsAtResetEnv(), plain, env_params=params).init(
+        jax.random.key(0)
+    )
+    np.testing.assert_array_equal(carry.obs, [[7.0, 2.0], [7.0, 2.0]])
