@@ -538,9 +538,9 @@ def table_figure(results: Sequence[CellResult], path: Path) -> None:
     for ax in list(axes.flat)[len(envs) :]:
         ax.axis("off")
     fig.suptitle(
-        "jaxrl (line: mean across seeds, band: 95% CI) vs Tianshou's published 1M-step "
-        "result (dashed: mean, hatched: +- 1 std)",
-        fontsize=9,
+        "jaxrl: mean across seeds, band 95% CI\n"
+        "Tianshou's published 1M-step result: dashed mean, hatched +- 1 std",
+        fontsize=8,
     )
     save_figure(plt, fig, path)
 
