@@ -610,7 +610,8 @@ def make_collector(
     """A collector of on-policy :class:`jaxrl.Rollout` s with ``agent``'s own policy.
 
     Args:
-      agent: an on-policy algorithm (NPG, TRPO: ``learning_mode == "on_policy"``).
+      agent: an on-policy algorithm, one that does not learn from replay (NPG, TRPO:
+        :func:`jaxrl.algorithms.protocol.learns_from_replay` is False).
       env: a gymnax id (``"Pendulum-v1"``), a Brax id (``"brax:hopper"``) or an object with
         the gymnax interface (-> :class:`JaxCollector`); or a gymnasium vector env made with
         same-step auto-reset, an EnvPool env, or :func:`jaxrl.envs.make_host_env`'s
