@@ -107,7 +107,7 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
         "preset": config.preset,
         "num_seeds": config.num_seeds,
         "seed_axis": resolve_seed_axis(args.seed_axis, agent, loop.env),
-        "run": {name: getattr(config, name) for name in RunConfig.RUN_FIELDS},
+        "run": config.to_dict()["run"],
         "hyperparameters": config.hyperparameters,
         "env_steps_per_seed": steps[-1],
         "compile_s": compile_s,

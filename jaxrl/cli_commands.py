@@ -46,70 +46,110 @@ def _enable_compilation_cache() -> None:
     jax.config.update("jax_compilation_cache_dir", str(path))
 
 
-def _check_positive(values: dict[str, Any]) -> None:
-    for name in ("total_steps", "num_envs", "num_steps", "eval_every", "eval_episodes"):
-        if values[name] is None:
-            continue
-        if values[name] < 1:
-            flag = option_flag(name)
-            raise UsageError(f"{flag} must be a positive integer, got {values[name]}")
-    for name, low in (("num_seeds", 1), ("stop_after_periods", 1), ("checkpoint_every", 0)):
-        if values[name] is not None and values[name] < low:
-            flag = option_flag(name)
-            kind = "a positive integer" if low else "a non-negative integer"
-            raise UsageError(f"{flag} must be {kind}, got {values[name]}")
+def _check_options(values: dict[str, Any], given: set[str]) -> None:
+    """The run settings written on the command line (``given``), checked by the one rule
+    (:meth:`jaxrl.training.settings.RunSettings.validate`; None asks the command to choose),
+    before a run directory is opened, and the command's own ``--stop-after-periods``."""
+    from jaxrl.training.settings import RunSettings, settings_fields
+
+    written = given & {f.name for f in settings_fields()}
+    RunSettings.validate({n: values[n] for n in written if values[n] is not None})
+    stop = values["stop_after_periods"]
+    if stop is not None and stop < 1:
+        raise UsageError(f"--stop-after-periods must be a positive integer, got {stop}")
 
 
 def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     """The run's configuration and directory (created or opened), and whether to resume."""
-    from jaxrl.envs import resolve_env_backend
-    from jaxrl.envs.brax_env import DEFAULT_BRAX_BACKEND, is_brax_id
-    from jaxrl.io.config import (
-        DEFAULT_NUM_SEEDS,
-        RESUME_OVERRIDES,
-        ResumeConflict,
-        RunConfig,
-        adapted_eval_every,
-        run_defaults,
-    )
     from jaxrl.io.run_dir import RunDir, default_run_path
-    from jaxrl.io.runner import check_config, resolve_backend
+    from jaxrl.io.runner import check_config
 
     algo = type(args).algo
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
     hyper = dataclasses.asdict(values.pop("hyperparameters"))
-    preset = preset_in_force(argv)
-    _check_positive(values)
+    given = given_options(rewrite_aliases(argv))
+    _check_options(values, given)
     if values["resume"] is not None:
-        try:
-            run_dir = RunDir.open(values["resume"])
-        except ValueError as error:
-            raise UsageError(f"--resume: {error}") from None
-        saved = RunConfig.load(run_dir.config)
-        if saved.algo != algo:
-            raise UsageError(
-                f"{values['resume']} is a {saved.algo} run; resume it with jaxrl train "
-                f"{saved.algo} --resume {values['resume']}"
-            )
-        given = given_options(rewrite_aliases(argv))
-        wanted = {**values, **hyper}
-        try:
-            config = saved.resumed({name: wanted[name] for name in given if name in wanted})
-        except ResumeConflict as conflict:
-            allowed = ", ".join(option_flag(name) for name in RESUME_OVERRIDES)
-            raise UsageError(
-                f"{option_flag(conflict.name)} {conflict.given} differs from the resumed run's "
-                f"{conflict.saved}: a resumed run keeps its configuration (only {allowed} may "
-                "change)"
-            ) from None
+        config, run_dir = _resumed_config(algo, {**values, **hyper}, given)
         check_config(config)
         return config, run_dir, True
+    config = _new_config(algo, values, hyper, given, preset_in_force(argv))
+    check_config(config)
+    path = values["run_dir"] or default_run_path(algo, values["env"])
+    return config, RunDir.create(path), False
+
+
+def _resumed_config(algo: str, wanted: dict[str, Any], given: set[str]) -> tuple[Any, Any]:
+    """The configuration of the run in ``--resume``'s directory, with the settings a resume
+    may change (:data:`jaxrl.io.config.RESUME_OVERRIDES`) taken from ``given``."""
+    from jaxrl.io.config import RESUME_OVERRIDES, ResumeConflict, RunConfig
+    from jaxrl.io.run_dir import RunDir
+
+    try:
+        run_dir = RunDir.open(wanted["resume"])
+    except ValueError as error:
+        raise UsageError(f"--resume: {error}") from None
+    saved = RunConfig.load(run_dir.config)
+    if saved.algo != algo:
+        raise UsageError(
+            f"{wanted['resume']} is a {saved.algo} run; resume it with jaxrl train "
+            f"{saved.algo} --resume {wanted['resume']}"
+        )
+    try:
+        config = saved.resumed({name: wanted[name] for name in given if name in wanted})
+    except ResumeConflict as conflict:
+        allowed = ", ".join(option_flag(name) for name in RESUME_OVERRIDES)
+        raise UsageError(
+            f"{option_flag(conflict.name)} {conflict.given} differs from the resumed run's "
+            f"{conflict.saved}: a resumed run keeps its configuration (only {allowed} may "
+            "change)"
+        ) from None
+    return config, run_dir
+
+
+def _new_config(
+    algo: str, values: dict[str, Any], hyper: dict[str, Any], given: set[str], preset: str
+) -> Any:
+    """The configuration of a new run: the options' values, the drivers and backends
+    resolved (:func:`_backends`), the evaluation interval adapted to a budget given without
+    one (:meth:`jaxrl.training.settings.RunSettings.for_budget`)."""
+    from jaxrl.io.config import DEFAULT_NUM_SEEDS, RunConfig, run_defaults
+    from jaxrl.training.settings import RunSettings, settings_fields
+
+    backend, env_backend, brax_backend = _backends(values)
+    settings = {f.name: values[f.name] for f in settings_fields() if f.metadata["cli"]}
+    written = {name: settings[name] for name in given if name in settings}
+    settings.update(RunSettings.for_budget(run_defaults(algo, preset), written))
+    settings.update(
+        num_seeds=settings["num_seeds"] or DEFAULT_NUM_SEEDS[backend],
+        env_backend=env_backend,
+        brax_backend=brax_backend,
+    )
+    return RunConfig(
+        algo=algo,
+        env=values["env"],
+        backend=backend,
+        hyperparameters=hyper,
+        preset=preset,
+        **settings,
+    )
+
+
+def _backends(values: dict[str, Any]) -> tuple[str, str, str | None]:
+    """``(backend, env_backend, brax_backend)`` of ``--env`` with ``--backend``,
+    ``--env-backend`` and ``--brax-backend``: the driver, the host environments' library and
+    Brax's physics, resolved (errors name the flag to change)."""
+    from jaxrl.envs import resolve_env_backend
+    from jaxrl.envs.brax_env import DEFAULT_BRAX_BACKEND, is_brax_id
+    from jaxrl.io.runner import resolve_backend
+
+    env = values["env"]
     host_backend = values["env_backend"] != "auto"
     try:
-        backend = resolve_backend(values["env"], "gymnasium" if host_backend else values["backend"])
+        backend = resolve_backend(env, "gymnasium" if host_backend else values["backend"])
     except ValueError as error:  # an unknown id, or a Brax id on the host driver
         flag = "--env"
-        if is_brax_id(values["env"]):
+        if is_brax_id(env):
             flag = "--env-backend" if host_backend else "--backend"
         raise UsageError(f"{flag}: {error}") from None
     if host_backend and values["backend"] == "jax":
@@ -119,39 +159,13 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
         )
     env_backend = "auto"
     if backend == "gymnasium":
-        env_backend = resolve_env_backend(values["env"], values["env_backend"])
+        env_backend = resolve_env_backend(env, values["env_backend"])
     brax_backend = values["brax_backend"]
-    if is_brax_id(values["env"]):
+    if is_brax_id(env):
         brax_backend = brax_backend or DEFAULT_BRAX_BACKEND
     elif brax_backend is not None:
-        raise UsageError(
-            f"--brax-backend is for Brax environments (--env brax:NAME), not {values['env']}"
-        )
-    given = given_options(rewrite_aliases(argv))
-    if "total_steps" in given and "eval_every" not in given:
-        values["eval_every"] = adapted_eval_every(run_defaults(algo, preset), values)
-    num_seeds = values["num_seeds"] or DEFAULT_NUM_SEEDS[backend]
-    fixed = {"num_seeds": num_seeds, "env_backend": env_backend, "brax_backend": brax_backend}
-    config = RunConfig(
-        algo=algo,
-        env=values["env"],
-        backend=backend,
-        hyperparameters=hyper,
-        preset=preset,
-        **fixed,
-        **{name: values[name] for name in RunConfig.RUN_FIELDS if name not in fixed},
-    )
-    try:
-        _ = config.layout
-    except ValueError:
-        collection = config.num_envs * config.num_steps
-        raise UsageError(
-            f"--total-steps {config.total_steps:,} is less than one collection of --num-envs x "
-            f"--num-steps = {config.num_envs} x {config.num_steps} = {collection:,} env steps"
-        ) from None
-    check_config(config)
-    path = values["run_dir"] or default_run_path(algo, values["env"])
-    return config, RunDir.create(path), False
+        raise UsageError(f"--brax-backend is for Brax environments (--env brax:NAME), not {env}")
+    return backend, env_backend, brax_backend
 
 
 def _interrupt_on_sigterm() -> None:

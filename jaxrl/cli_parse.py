@@ -73,95 +73,29 @@ class PlotCommand:
     ] = "std"
 
 
-def _run_fields(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
-    from jaxrl.algorithms.presets import presets_help
-    from jaxrl.io.config import run_defaults
+# Options of ``jaxrl train`` that are not settings of the run (what to do with it).
+_COMMAND_OPTIONS: list[tuple[str, Any, Any, str]] = [
+    ("run_dir", str | None, None, "run directory; None: runs/ALGO-ENV-DATE-TIME"),
+    ("resume", str | None, None, "continue the run in this directory from its last checkpoint"),
+    (
+        "stop_after_periods",
+        int | None,
+        None,
+        "stop after this many evaluation periods, as an interruption would (for testing)",
+    ),
+]
 
-    defaults = run_defaults(algo, preset)
-    return [
-        (
-            "env",
-            str,
-            "Pendulum-v1",
-            "environment id: gymnax ids and Brax ids (brax:hopper) run in the jitted driver, "
-            "other gymnasium ids on the host",
-        ),
-        (
-            "preset",
-            str | None,
-            None,
-            f"default settings. {presets_help()}. None: chosen from --env (in force: {preset})",
-        ),
-        (
-            "backend",
-            Literal["auto", "jax", "gymnasium"],
-            "auto",
-            "driver: auto uses jax for gymnax ids and the host driver (gymnasium) for the rest",
-        ),
-        (
-            "env_backend",
-            Literal["auto", "gymnasium", "envpool"],
-            "auto",
-            "host environments: auto uses EnvPool for the ids it has when installed, "
-            "gymnasium's vector env otherwise (naming one uses the host driver)",
-        ),
-        (
-            "brax_backend",
-            Literal["generalized", "positional", "spring", "mjx"] | None,
-            None,
-            "physics of brax:NAME environments: generalized (Brax's default; None picks it), "
-            "positional, spring, or mjx (MuJoCo XLA, for GPUs)",
-        ),
-        (
-            "num_seeds",
-            int | None,
-            None,
-            "seeds trained together in one program; None: 4 on JAX environments, "
-            "1 on host environments",
-        ),
-        ("seed", int, 0, "base seed: the run trains seeds seed, seed + 1, ..., each key(seed + i)"),
-        ("total_steps", int, defaults["total_steps"], "env-step budget per seed"),
-        ("num_envs", int, defaults["num_envs"], "parallel training environments"),
-        (
-            "num_steps",
-            int,
-            defaults["num_steps"],
-            "vector steps per collection (learning follows every num_envs x num_steps steps)",
-        ),
-        (
-            "eval_every",
-            int,
-            defaults["eval_every"],
-            "env steps between evaluations (one evaluation period)",
-        ),
-        ("eval_episodes", int, defaults["eval_episodes"], "episodes per evaluation"),
-        (
-            "normalize_obs",
-            bool,
-            defaults["normalize_obs"],
-            "running observation normalization (Tianshou's MuJoCo setting; clipped to +-10)",
-        ),
-        (
-            "checkpoint_every",
-            int,
-            1,
-            "evaluation periods between checkpoints (0: only at the end)",
-        ),
-        (
-            "checkpoint_buffer",
-            bool,
-            True,
-            "host runs: checkpoints hold the replay buffer (exact off-policy resume; large)",
-        ),
-        ("run_dir", str | None, None, "run directory; None: runs/ALGO-ENV-DATE-TIME"),
-        ("resume", str | None, None, "continue the run in this directory from its last checkpoint"),
-        (
-            "stop_after_periods",
-            int | None,
-            None,
-            "stop after this many evaluation periods, as an interruption would (for testing)",
-        ),
-    ]
+
+def _run_fields(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
+    """``(name, type, default, help)`` of ``jaxrl train ALGO``'s run options: the fields of
+    :class:`jaxrl.io.RunConfig` offered on the command line, read from their metadata
+    (:func:`jaxrl.training.settings.command_line_options`) with ``preset``'s defaults, then
+    the command's own options."""
+    from jaxrl.io.config import RunConfig, run_defaults
+    from jaxrl.training.settings import command_line_options
+
+    options = command_line_options(RunConfig, run_defaults(algo, preset), preset)
+    return options + _COMMAND_OPTIONS
 
 
 _METAVARS = {"run_dir": "RUN_DIR", "resume": "RUN_DIR"}

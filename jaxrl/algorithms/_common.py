@@ -7,7 +7,7 @@ import functools
 import textwrap
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -16,6 +16,7 @@ import optax
 from flax import struct
 
 from jaxrl.core._checks import check_in_range, concrete_value
+from jaxrl.networks import ACTIVATIONS
 
 Schedule = Callable[[jax.Array], jax.Array]
 
@@ -64,12 +65,69 @@ def check_int_field(owner: str, name: str, value: Any, low: int, allow_none: boo
         raise ValueError(f"{owner}.{name} must be >= {low}, got {value!r}")
 
 
-def hyperparameter(default: Any, help: str, *, static: bool = False) -> Any:
+@dataclasses.dataclass(frozen=True)
+class CommandLine:
+    """How the command line and a run's ``config.json`` spell a hyperparameter whose Python
+    value is an object (a schedule, a noise process) or one of a few names.
+
+    Attributes:
+      type: the command-line type (a ``Literal`` of names, ``str``...).
+      default: the command-line default.
+      parse: ``(value, num_updates) -> field value``: the command-line value as the
+        algorithm takes it; ``num_updates`` is the run's count of agent updates (the length
+        of a schedule, :meth:`jaxrl.training.settings.RunLayout.agent_updates`). Raises
+        ``ValueError("must be ..., got ...")`` for a value it cannot read (the caller names
+        the field).
+      help: the command line's help where it differs from the field's.
+    """
+
+    type: Any
+    default: Any
+    parse: Callable[[Any, int], Any] = lambda value, num_updates: value
+    help: str | None = None
+
+
+def linear_schedule(num_updates: int) -> Schedule:
+    """Learning-rate multiplier decaying linearly from 1 to 0 over ``num_updates`` updates
+    (Tianshou's MuJoCo ``LambdaLR`` schedule)."""
+    total = max(1, int(num_updates))
+    return lambda count: jnp.maximum(0.0, 1.0 - count / total)
+
+
+def schedule_option(which: str) -> CommandLine:
+    """The command line's spelling of a learning-rate schedule field: ``constant`` (None) or
+    ``linear`` (:func:`linear_schedule` over the run's updates)."""
+
+    def parse(kind: Any, num_updates: int) -> Schedule | None:
+        if kind not in ("constant", "linear"):
+            raise ValueError(f"must be 'constant' or 'linear', got {kind!r}")
+        return linear_schedule(num_updates) if kind == "linear" else None
+
+    help_text = f"{which} learning-rate schedule: constant, or linear decay to 0 over the run"
+    return CommandLine(Literal["constant", "linear"], "constant", parse, help_text)
+
+
+def activation_option(default: str) -> CommandLine:
+    """The command line's spelling of an activation field: one of the known names."""
+    return CommandLine(Literal[tuple(sorted(ACTIVATIONS))], default)
+
+
+def hyperparameter(
+    default: Any,
+    help: str,
+    *,
+    static: bool = False,
+    command_line: CommandLine | None = None,
+    cli: bool = True,
+) -> Any:
     """An algorithm's hyperparameter field: a pytree leaf (``jax.vmap`` can sweep it) unless
     ``static`` (it fixes shapes or control flow); ``help`` describes it in a sentence or two,
     read by :func:`document_fields` and the command line (:func:`jaxrl.io.hyperparameters`,
-    whose help is its first sentence)."""
-    return struct.field(pytree_node=not static, default=default, metadata={"help": help})
+    whose help is its first sentence). ``command_line`` spells a field whose value is an
+    object (:class:`CommandLine`); ``cli=False`` keeps a field (a custom network) off the
+    command line."""
+    metadata = {"help": help, "command_line": command_line, "cli": cli}
+    return struct.field(pytree_node=not static, default=default, metadata=metadata)
 
 
 def field_help(field: dataclasses.Field) -> str:

@@ -38,17 +38,19 @@ from flax.training.train_state import TrainState
 from jaxrl.algorithms._common import (
     Schedule,
     accept_aliases,
+    activation_option,
     adam_with_injected_lr,
     check_field,
     check_int_field,
     document_fields,
     guarded_gradient_step,
     hyperparameter,
+    schedule_option,
     scheduled_learning_rate,
     set_learning_rate,
 )
 from jaxrl.algorithms._types import ActionSample
-from jaxrl.algorithms.noise import GaussianNoise, Noise, OUNoise
+from jaxrl.algorithms.noise import NOISE_OPTION, GaussianNoise, Noise, OUNoise
 from jaxrl.algorithms.protocol import LearningMode
 from jaxrl.core.actions import map_action
 from jaxrl.core.polyak import soft_update
@@ -149,6 +151,7 @@ class DDPG(struct.PyTreeNode):
         "default",
         '"default" (GaussianNoise(sigma=0.1), Tianshou 1.x), a GaussianNoise, an OUNoise, or '
         "None (no noise). Its parameters are leaves; the noise is added in [-1, 1]-action space",
+        command_line=NOISE_OPTION,
     )
     n_step_return_horizon: int = hyperparameter(
         1, "n of the n-step critic targets (Tianshou estimation_step)", static=True
@@ -187,24 +190,31 @@ class DDPG(struct.PyTreeNode):
         "optional update_count -> multiplier of actor_lr (Tianshou's lr_scheduler, stepped "
         "once per update)",
         static=True,
+        command_line=schedule_option("actor"),
     )
     critic_lr_schedule: Schedule | None = hyperparameter(
         None,
         "optional update_count -> multiplier of critic_lr (Tianshou's lr_scheduler, stepped "
         "once per update)",
         static=True,
+        command_line=schedule_option("critic"),
     )
     hidden_sizes: Sequence[int] = hyperparameter(
         (128, 128),
         "hidden layer sizes of the actor and critic MLPs (Tianshou's Net: [128, 128])",
         static=True,
     )
-    activation: str = hyperparameter("relu", "activation of the hidden layers", static=True)
+    activation: str = hyperparameter(
+        "relu",
+        "activation of the hidden layers",
+        static=True,
+        command_line=activation_option("relu"),
+    )
     actor_network: nn.Module | None = hyperparameter(
-        None, "optional Flax module (obs -> action in [-1, 1]) used instead", static=True
+        None, "optional Flax module (obs -> action in [-1, 1]) used instead", static=True, cli=False
     )
     critic_network: nn.Module | None = hyperparameter(
-        None, "optional Flax module ((obs, action) -> Q) used instead", static=True
+        None, "optional Flax module ((obs, action) -> Q) used instead", static=True, cli=False
     )
 
     # ------------------------------------------------------------------ validation

@@ -27,6 +27,7 @@ from optax import tree_utils as otu
 
 from jaxrl.algorithms._common import (
     Schedule,
+    activation_option,
     adam_with_injected_lr,
     all_finite,
     check_field,
@@ -35,6 +36,7 @@ from jaxrl.algorithms._common import (
     guarded_gradient_step,
     hyperparameter,
     no_optimizer,
+    schedule_option,
     scheduled_learning_rate,
     set_learning_rate,
 )
@@ -230,11 +232,17 @@ class NaturalGradient(struct.PyTreeNode):
         "optional update_count -> multiplier of lr (Tianshou's LambdaLR lr_scheduler), e.g. "
         "lambda n: 1 - n / num_updates for linear decay",
         static=True,
+        command_line=schedule_option("critic"),
     )
     hidden_sizes: Sequence[int] = hyperparameter(
         (64, 64), "hidden layer sizes of the actor and critic MLPs", static=True
     )
-    activation: str = hyperparameter("tanh", "activation of the hidden layers", static=True)
+    activation: str = hyperparameter(
+        "tanh",
+        "activation of the hidden layers",
+        static=True,
+        command_line=activation_option("tanh"),
+    )
     init_gain: float = hyperparameter(
         1.0, "orthogonal-initialization gain of the hidden layers", static=True
     )
@@ -245,10 +253,13 @@ class NaturalGradient(struct.PyTreeNode):
         0.0, "initial state-independent log standard deviation of the policy", static=True
     )
     actor_network: nn.Module | None = hyperparameter(
-        None, "optional custom Flax module (obs -> DistributionParams) used instead", static=True
+        None,
+        "optional custom Flax module (obs -> DistributionParams) used instead",
+        static=True,
+        cli=False,
     )
     critic_network: nn.Module | None = hyperparameter(
-        None, "optional custom Flax module (obs -> V(s)) used instead", static=True
+        None, "optional custom Flax module (obs -> V(s)) used instead", static=True, cli=False
     )
     cg_iters: int = hyperparameter(10, "conjugate-gradient iterations (Tianshou: 10)", static=True)
     fvp_batch_size: int | None = hyperparameter(

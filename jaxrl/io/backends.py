@@ -32,7 +32,7 @@ from jaxrl.algorithms.protocol import evaluates_both_modes, learns_from_replay
 from jaxrl.io.config import Backend, RunConfig
 
 if TYPE_CHECKING:
-    from jaxrl.training.periods import RunLayout
+    from jaxrl.training.settings import RunLayout
 
 
 def resolve_backend(env: str, backend: str = "auto") -> Backend:
@@ -74,17 +74,10 @@ def resolve_backend(env: str, backend: str = "auto") -> Backend:
 
 
 def train_config(config: RunConfig) -> Any:
-    """The driver's :class:`jaxrl.training.TrainConfig` of a run (both drivers take it)."""
-    from jaxrl.training import TrainConfig
-
-    return TrainConfig(
-        num_envs=config.num_envs,
-        num_steps=config.num_steps,
-        total_steps=config.total_steps,
-        eval_every=config.eval_every,
-        eval_episodes=config.eval_episodes,
-        normalize_obs=config.normalize_obs,
-    )
+    """The run settings the drivers take (:class:`jaxrl.training.TrainConfig`:
+    :attr:`jaxrl.training.settings.RunSettings.driver_settings`): hashable, without the
+    algorithm's hyperparameters, the same for runs that can share compiled programs."""
+    return config.driver_settings
 
 
 def _keys_of_seeds(seed: int, num_seeds: int) -> jax.Array:

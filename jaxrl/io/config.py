@@ -3,31 +3,31 @@ resolved configuration of a run (saved as ``config.json`` in its run directory).
 
 Every hyperparameter of an algorithm is a field of its dataclass (:class:`jaxrl.NPG`,
 :class:`jaxrl.TRPO`, :class:`jaxrl.DDPG`); :func:`hyperparameters` lists the ones that can be
-given on the command line, with a command-line type, the default and a help text read from
-the class docstring. Fields that hold Python objects are spelled as strings there:
-``exploration_noise`` (``"gaussian:0.1"``, ``"ou:0.3"``, ``"none"``) and the learning-rate
-schedules (``"constant"`` or ``"linear"`` decay to zero over the run). Custom networks
-(``actor_network``, ``critic_network``) are for Python code only.
+given on the command line, with a command-line type, the default and a help text, all read
+from the field's metadata (:func:`jaxrl.algorithms._common.hyperparameter`). A field that
+holds a Python object is spelled as its metadata says (``command_line``): exploration noise
+as ``"gaussian:0.1"``, ``"ou:0.3"``, ``"none"``; learning-rate schedules as ``"constant"`` or
+``"linear"`` (decay to zero over the run). Custom networks (``cli=False``) are for Python
+code only. The run settings are declared in :mod:`jaxrl.training.settings`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import re
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import jax.numpy as jnp
-
-from jaxrl.algorithms import GaussianNoise, OUNoise, registry
+from jaxrl.algorithms import registry
 from jaxrl.algorithms._common import field_help
-from jaxrl.algorithms.presets import get_preset
-from jaxrl.networks import ACTIVATIONS
+from jaxrl.algorithms._common import linear_schedule as linear_schedule  # re-exported
+from jaxrl.algorithms.noise import parse_noise as parse_noise  # re-exported
+from jaxrl.algorithms.presets import get_preset, presets_help
+from jaxrl.training.settings import REQUIRED, RunSettings, setting, settings_fields
 
 
 class _AlgorithmClasses(Mapping):
@@ -53,24 +53,6 @@ Backend = Literal["jax", "gymnasium"]
 # Defaults come from presets (:mod:`jaxrl.algorithms.presets`); the environment picks one.
 DEFAULT_PRESET = "pendulum"
 DEFAULT_NUM_SEEDS: dict[str, int] = {"jax": 4, "gymnasium": 1}
-
-# Fields that hold Python objects (networks): set them from Python, not the command line.
-PYTHON_ONLY = frozenset({"actor_network", "critic_network"})
-SCHEDULES = ("lr_schedule", "actor_lr_schedule", "critic_lr_schedule")
-ScheduleName = Literal["constant", "linear"]
-
-# Command-line help where the command line spells a field differently from Python (a
-# schedule name or a noise spec instead of a callable or an object); every other field's
-# help is its ``help`` metadata (:func:`jaxrl.algorithms._common.hyperparameter`).
-HELP_OVERRIDES: dict[str, str] = {
-    "lr_schedule": "critic learning-rate schedule: constant, or linear decay to 0 over the run",
-    "actor_lr_schedule": "actor learning-rate schedule: constant, or linear decay to 0",
-    "critic_lr_schedule": "critic learning-rate schedule: constant, or linear decay to 0",
-    "exploration_noise": (
-        "exploration noise: gaussian[:SIGMA], ou[:SIGMA] (Ornstein-Uhlenbeck) or none"
-    ),
-}
-
 
 @dataclasses.dataclass(frozen=True)
 class Hyperparameter:
@@ -115,21 +97,6 @@ def _cli_type(hint: Any) -> Any:
     raise TypeError(f"no command-line type for {hint!r}")
 
 
-def adapted_eval_every(defaults: Mapping[str, Any], run: Mapping[str, Any]) -> int:
-    """The evaluation interval of ``run`` (its run settings, ``total_steps`` given and
-    ``eval_every`` not) whose preset's run settings are ``defaults``
-    (:func:`jaxrl.training.periods.evaluation_interval`: a short run still evaluates about
-    10 times)."""
-    from jaxrl.training.periods import evaluation_interval
-
-    return evaluation_interval(
-        run["total_steps"],
-        run["num_envs"] * run["num_steps"],
-        defaults["total_steps"],
-        defaults["eval_every"],
-    )
-
-
 def run_defaults(algo: str, preset: str = DEFAULT_PRESET) -> dict[str, Any]:
     """The run shape of ``algo`` in ``preset`` (``num_envs``, ``num_steps``, ``total_steps``,
     ``eval_every``, ``eval_episodes``, ``normalize_obs``)."""
@@ -149,20 +116,16 @@ def hyperparameters(algo: str, preset: str = DEFAULT_PRESET) -> list[Hyperparame
     result = []
     for field in dataclasses.fields(cls):
         name = field.name
-        if name in PYTHON_ONLY or name in info.ignored_fields:
+        if not field.metadata.get("cli", True) or name in info.ignored_fields:
             continue
-        if name in SCHEDULES:
-            kind: Any = ScheduleName
-            default: Any = "constant"
-        elif name == "exploration_noise":
-            kind, default = str, "gaussian:0.1"
-        elif name == "activation":
-            kind, default = Literal[tuple(sorted(ACTIVATIONS))], field.default
+        spelling = field.metadata.get("command_line")
+        if spelling is not None:
+            kind, default = spelling.type, spelling.default
         else:
             kind, default = _cli_type(hints[name]), field.default
         default = defaults.get(name, default)
-        overrides = {**HELP_OVERRIDES, **info.help}
-        help_text = overrides.get(name) or _first_sentence(field_help(field))
+        help_text = info.help.get(name) or (spelling and spelling.help)
+        help_text = help_text or _first_sentence(field_help(field))
         result.append(Hyperparameter(name, kind, default, help_text, tuple(aliases.get(name, ()))))
     return result
 
@@ -174,32 +137,6 @@ def _preset_hyperparameters(algo: str, preset: str) -> dict[str, Any]:
 
 def _json_value(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
-
-
-def parse_noise(spec: str) -> GaussianNoise | OUNoise | None:
-    """``"gaussian[:SIGMA]"``, ``"ou[:SIGMA]"``, ``"none"`` (or ``"default"``) as DDPG noise."""
-    kind, _, sigma = str(spec).strip().lower().partition(":")
-    try:
-        value = float(sigma) if sigma else None
-    except ValueError:
-        value = math.nan
-    if kind in ("none", "") and not sigma:
-        return None
-    if kind == "default" and not sigma:
-        return GaussianNoise(sigma=0.1)
-    if kind in ("gaussian", "ou") and (value is None or math.isfinite(value)):
-        noise = GaussianNoise if kind == "gaussian" else OUNoise
-        return noise() if value is None else noise(sigma=value)
-    raise ValueError(
-        f"DDPG.exploration_noise must be gaussian[:SIGMA], ou[:SIGMA] or none, got {spec!r}"
-    )
-
-
-def linear_schedule(num_updates: int) -> Callable[[Any], Any]:
-    """Learning-rate multiplier decaying linearly from 1 to 0 over ``num_updates`` updates
-    (Tianshou's MuJoCo ``LambdaLR`` schedule)."""
-    total = max(1, int(num_updates))
-    return lambda count: jnp.maximum(0.0, 1.0 - count / total)
 
 
 # Settings a resumed run may change; every other one is the run's own.
@@ -221,70 +158,50 @@ class ResumeConflict(ValueError):
         )
 
 
-@dataclasses.dataclass(frozen=True)
-class RunConfig:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RunConfig(RunSettings):
     """The resolved configuration of a run: everything needed to repeat or resume it.
 
+    Its run settings (shape, evaluation, seeds, checkpointing, backends) are those of
+    :class:`jaxrl.training.settings.RunSettings`, declared and validated there; this class adds
+    what the run trains.
+
     Attributes:
-      algo: ``"npg"``, ``"trpo"`` or ``"ddpg"``.
+      algo: a registered algorithm name (``"npg"``, ``"trpo"``, ``"ddpg"``, ...).
       env: environment id.
       backend: ``"jax"`` (a gymnax or Brax id, the jitted driver) or ``"gymnasium"`` (host
         driver).
-      num_envs, num_steps: parallel environments and vector steps per collection.
-      total_steps: env-step budget per seed.
-      eval_every: env steps between evaluations (one evaluation period).
-      eval_episodes: episodes per evaluation.
-      seed: base seed; seed ``i`` of the run is ``key(seed + i)`` on both drivers
-        (:func:`jaxrl.training.seeds.seed_keys`).
-      num_seeds: seeds trained together (in one program on JAX environments:
-        :func:`jaxrl.training.over_seeds`).
-      checkpoint_every: evaluation periods between checkpoints (0: only at the end).
-      hyperparameters: every command-line hyperparameter of the algorithm, JSON values.
       preset: the preset the defaults came from (:mod:`jaxrl.algorithms.presets`).
-      normalize_obs: running observation normalization (saved in checkpoints).
-      env_backend: host environments: ``"gymnasium"`` or ``"envpool"`` (``"auto"`` before
-        resolution; unused by the jitted driver).
-      checkpoint_buffer: host runs: checkpoints hold the replay buffer too (exact resume of
-        off-policy learning; a DDPG buffer of ``buffer_size`` transitions costs about
-        ``buffer_size * (2 * obs_dim + act_dim + 3) * 4`` bytes per seed and checkpoint).
-      brax_backend: Brax's physics backend for a ``brax:NAME`` environment (``generalized``,
-        ``positional``, ``spring`` or ``mjx``); None for every other environment.
+      hyperparameters: every command-line hyperparameter of the algorithm, JSON values.
     """
 
-    algo: str
-    env: str
-    backend: Backend
-    num_envs: int
-    num_steps: int
-    total_steps: int
-    eval_every: int
-    eval_episodes: int
-    seed: int
-    num_seeds: int
-    checkpoint_every: int
-    hyperparameters: dict[str, Any]
-    preset: str = DEFAULT_PRESET
-    normalize_obs: bool = False
-    env_backend: str = "auto"
-    checkpoint_buffer: bool = True
-    brax_backend: str | None = None
-
-    RUN_FIELDS: typing.ClassVar[tuple[str, ...]] = (
-        "num_envs",
-        "num_steps",
-        "total_steps",
-        "eval_every",
-        "eval_episodes",
-        "seed",
-        "num_seeds",
-        "checkpoint_every",
-        "normalize_obs",
-        "env_backend",
-        "checkpoint_buffer",
-        "brax_backend",
+    algo: str = dataclasses.field(metadata={"cli": False})
+    env: str = setting(
+        REQUIRED,
+        "environment id: gymnax ids and Brax ids (brax:hopper) run in the jitted driver, "
+        "other gymnasium ids on the host",
+        cli_default="Pendulum-v1",
+    )
+    backend: Backend = setting(
+        REQUIRED,
+        "driver: auto uses jax for gymnax ids and the host driver (gymnasium) for the rest",
+        cli_type=Literal["auto", "jax", "gymnasium"],
+        cli_default="auto",
+    )
+    preset: str = setting(
+        DEFAULT_PRESET,
+        lambda preset: (
+            f"default settings. {presets_help()}. None: chosen from --env (in force: {preset})"
+        ),
+        cli_type=str | None,
+        cli_default=None,
+    )
+    hyperparameters: dict[str, Any] = dataclasses.field(
+        default_factory=dict, metadata={"cli": False}
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         object.__setattr__(
             self,
             "hyperparameters",
@@ -304,29 +221,21 @@ class RunConfig:
     ) -> RunConfig:
         """The run of ``algo`` on ``env`` with every default of ``preset`` (the one
         :func:`jaxrl.algorithms.presets.preset_for_env` picks when None), ``hyperparameters``
-        and ``run`` fields overriding them (``seed`` 0, ``num_seeds`` 1 and
-        ``checkpoint_every`` 0 unless given)."""
+        and ``run`` settings overriding them (:meth:`RunSettings.for_budget`: a budget given
+        without an interval evaluates about 10 times)."""
         from jaxrl.algorithms.presets import preset_for_env
 
         preset = preset or preset_for_env(env)
         hyper = _preset_hyperparameters(algo, preset)
         defaults = run_defaults(algo, preset)
-        values = {"seed": 0, "num_seeds": 1, "checkpoint_every": 0, **defaults}
-        if "total_steps" in run and "eval_every" not in run:
-            run = {**run, "eval_every": adapted_eval_every(defaults, {**defaults, **run})}
         return cls(
             algo=algo,
             env=env,
             backend=backend,
             hyperparameters={**hyper, **(hyperparameters or {})},
             preset=preset,
-            **{**values, **run},
+            **RunSettings.for_budget(defaults, run),
         )
-
-    @property
-    def steps_per_update(self) -> int:
-        """Env steps per collection (``num_envs * num_steps``)."""
-        return self.num_envs * self.num_steps
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict (what ``config.json`` holds); ``counts`` records what the run does
@@ -337,7 +246,7 @@ class RunConfig:
             "env": self.env,
             "backend": self.backend,
             "preset": self.preset,
-            "run": {name: getattr(self, name) for name in self.RUN_FIELDS},
+            "run": {f.name: getattr(self, f.name) for f in settings_fields()},
             "hyperparameters": dict(self.hyperparameters),
             "counts": {
                 "env_steps": layout.total_steps,
@@ -358,7 +267,7 @@ class RunConfig:
             backend=data["backend"],
             hyperparameters=dict(data["hyperparameters"]),
             preset=data.get("preset", DEFAULT_PRESET),
-            **{name: data["run"].get(name, defaults.get(name)) for name in cls.RUN_FIELDS},
+            **{f.name: data["run"].get(f.name, defaults[f.name]) for f in settings_fields()},
         )
 
     def resumed(self, given: Mapping[str, Any]) -> RunConfig:
@@ -401,14 +310,6 @@ class RunConfig:
         """Read a config written by :meth:`save`."""
         return cls.from_dict(json.loads(Path(path).read_text()))
 
-    @property
-    def layout(self) -> Any:
-        """The run's collections and evaluation periods
-        (:class:`jaxrl.training.periods.RunLayout`: the one rule both drivers follow)."""
-        from jaxrl.training.periods import RunLayout
-
-        return RunLayout.of(self.num_envs, self.num_steps, self.total_steps, self.eval_every)
-
     def num_agent_updates(self) -> int:
         """Calls of ``agent.update`` that take effect over the whole run
         (:meth:`RunLayout.agent_updates`): the length of a linear schedule, which so reaches
@@ -422,22 +323,22 @@ class RunConfig:
         return max(1, updates)
 
     def make_agent(self) -> Any:
-        """The algorithm object (raises the constructor's ValueError/TypeError, naming the
-        field, for invalid values)."""
+        """The algorithm object: each hyperparameter's command-line value read by its field's
+        spelling (:class:`jaxrl.algorithms._common.CommandLine`; a schedule sized by
+        :meth:`num_agent_updates`), JSON lists as tuples.
+
+        Raises:
+          ValueError, TypeError: an invalid value, naming the field.
+        """
         cls = registry.get(self.algo).cls
-        kwargs = dict(self.hyperparameters)
-        for name in SCHEDULES:
-            if name in kwargs:
-                kind = kwargs[name]
-                if kind not in ("constant", "linear"):
-                    raise ValueError(
-                        f"{cls.__name__}.{name} must be 'constant' or 'linear', got {kind!r}"
-                    )
-                kwargs[name] = (
-                    linear_schedule(self.num_agent_updates()) if kind == "linear" else None
-                )
-        if "exploration_noise" in kwargs:
-            kwargs["exploration_noise"] = parse_noise(kwargs["exploration_noise"])
-        if "hidden_sizes" in kwargs:
-            kwargs["hidden_sizes"] = tuple(kwargs["hidden_sizes"])
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        kwargs = {}
+        for name, value in self.hyperparameters.items():
+            spelling = fields[name].metadata.get("command_line") if name in fields else None
+            if spelling is not None:
+                try:
+                    value = spelling.parse(value, self.num_agent_updates())
+                except ValueError as error:
+                    raise ValueError(f"{cls.__name__}.{name} {error}") from None
+            kwargs[name] = tuple(value) if isinstance(value, list) else value
         return cls(**kwargs)

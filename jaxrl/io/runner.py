@@ -271,7 +271,7 @@ def train_run(
         progress=progress,
     )
     if on_setup is not None:
-        on_setup(_setup_message(run, layout))
+        on_setup(_setup_message(run))
     periods_done = 0
     try:
         with run.progress, backend.periods(carry, start_steps) as (carry, run_period):
@@ -356,12 +356,12 @@ def update_rows(
     return rows
 
 
-def _setup_message(run: _Run, layout: Any) -> str:
+def _setup_message(run: _Run) -> str:
     config = run.config
     where = (
         f"resuming at period {run.period}/{run.num_periods} ({run.env_steps:,} env steps)"
         if run.period
-        else layout.describe()
+        else config.describe()
     )
     seeds = f"{config.num_seeds} seed{'s' if config.num_seeds != 1 else ''}"
     driver = "in one jitted program" if config.backend == "jax" else "on the host driver"

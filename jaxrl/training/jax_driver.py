@@ -23,7 +23,6 @@ Metrics are reduced per update and per evaluation (never stacked per env step).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -45,69 +44,16 @@ from jaxrl.training.agent_steps import (
     updates_per_collect,
 )
 from jaxrl.training.collect import make_jax_step, reset_jax_envs, strong_types
-from jaxrl.training.periods import RunLayout, drive
+from jaxrl.training.periods import drive
 from jaxrl.training.seeds import over_seeds, resolve_seed_axis, split_seed_key
+from jaxrl.training.settings import RunLayout, RunSettings
 
 Array = jax.Array
 
 
-@dataclasses.dataclass(frozen=True)
-class TrainConfig:
-    """Shape of a training run (all static).
-
-    Attributes:
-      num_envs: parallel training environments.
-      num_steps: vector steps per collection, between learning phases (Tianshou's
-        ``step_per_collect = num_envs * num_steps``; DDPG's test: 8 envs x 1 step).
-      total_steps: env-step budget per seed: the run does ``total_steps // (num_envs *
-        num_steps)`` whole collections (:class:`jaxrl.training.periods.RunLayout`).
-      eval_every: env steps between evaluations (rounded to whole collections); the run also
-        evaluates after its last collection (a shorter last period where the interval does
-        not divide the run).
-      eval_episodes: evaluation episodes (run in parallel).
-      check_finite: checked mode: every env step verifies that observations and rewards are
-        finite (``jax.experimental.checkify``); run the train function through
-        :func:`checked_call`, which raises naming the field and the env step.
-      normalize_obs: Tianshou's running observation normalization
-        (:func:`jaxrl.core.normalize_observations`): statistics updated with every training
-        observation, frozen for evaluation, carried (and checkpointed) in
-        ``TrainCarry.obs_stats``.
-    """
-
-    num_envs: int = 16
-    num_steps: int = 128
-    total_steps: int = 250_000
-    eval_every: int = 50_000
-    eval_episodes: int = 10
-    check_finite: bool = False
-    normalize_obs: bool = False
-
-    def __post_init__(self) -> None:
-        for name in ("num_envs", "num_steps", "total_steps", "eval_every", "eval_episodes"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"TrainConfig.{name} must be a positive int, got {value!r}")
-
-    @property
-    def layout(self) -> RunLayout:
-        """The run's collections and evaluation periods (shared with the host driver)."""
-        try:
-            return RunLayout.of(self.num_envs, self.num_steps, self.total_steps, self.eval_every)
-        except ValueError as error:
-            raise ValueError(f"TrainConfig.{error}") from None
-
-    @property
-    def steps_per_update(self) -> int:
-        return self.layout.steps_per_collect
-
-    @property
-    def updates_per_eval(self) -> int:
-        """Collections of a whole evaluation period (the layout's)."""
-        return self.layout.collections_per_period
-
-    @property
-    def num_evals(self) -> int:
-        return self.layout.num_periods
+TrainConfig = RunSettings
+"""The run's settings as the drivers take them: :class:`jaxrl.training.settings.RunSettings`
+(the one class that declares, validates and counts a run's settings)."""
 
 
 def checked_call(train: Callable[[Array], Any], keys: Array) -> Any:
@@ -215,7 +161,7 @@ class TrainLoop(NamedTuple):
         periods (and the shorter last period, where the layout has one).
       agent: the algorithm the loop trains, and env: its environment (together they pick
         how seeds run together: :func:`jaxrl.training.over_seeds`).
-      layout: the run's collections and periods (:class:`jaxrl.training.periods.RunLayout`).
+      layout: the run's collections and periods (:class:`jaxrl.training.settings.RunLayout`).
       period: ``collections -> run_period`` of that many collections (a static length; the
         shorter last period of a run uses it).
     """
@@ -235,7 +181,7 @@ class TrainLoop(NamedTuple):
 def make_train(
     agent: Any,
     env: Any,
-    config: TrainConfig = TrainConfig(),
+    config: TrainConfig = RunSettings(),
     env_params: Any = None,
     progress: Callable[[dict], None] | None = None,
 ) -> Callable[[Array], tuple[Any, dict[str, Array]]]:
@@ -250,7 +196,7 @@ def make_train(
 def make_train_loop(
     agent: Any,
     env: Any,
-    config: TrainConfig = TrainConfig(),
+    config: TrainConfig = RunSettings(),
     env_params: Any = None,
     progress: Callable[[dict], None] | None = None,
 ) -> TrainLoop:
@@ -280,7 +226,7 @@ def make_train_loop(
     layout = config.layout
     off_policy = is_off_policy(agent)
     if off_policy:
-        num_updates = updates_per_collect(agent, config.steps_per_update)
+        num_updates = updates_per_collect(agent, config.steps_per_collect)
     # Described eagerly: gymnax builds space bounds with jnp ops, which would be traced.
     # (make_train may itself be called under a trace: vmapped hyperparameter sweeps.)
     with jax.ensure_compile_time_eval():
@@ -400,9 +346,7 @@ def make_train_loop(
             }
         return carry.state, metrics
 
-    return TrainLoop(
-        init_carry, run_period, layout.num_periods, train, agent, env, layout, period
-    )
+    return TrainLoop(init_carry, run_period, layout.num_periods, train, agent, env, layout, period)
 
 
 def train_until(

@@ -68,7 +68,7 @@ def test_name_flags_rewrites_field_names_only():
         ),
         (
             ["train", "trpo", "--total-steps", "100"],
-            "--total-steps 100 is less than one collection of --num-envs x --num-steps",
+            "--total-steps must be at least one collection (--num-envs x --num-steps = ",
         ),
         (["train", "trpo", "--env", "Pendulm-v1"], "--env: unknown environment id 'Pendulm-v1'"),
         (["train", "trpo", "--resume", "no/such/run"], "--resume: run directory 'no/such/run'"),

@@ -13,7 +13,7 @@ import pytest
 import jaxrl
 from jaxrl import cli
 from jaxrl.io import ALGORITHMS, CheckpointError, CheckpointStore, RunConfig, hyperparameters
-from jaxrl.io.config import PYTHON_ONLY, parse_noise
+from jaxrl.io.config import parse_noise
 
 from .helpers import error_line, leaves_equal, make_config
 
@@ -26,7 +26,9 @@ from .helpers import error_line, leaves_equal, make_config
 def test_every_hyperparameter_is_an_option(algo):
     cls = ALGORITHMS[algo]
     names = {spec.name for spec in hyperparameters(algo)}
-    fields = {f.name for f in dataclasses.fields(cls)} - PYTHON_ONLY
+    # Every field but the Python-only ones (custom networks: metadata cli=False).
+    fields = {f.name for f in dataclasses.fields(cls) if f.metadata.get("cli", True)}
+    assert {"actor_network", "critic_network"}.isdisjoint(fields)
     ignored = {"trust_region_size", "normalize_step"} if algo == "trpo" else set()
     assert names == fields - ignored
     args = cli.parse(["train", algo])
@@ -85,7 +87,7 @@ def test_help_lists_the_hyperparameters(capsys):
         (["train", "ddpg", "--exploration-noise", "pink"], "--exploration-noise must be"),
         (
             ["train", "trpo", "--total-steps", "100"],
-            "--total-steps 100 is less than one collection of --num-envs x --num-steps",
+            "--total-steps must be at least one collection (--num-envs x --num-steps = ",
         ),
         (["train", "ddpg", "--env", "CartPole-v1"], "DDPG needs a continuous Box action_space"),
         (["evaluate"], "missing RUN_DIR for jaxrl evaluate (see jaxrl evaluate --help)"),
@@ -139,8 +141,11 @@ def test_noise_specs_and_linear_schedule():
     assert parse_noise("none") is None
     assert parse_noise("gaussian:0.3") == jaxrl.GaussianNoise(sigma=0.3)
     assert parse_noise("OU") == jaxrl.OUNoise()
-    with pytest.raises(ValueError, match="exploration_noise"):
+    with pytest.raises(ValueError, match=r"must be gaussian\[:SIGMA\], ou\[:SIGMA\] or none"):
         parse_noise("gaussian:x")
+    bad = make_config(algo="ddpg", hyperparameters={"exploration_noise": "gaussian:x"})
+    with pytest.raises(ValueError, match=r"^DDPG\.exploration_noise must be gaussian"):
+        bad.make_agent()
     config = make_config(hyperparameters={"lr_schedule": "linear"})
     schedule = config.make_agent().lr_schedule
     assert config.num_agent_updates() == 10

@@ -68,9 +68,9 @@ def driver_keys(key: jax.Array, config: TrainConfig) -> tuple[jax.Array, jax.Arr
     environments' reset key and each collection's key."""
     init_key, reset_key, run_key = jax.random.split(key, 3)
     collect_keys = []
-    for _ in range(config.num_evals):
+    for _ in range(config.layout.num_periods):
         run_key, learn_key, _ = jax.random.split(run_key, 3)
-        for k in jax.random.split(learn_key, config.updates_per_eval):
+        for k in jax.random.split(learn_key, config.layout.collections_per_period):
             collect_keys.append(jax.random.split(k)[0])
     return init_key, reset_key, collect_keys
 
@@ -89,7 +89,7 @@ def driver_keys(key: jax.Array, config: TrainConfig) -> tuple[jax.Array, jax.Arr
 def test_jax_collector_gives_the_jitted_drivers_rollouts(env_id, config):
     recorded: list = []
     make_train(RecordingAgent(AGENT, recorded), env_id, config)(jax.random.key(7))
-    assert len(recorded) == config.num_evals * config.updates_per_eval == 2
+    assert len(recorded) == config.layout.num_periods * config.layout.collections_per_period == 2
 
     collector = make_collector(
         AGENT, env_id, config.num_steps, num_envs=config.num_envs,
@@ -107,7 +107,7 @@ def test_jax_collector_gives_the_jitted_drivers_rollouts(env_id, config):
     episodes_ended = np.asarray(rollouts[-1].terminated | rollouts[-1].truncated).any()
     assert episodes_ended or env_id != "Pendulum-v1"
     assert (env_state.obs_stats is not None) == config.normalize_obs
-    assert int(env_state.env_steps) == 2 * config.steps_per_update
+    assert int(env_state.env_steps) == 2 * config.steps_per_collect
 
 
 def same_step_envs(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
@@ -127,9 +127,7 @@ def envpool_envs(env_id: str, num_envs: int, seed: int) -> Any:
         return envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, seed=seed)
 
 
-@pytest.mark.parametrize(
-    ("backend", "normalize_obs"), [("gymnasium", True), ("envpool", False)]
-)
+@pytest.mark.parametrize(("backend", "normalize_obs"), [("gymnasium", True), ("envpool", False)])
 def test_host_collector_gives_the_host_drivers_rollouts(backend, normalize_obs):
     seed, num_envs, num_steps = 3, 2, 128
     recorded: list = []
@@ -315,9 +313,7 @@ def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match=r"^env_state is from env step 0 but .* at env step 8"):
         collector.collect(state, first, jax.random.key(2))  # host envs cannot go back
     assert isinstance(second, CollectorState)
-    cartpole = AGENT.init(
-        jax.random.key(0), gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2)
-    )
+    cartpole = AGENT.init(jax.random.key(0), gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2))
     with pytest.raises(ValueError, match=r"^agent_state was initialized for observation_space"):
         collector.collect(cartpole, second, jax.random.key(2))
     envs.close()

@@ -87,7 +87,9 @@ def test_period_by_period_equals_whole_run():
     _, cut = train_until(loop, jax.random.key(0)[None], stop_after_first)
     assert seen == [(1, 1)]
     assert cut["eval/return"].shape == (1, 1)
-    assert cut["env_steps"].tolist() == [whole["env_steps"][: TINY.updates_per_eval].tolist()]
+    assert cut["env_steps"].tolist() == [
+        whole["env_steps"][: TINY.layout.collections_per_period].tolist()
+    ]
     np.testing.assert_array_equal(cut["eval/return"], full["eval/return"][:, :1])
     # Both calls ran the same compiled period program (the run has no shorter last period).
     (program,) = seed_programs(loop)[1].programs.values()
@@ -114,9 +116,9 @@ def test_hyperparameter_sweep_in_one_compile():
         lambda *x: jnp.stack(x), DDPG_TINY.replace(tau=0.0), DDPG_TINY.replace(tau=0.5)
     )
     key = jax.random.key(1)
-    states = jax.jit(
-        jax.vmap(lambda agent: make_train(agent, "Pendulum-v1", DDPG_RUN)(key)[0])
-    )(ddpg_agents)
+    states = jax.jit(jax.vmap(lambda agent: make_train(agent, "Pendulum-v1", DDPG_RUN)(key)[0]))(
+        ddpg_agents
+    )
     init = jax.vmap(lambda agent: make_train_loop(agent, "Pendulum-v1", DDPG_RUN).init(key))
     initial = jax.jit(init)(ddpg_agents).state
 

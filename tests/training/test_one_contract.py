@@ -20,7 +20,7 @@ AGENT = jaxrl.TRPO(hidden_sizes=(16,), damping=1.0)
 def test_the_host_loop_period_by_period_is_the_whole_run():
     _, whole = train_gymnasium(AGENT, "Pendulum-v1", CONFIG, seed=3, num_seeds=2)
     with HostTrainLoop(AGENT, "Pendulum-v1", CONFIG, [3, 4]) as loop:
-        assert loop.num_periods == CONFIG.num_evals == 3
+        assert loop.num_periods == CONFIG.layout.num_periods == 3
         carry, periods = loop.init_carry(), []
         for _ in range(loop.num_periods):
             given = carry
@@ -70,7 +70,7 @@ def test_both_drivers_take_one_config_stop_and_progress():
 def test_the_shape_is_a_train_config_or_its_fields():
     with pytest.raises(TypeError, match=r"unknown keyword 'num_env'.*num_envs"):
         train_gymnasium(AGENT, "Pendulum-v1", num_env=2)
-    with pytest.raises(ValueError, match=r"TrainConfig\.eval_episodes must be a positive int"):
+    with pytest.raises(ValueError, match=r"RunSettings\.eval_episodes must be a positive int"):
         train_gymnasium(AGENT, "Pendulum-v1", CONFIG, eval_episodes=0)
 
 

@@ -13,7 +13,7 @@ import pytest
 from jaxrl.io.config import RunConfig, linear_schedule
 from jaxrl.training import make_train
 from jaxrl.training.gymnasium_driver import train_gymnasium
-from jaxrl.training.periods import RunLayout, evaluation_interval
+from jaxrl.training.settings import RunLayout, evaluation_interval
 
 TINY_TRPO = {"hidden_sizes": [8], "lr_schedule": "linear", "repeat": 1}
 TINY_DDPG = {"hidden_sizes": [8], "batch_size": 8, "buffer_size": 512, "warmup_steps": 56}
@@ -24,6 +24,11 @@ GRID = {
     "shorter last period": ("trpo", TINY_TRPO, 2, 8, 7 * 16 + 5, 48),  # 7 = 3 + 3 + 1
     "one collection": ("trpo", TINY_TRPO, 2, 8, 16, 1000),
     "ddpg warm-up straddles a period": ("ddpg", TINY_DDPG, 2, 8, 12 * 16, 80),  # 5 + 5 + 2
+    # The presets' own shapes (pendulum NPG: 16 x 128; mujoco TRPO: 16 x 64, normalized
+    # observations) with budgets that leave a remainder; the interval adapts to the budget
+    # (about 10 evaluations, at least one collection each).
+    "pendulum preset": ("npg", TINY_TRPO, "pendulum", 3 * 2048 + 100),
+    "mujoco preset": ("trpo", TINY_TRPO, "mujoco", 5 * 1024 + 1000),
 }
 EXPECTED = {  # collections, evaluation points, agent updates
     "whole periods": (6, [32, 64, 96], 6),
@@ -32,10 +37,23 @@ EXPECTED = {  # collections, evaluation points, agent updates
     # collections start at 0, 16, ..., 176; those before 56 env steps (4) are warm-up: the
     # updates of 8 collections take effect, update_per_step 0.125 x 16 = 2 each
     "ddpg warm-up straddles a period": (12, [80, 160, 192], 8 * 2),
+    "pendulum preset": (3, [2048, 4096, 6144], 3),
+    "mujoco preset": (5, [1024, 2048, 3072, 4096, 5120], 5),
 }
 
 
 def _config(case: str, backend: str) -> RunConfig:
+    if len(GRID[case]) == 4:
+        algo, hyper, preset, total_steps = GRID[case]
+        return RunConfig.from_preset(
+            algo,
+            "Pendulum-v1",
+            preset,
+            backend=backend,
+            hyperparameters=hyper,
+            total_steps=total_steps,
+            eval_episodes=1,
+        )
     algo, hyper, num_envs, num_steps, total_steps, eval_every = GRID[case]
     return RunConfig(
         algo=algo,
@@ -71,21 +89,11 @@ def test_the_configuration_promises_the_counts(case):
 def _driver_run(case: str, backend: str) -> tuple[RunConfig, object, dict]:
     config = _config(case, backend)
     agent = config.make_agent()
-    shape = {
-        "num_envs": config.num_envs,
-        "num_steps": config.num_steps,
-        "total_steps": config.total_steps,
-        "eval_every": config.eval_every,
-        "eval_episodes": config.eval_episodes,
-    }
+    settings = config.driver_settings  # the one configuration, as both drivers take it
     if backend == "jax":
-        from jaxrl.training import TrainConfig
-
-        state, metrics = jax.jit(make_train(agent, "Pendulum-v1", TrainConfig(**shape)))(
-            jax.random.key(0)
-        )
+        state, metrics = jax.jit(make_train(agent, "Pendulum-v1", settings))(jax.random.key(0))
     else:
-        state, metrics = train_gymnasium(agent, "Pendulum-v1", seed=0, **shape)
+        state, metrics = train_gymnasium(agent, "Pendulum-v1", settings, seed=0)
     return config, state, jax.device_get(metrics)
 
 
@@ -143,7 +151,8 @@ def test_a_run_extended_after_a_shorter_last_period_keeps_the_period_boundaries(
 
 
 def test_a_budget_under_one_collection_is_refused_by_name():
-    with pytest.raises(ValueError, match=r"total_steps=15 is less than one collection"):
+    expected = r"total_steps must be at least one collection \(num_envs x num_steps = 2 x 8"
+    with pytest.raises(ValueError, match=expected):
         RunLayout.of(2, 8, 15, 16)
 
 
