@@ -47,7 +47,7 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
 
     from jaxrl.algorithms import registry
     from jaxrl.io import RunConfig
-    from jaxrl.io.backends import jax_loop
+    from jaxrl.io.backends import jax_loop, seed_keys
     from jaxrl.training import over_seeds, resolve_seed_axis
 
     run = {"total_steps": args.total_steps, "num_seeds": args.num_seeds, "seed": args.seed}
@@ -65,8 +65,8 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
         **run,
     )
     agent = config.make_agent()
-    loop = jax_loop(config, agent)  # what `jaxrl train` runs
-    keys = jax.random.split(jax.random.key(config.seed), config.num_seeds)
+    loop = jax_loop(config, agent)  # the loop `jaxrl train` runs (hyperparameters as constants)
+    keys = seed_keys(config)
     load_before = loadavg()
     start = time.perf_counter()
     over = functools.partial(over_seeds, how=args.seed_axis, agent=agent, env=loop.env)

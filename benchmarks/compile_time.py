@@ -184,22 +184,23 @@ def _cli_program() -> dict[str, Any]:
     import jax
 
     from jaxrl.io import RunConfig
-    from jaxrl.io.backends import jax_evaluation_program, jax_loop, seed_keys
-    from jaxrl.training import over_seeds
+    from jaxrl.io.backends import JaxBackend, jax_evaluation_program, seed_keys
 
-    config = RunConfig.from_preset("trpo", "Pendulum-v1")
+    config = RunConfig.from_preset("trpo", "Pendulum-v1", backend="jax")
     agent = config.make_agent()
-    loop = jax_loop(config, agent)
+    group = JaxBackend(config, agent).group  # the programs `jaxrl train` runs
     keys = seed_keys(config)
-    init = over_seeds(loop.init, SEED_AXIS, agent)
-    parts = [_measure("init", init, keys)]
-    carry = jax.jit(init)(keys)
-    parts.append(_measure("run_period", over_seeds(loop.run_period, SEED_AXIS, agent), carry))
+    leaves = group.leaves
+    parts = [_measure("init", group.init_program, leaves, keys)]
+    carry = group.init_program(leaves, keys)
+    whole = group.layout.collections_per_period
+    parts.append(_measure("run_period", group.period_program(whole), leaves, carry))
     # The initial and final evaluations, both modes (a traced flag): one program.
+    agent_leaves, structure = jax.tree_util.tree_flatten(agent)
     evaluate = jax_evaluation_program(
-        agent, config.env, config.brax_backend, config.eval_episodes, None
+        structure, config.env, config.brax_backend, config.eval_episodes, None
     )
-    args = (carry.state, carry.obs_stats, keys, jax.numpy.asarray(True))
+    args = (agent_leaves, carry.state, carry.obs_stats, keys, jax.numpy.asarray(True))
     parts.append(_measure("evaluate", evaluate.__wrapped__, *args))
     total = {
         key: sum(part[key] for part in parts)

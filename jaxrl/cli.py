@@ -5,6 +5,7 @@
     jaxrl train trpo --env Pendulum-v1             # Tianshou's tuned settings, 4 seeds
     jaxrl train ddpg --env Pendulum-v1 --tau 0.01  # any hyperparameter by its name
     jaxrl train trpo --resume runs/trpo-...        # continue from the last checkpoint
+    jaxrl sweep trpo --sweep max-kl=0.005,0.01 --num-seeds 8   # settings x seeds, ranked
     jaxrl evaluate runs/trpo-...                   # evaluation returns of the final policy
     jaxrl plot runs/trpo-... runs/npg-...          # learning curves in one figure
 
@@ -46,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
             return cli_commands.plot(args)
         if isinstance(args, CompareCommand):
             return cli_commands.compare(args)
+        if type(args).command == "sweep":
+            return cli_commands.sweep(args, argv)
         return cli_commands.train(args, argv)
     except UsageError as error:
         message = " ".join(str(error).split())

@@ -261,6 +261,73 @@ def train(args: Any, argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# sweep
+# ---------------------------------------------------------------------------------------------
+
+
+def _resolve_sweep(args: Any, argv: list[str]) -> tuple[Any, dict[str, list[Any]], Path]:
+    """The sweep's base run, its grid and its directory (errors before anything compiles)."""
+    from jaxrl.io.run_dir import default_run_path
+    from jaxrl.io.studies import parse_grid
+
+    algo = type(args).algo
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
+    hyper = dataclasses.asdict(values.pop("hyperparameters"))
+    given = given_options(rewrite_aliases(argv))
+    _check_options({**values, "stop_after_periods": None}, given)
+    if values["stop_after_groups"] is not None and values["stop_after_groups"] < 1:
+        raise UsageError("--stop-after-groups must be a positive integer")
+    preset = preset_in_force(argv)
+    grid = parse_grid(algo, preset, values["sweep"])
+    base = _new_config(algo, values, hyper, given, preset)
+    path = values["sweep_dir"] or default_run_path(algo, values["env"], root="sweeps")
+    return base, grid, Path(path)
+
+
+def sweep(args: Any, argv: list[str]) -> int:
+    from jaxrl.io.studies import SweepError
+    from jaxrl.io.studies import sweep as run_sweep
+
+    _enable_compilation_cache()
+    try:
+        base, grid, path = _resolve_sweep(args, argv)
+        if not grid:
+            raise UsageError("missing --sweep FIELD=VALUE,...: the grid to train")
+        again = argv if "--sweep-dir" in given_options(argv) else [*argv, "--sweep-dir", str(path)]
+        resume_cmd = "jaxrl " + " ".join(again)
+        _interrupt_on_sigterm()
+        said: list[str] = []
+
+        def say(line: str) -> None:  # the directory once, before the first group trains
+            if not said:
+                said.append(f"Sweep directory {path}")
+                print(said[0], file=sys.stderr, flush=True)
+            print(line, file=sys.stderr, flush=True)
+
+        result = run_sweep(base, grid, path, stop_after_groups=args.stop_after_groups, on_group=say)
+    except SweepError as error:  # names the field as --sweep wrote it
+        if error.cause is None:
+            raise UsageError(str(error)) from None
+        flags = command_spec(argv, preset_in_force(argv)).options
+        raise UsageError(f"{error.message}: {name_flags(str(error.cause), flags)}") from None
+    except (ValueError, TypeError, ModuleNotFoundError) as error:
+        flags = command_spec(argv, preset_in_force(argv)).options
+        raise UsageError(name_flags(str(error), flags)) from None
+    except KeyboardInterrupt:
+        print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
+        return 130
+    print((path / "sweep.md").read_text(), end="")
+    if result.finished < result.total:
+        print(f"Stopped with {result.finished} of {result.total} settings; continue with:")
+        print(f"  {resume_cmd}")
+        return 0
+    print(f"Table:    {path / 'sweep.csv'}")
+    print(f"Figure:   {path / 'sweep.png'}")
+    print(f"Runs:     {path / 'runs'} (jaxrl plot / compare / evaluate work on each)")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
 # evaluate, plot, compare
 # ---------------------------------------------------------------------------------------------
 

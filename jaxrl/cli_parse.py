@@ -18,7 +18,9 @@ import tyro
 from jaxrl.cli_usage import CommandSpec, UsageError, explain
 
 PROG = "jaxrl"
-COMMANDS = ("train", "evaluate", "plot", "compare")
+COMMANDS = ("train", "sweep", "evaluate", "plot", "compare")
+# Commands that train an algorithm: jaxrl COMMAND ALGO [options].
+TRAINING = ("train", "sweep")
 
 
 def algorithm_names() -> tuple[str, ...]:
@@ -73,21 +75,51 @@ class PlotCommand:
     ] = "std"
 
 
-# Options of ``jaxrl train`` that are not settings of the run (what to do with it).
-_COMMAND_OPTIONS: list[tuple[str, Any, Any, str]] = [
-    ("run_dir", str | None, None, "run directory; None: runs/ALGO-ENV-DATE-TIME"),
-    ("resume", str | None, None, "continue the run in this directory from its last checkpoint"),
-    (
-        "stop_after_periods",
-        int | None,
-        None,
-        "stop after this many evaluation periods, as an interruption would (for testing)",
-    ),
-]
+# Options of ``jaxrl train`` and ``jaxrl sweep`` that are not settings of a run (what the
+# command does with its runs).
+_COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
+    "train": [
+        ("run_dir", str | None, None, "run directory; None: runs/ALGO-ENV-DATE-TIME"),
+        (
+            "resume",
+            str | None,
+            None,
+            "continue the run in this directory from its last checkpoint",
+        ),
+        (
+            "stop_after_periods",
+            int | None,
+            None,
+            "stop after this many evaluation periods, as an interruption would (for testing)",
+        ),
+    ],
+    "sweep": [
+        (
+            "sweep",
+            Annotated[tuple[str, ...], tyro.conf.UseAppendAction],
+            (),
+            "FIELD=VALUE,VALUE,...: a hyperparameter or run setting and its values (repeat "
+            "--sweep for a grid: every combination trains)",
+        ),
+        (
+            "sweep_dir",
+            str | None,
+            None,
+            "sweep directory (the same one again resumes the sweep); None: "
+            "sweeps/ALGO-ENV-DATE-TIME",
+        ),
+        (
+            "stop_after_groups",
+            int | None,
+            None,
+            "stop after this many groups, as an interruption would (for testing)",
+        ),
+    ],
+}
 
 
-def _run_fields(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
-    """``(name, type, default, help)`` of ``jaxrl train ALGO``'s run options: the fields of
+def _run_fields(algo: str, preset: str, command: str = "train") -> list[tuple[str, Any, Any, str]]:
+    """``(name, type, default, help)`` of ``jaxrl COMMAND ALGO``'s run options: the fields of
     :class:`jaxrl.io.RunConfig` offered on the command line, read from their metadata
     (:func:`jaxrl.training.settings.command_line_options`) with ``preset``'s defaults, then
     the command's own options."""
@@ -95,16 +127,16 @@ def _run_fields(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
     from jaxrl.training.settings import command_line_options
 
     options = command_line_options(RunConfig, run_defaults(algo, preset), preset)
-    return options + _COMMAND_OPTIONS
+    return options + _COMMAND_OPTIONS[command]
 
 
 _METAVARS = {"run_dir": "RUN_DIR", "resume": "RUN_DIR"}
 
 
-def _train_command_type(algo: str, preset: str) -> type:
-    """``jaxrl train ALGO``'s options: the run settings and every hyperparameter of the
-    algorithm (a dataclass built from the algorithm's fields), with the defaults of
-    ``preset``."""
+def _train_command_type(algo: str, preset: str, command: str = "train") -> type:
+    """``jaxrl train ALGO``'s (or ``jaxrl sweep ALGO``'s) options: the run settings and every
+    hyperparameter of the algorithm (a dataclass built from the algorithm's fields), with the
+    defaults of ``preset``, and the command's own options."""
     from jaxrl.algorithms.presets import get_preset
     from jaxrl.io.config import hyperparameters
 
@@ -137,7 +169,7 @@ def _train_command_type(algo: str, preset: str) -> type:
             ],
             dataclasses.field(default=default),
         )
-        for field_name, kind, default, help_text in _run_fields(algo, preset)
+        for field_name, kind, default, help_text in _run_fields(algo, preset, command)
     ]
     run_fields.append(
         (
@@ -146,13 +178,15 @@ def _train_command_type(algo: str, preset: str) -> type:
             dataclasses.field(default_factory=hyper),
         )
     )
-    command = dataclasses.make_dataclass(f"Train{name}", run_fields, frozen=True)
+    kind = dataclasses.make_dataclass(f"{command.title()}{name}", run_fields, frozen=True)
     from jaxrl.algorithms import registry
 
     title = registry.get(algo).title
-    command.__doc__ = f"Train {title}; defaults: preset {preset} ({description})."
-    command.algo = algo
-    return command
+    what = "Train" if command == "train" else "Sweep settings x seeds of"
+    kind.__doc__ = f"{what} {title}; defaults: preset {preset} ({description})."
+    kind.algo = algo
+    kind.command = command
+    return kind
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,18 +217,34 @@ class CompareCommand:
 
 def _command_type(preset: str) -> Any:
     """The whole command line as a tyro type: subcommands train ALGO, evaluate, plot, compare."""
-    train = Union[  # noqa: UP007 (tyro reads the subcommands from a typing.Union)
-        tuple(
-            Annotated[_train_command_type(a, preset), tyro.conf.subcommand(a, prefix_name=False)]
-            for a in algorithm_names()
-        )
-    ]
+
+    def algorithms(command: str) -> Any:
+        return Union[  # noqa: UP007 (tyro reads the subcommands from a typing.Union)
+            tuple(
+                Annotated[
+                    _train_command_type(a, preset, command),
+                    tyro.conf.subcommand(a, prefix_name=False),
+                ]
+                for a in algorithm_names()
+            )
+        ]
+
     return Union[  # noqa: UP007
         Annotated[
-            train,
+            algorithms("train"),
             tyro.conf.subcommand(
                 "train",
                 description="Train an agent; metrics, plots and checkpoints go to a run directory.",
+            ),
+        ],
+        Annotated[
+            algorithms("sweep"),
+            tyro.conf.subcommand(
+                "sweep",
+                description=(
+                    "Train a grid of settings x seeds (one program per group of settings that "
+                    "differ in numeric hyperparameters); a ranking goes to a sweep directory."
+                ),
             ),
         ],
         Annotated[EvaluateCommand, tyro.conf.subcommand("evaluate")],
@@ -221,12 +271,12 @@ def command_spec(argv: list[str], preset: str) -> CommandSpec:
     """The options and positional arguments of the command ``argv`` names (for one-line
     errors; :mod:`jaxrl.cli_usage`)."""
     head = argv[0] if argv else ""
-    if head == "train" and len(argv) >= 2 and argv[1] in algorithm_names():
+    if head in TRAINING and len(argv) >= 2 and argv[1] in algorithm_names():
         from jaxrl.io.config import hyperparameters
 
-        options = {option_flag(f[0]): f[1] for f in _run_fields(argv[1], preset)}
+        options = {option_flag(f[0]): f[1] for f in _run_fields(argv[1], preset, head)}
         options.update({option_flag(h.name): h.type for h in hyperparameters(argv[1], preset)})
-        return CommandSpec(f"{PROG} train {argv[1]}", options, hyperparameters=True)
+        return CommandSpec(f"{PROG} {head} {argv[1]}", options, hyperparameters=True)
     if head not in _SUBCOMMANDS:
         return CommandSpec(PROG, {})
     hints = typing.get_type_hints(_SUBCOMMANDS[head])
@@ -254,11 +304,11 @@ def _precheck(argv: list[str]) -> None:
         close = difflib.get_close_matches(head, COMMANDS, n=1)
         hint = f"; did you mean {close[0]}?" if close else ""
         raise UsageError(f"unknown command {head!r}: choose from {', '.join(COMMANDS)}{hint}")
-    if head == "train":
+    if head in TRAINING:
         if len(argv) < 2 or argv[1].startswith("-"):
             if not any(a in ("-h", "--help") for a in argv[1:]):
                 raise UsageError(
-                    f"missing algorithm: jaxrl train ALGO with ALGO one of "
+                    f"missing algorithm: jaxrl {head} ALGO with ALGO one of "
                     f"{', '.join(algorithm_names())}"
                 )
         elif argv[1] not in algorithm_names():
@@ -269,7 +319,7 @@ def _precheck(argv: list[str]) -> None:
 
 def rewrite_aliases(argv: list[str]) -> list[str]:
     """Tianshou 1.x option names (``--discount-factor``) to their 2.x fields (``--gamma``)."""
-    if len(argv) < 2 or argv[0] != "train" or argv[1] not in algorithm_names():
+    if len(argv) < 2 or argv[0] not in TRAINING or argv[1] not in algorithm_names():
         return argv
     from jaxrl.io.config import hyperparameters
 
@@ -337,7 +387,7 @@ def parse(argv: list[str]) -> Any:
     except SystemExit as exit_:
         if not exit_.code:
             raise
-        words = 2 if argv[:1] == ["train"] else 1
+        words = 2 if argv[:1] and argv[0] in TRAINING else 1
         raise UsageError(explain(command_spec(argv, preset), argv[words:])) from None
 
 

@@ -87,9 +87,11 @@ class CommandLine:
     help: str | None = None
 
 
+@functools.cache
 def linear_schedule(num_updates: int) -> Schedule:
     """Learning-rate multiplier decaying linearly from 1 to 0 over ``num_updates`` updates
-    (Tianshou's MuJoCo ``LambdaLR`` schedule)."""
+    (Tianshou's MuJoCo ``LambdaLR`` schedule). One function per length: agents with the same
+    schedule have equal static fields, so they share compiled programs."""
     total = max(1, int(num_updates))
     return lambda count: jnp.maximum(0.0, 1.0 - count / total)
 

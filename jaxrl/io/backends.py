@@ -177,23 +177,24 @@ class _Backend:
 
 
 class JaxBackend(_Backend):
-    """A run of the jitted driver (gymnax and Brax environments)."""
+    """A run of the jitted driver (gymnax and Brax environments): a sweep group of one
+    setting (:class:`JaxGroupBackend`), so a run's numbers are those of the same setting in
+    a sweep."""
 
     @functools.cached_property
-    def _programs(self) -> tuple[Callable, Callable]:
-        from jaxrl.training.jax_driver import seed_programs
-
-        return seed_programs(jax_loop(self.config, self.agent))
+    def group(self) -> JaxGroupBackend:
+        return JaxGroupBackend([self.config], [self.agent])
 
     def check(self) -> None:
         loop = jax_loop(self.config, self.agent)
         jax.eval_shape(loop.init, jax.random.key(self.config.seed))  # it accepts the spaces
 
     def template(self) -> Any:
-        return jax.eval_shape(self._programs[0], seed_keys(self.config))
+        group = self.group
+        return jax.eval_shape(group.init_program, group.leaves, seed_keys(self.config))
 
     def fresh(self) -> Any:
-        return _canonical(self._programs[0](seed_keys(self.config)))
+        return self.group.fresh()
 
     def to_checkpoint(self, carry: Any) -> Any:
         return carry
@@ -204,13 +205,7 @@ class JaxBackend(_Backend):
     @contextlib.contextmanager
     def periods(self, carry: Any, start_steps: int) -> Iterator[tuple[Any, Callable]]:
         del start_steps  # the carry holds the env steps, states and keys
-        run_period = self._programs[1]
-
-        def step(carry: Any, collections: int) -> tuple[Any, dict[str, Any]]:
-            carry, metrics = run_period(carry, collections)
-            return _canonical(carry), metrics
-
-        yield carry, step
+        yield carry, self.group.run_period
 
     def evaluate(
         self, state: Any, obs_stats: Any, episodes: int, seed: int, deterministic: bool
@@ -219,19 +214,23 @@ class JaxBackend(_Backend):
         # DDPG only without noise (its OU noise state cannot take a traced flag).
         static = None if evaluates_both_modes(self.agent) else bool(deterministic)
         config = self.config
+        leaves, structure = jax.tree_util.tree_flatten(self.agent)
         program = jax_evaluation_program(
-            self.agent, config.env, config.brax_backend, episodes, static
+            structure, config.env, config.brax_backend, episodes, static
         )
         keys = _keys_of_seeds(seed, config.num_seeds)
-        returns = program(state, obs_stats, keys, jnp.asarray(bool(deterministic)))
+        returns = program(leaves, state, obs_stats, keys, jnp.asarray(bool(deterministic)))
         return np.asarray(jax.device_get(returns), np.float64)
 
 
 @functools.lru_cache(maxsize=8)
 def jax_evaluation_program(
-    agent: Any, env_id: str, brax_backend: str | None, episodes: int, static: bool | None
+    structure: Any, env_id: str, brax_backend: str | None, episodes: int, static: bool | None
 ) -> Callable:
-    """``(state [S], obs_stats [S], keys [S], deterministic) -> returns [S]``, jitted.
+    """``(leaves, state [S], obs_stats [S], keys [S], deterministic) -> returns [S]``, jitted,
+    for agents of one ``structure`` (their pytree definition: class and static fields),
+    whose ``leaves`` (numeric hyperparameters) are arguments: the settings of a sweep group
+    share the program.
 
     With ``static=None``, ``deterministic`` is a traced bool, so that the deterministic and
     the stochastic evaluations (the step-0 and the final ones) share one compiled program;
@@ -240,11 +239,88 @@ def jax_evaluation_program(
 
     env, env_params = _jax_env(env_id, brax_backend)
 
-    def one(state: Any, stats: Any, key: jax.Array, deterministic: jax.Array) -> jax.Array:
+    def one(
+        leaves: list, state: Any, stats: Any, key: jax.Array, deterministic: jax.Array
+    ) -> jax.Array:
+        agent = jax.tree_util.tree_unflatten(structure, leaves)
         mode = deterministic if static is None else static
         return evaluate(agent, state, env, env_params, key, episodes, stats, mode)
 
-    return jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None)))
+    return jax.jit(jax.vmap(one, in_axes=(None, 0, 0, 0, None)))
+
+
+class JaxGroupBackend:
+    """The settings of one sweep group x their seeds, trained by one jitted program.
+
+    The agents of a group differ only in their leaves (numeric hyperparameters: their
+    pytree definitions, static fields included, are equal), and their runs share every
+    setting the drivers' programs depend on. The leaves become arguments over a flattened
+    ``[G * S]`` axis (setting ``g``, seed ``s`` at ``g * S + s``) that the group's period
+    programs map or vmap like a seed axis (:func:`jaxrl.training.over_seeds`); seed ``s`` of
+    every setting has the key of seed ``s`` of its own run (:func:`seed_keys`).
+
+    Attributes:
+      configs: the settings' run configurations; agents: their algorithm objects.
+      layout: the runs' collections and periods (one for all).
+    """
+
+    def __init__(self, configs: list[RunConfig], agents: list[Any]) -> None:
+        from jaxrl.training.seeds import resolve_seed_axis
+
+        self.configs, self.agents = list(configs), list(agents)
+        first = self.configs[0]
+        self.num_seeds = first.num_seeds
+        self.layout = train_config(first).layout
+        flat = [jax.tree_util.tree_flatten(agent) for agent in self.agents]
+        self.structure = flat[0][1]
+        for config, (_, structure) in zip(self.configs, flat, strict=True):
+            if structure != self.structure or train_config(config) != train_config(first):
+                raise ValueError("the runs of a group must differ only in numeric hyperparameters")
+        # [G * S] per leaf: every setting's value, once per seed.
+        self.leaves = [
+            jnp.repeat(
+                jnp.asarray(np.stack([np.asarray(leaf) for leaf in values])), first.num_seeds, 0
+            )
+            for values in zip(*(leaves for leaves, _ in flat), strict=True)
+        ]
+        self.env, self.env_params = _jax_env(first.env, first.brax_backend)
+        self.how = resolve_seed_axis("auto", self.agents[0], self.env)
+        self.init_program = jax.jit(self._over(lambda loop, key: loop.init(key)))
+        self._periods: dict[int, Callable] = {}
+
+    def _over(self, fn: Callable[[Any, Any], Any]) -> Callable:
+        """``fn(loop, x)`` over the ``[G * S]`` axis of ``(leaves, xs)``, each element with
+        the loop of its own agent."""
+        from jaxrl.training import make_train_loop, over_seeds
+
+        settings = train_config(self.configs[0])
+
+        def one(leaves: list, x: Any) -> Any:
+            agent = jax.tree_util.tree_unflatten(self.structure, leaves)
+            return fn(make_train_loop(agent, self.env, settings, self.env_params), x)
+
+        return over_seeds(one, self.how)
+
+    def fresh(self) -> Any:
+        keys = jnp.concatenate([seed_keys(config) for config in self.configs])
+        return _canonical(self.init_program(self.leaves, keys))
+
+    def period_program(self, collections: int) -> Callable:
+        """The jitted ``(leaves, carry) -> (carry, metrics)`` of a period of ``collections``
+        collections (compiled once per length)."""
+        if collections not in self._periods:
+            program = self._over(lambda loop, c: loop.period(collections)(c))
+            self._periods[collections] = jax.jit(program)
+        return self._periods[collections]
+
+    def run_period(self, carry: Any, collections: int) -> tuple[Any, dict[str, Any]]:
+        carry, metrics = self.period_program(collections)(self.leaves, carry)
+        return _canonical(carry), metrics
+
+    def part(self, tree: Any, g: int) -> Any:
+        """Setting ``g``'s share of a ``[G * S]`` tree (its seeds)."""
+        size = self.num_seeds
+        return jax.tree_util.tree_map(lambda x: x[g * size : (g + 1) * size], tree)
 
 
 # ---------------------------------------------------------------------------------------------

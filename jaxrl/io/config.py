@@ -54,6 +54,7 @@ Backend = Literal["jax", "gymnasium"]
 DEFAULT_PRESET = "pendulum"
 DEFAULT_NUM_SEEDS: dict[str, int] = {"jax": 4, "gymnasium": 1}
 
+
 @dataclasses.dataclass(frozen=True)
 class Hyperparameter:
     """One algorithm field as the command line sees it.

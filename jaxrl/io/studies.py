@@ -1,0 +1,477 @@
+"""Studies: a grid of settings x seeds, each setting a run directory, compiled once per group.
+
+:func:`sweep` trains every combination of a grid's values (hyperparameters and run settings)
+with the same seeds, in a sweep directory::
+
+    SWEEP_DIR/sweep.json       the resolved grid (the base run, the fields and their values)
+    SWEEP_DIR/runs/SETTING/    one run directory per setting (what ``jaxrl train`` writes, so
+                               ``jaxrl plot``, ``compare`` and ``evaluate`` work on each)
+    SWEEP_DIR/sweep.csv        one row per setting and seed
+    SWEEP_DIR/sweep.md         the ranking: per setting, mean +- std and 95% CI across seeds
+    SWEEP_DIR/sweep.png        the ranking as a figure
+
+Settings form groups: the settings of a group differ only in numeric hyperparameters that
+are pytree leaves of the algorithm object, and train together in ONE compiled program per
+period length on JAX environments (:class:`jaxrl.io.backends.JaxGroupBackend`: the leaves are
+arguments over a settings x seeds axis, mapped or vmapped as the seed axis is). A setting that
+changes shapes or static structure (hidden sizes, ``num_envs``, a schedule...) starts another
+group, compiled once. The host driver trains a group's settings one after another in the same
+process. A sweep is resumable: a setting whose run finished (``final_eval.json``) is not
+trained again; the others start over.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import difflib
+import itertools
+import json
+import shutil
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import jax
+import numpy as np
+
+from jaxrl.io.config import RunConfig, hyperparameters
+from jaxrl.io.report import CurveSummary, FinalEvaluation
+from jaxrl.io.run_dir import RunDir
+from jaxrl.training.settings import command_line_options, settings_fields
+
+NOT_SWEPT = {
+    "seed": "the seeds are the sweep's other axis: use num_seeds and seed",
+    "num_seeds": "every setting trains the same seeds: use num_seeds",
+    "checkpoint_every": "checkpoints do not change what a run learns",
+    "checkpoint_buffer": "checkpoints do not change what a run learns",
+    "check_finite": "the checked mode is for finding faults, not for studies",
+}
+
+
+class SweepError(ValueError):
+    """A grid the sweep cannot train: names the field (and value) and the reason.
+
+    Attributes:
+      cause: for a setting that is not a valid run, the error of its run configuration or
+        algorithm (which the command line spells with its flags); else None.
+    """
+
+    def __init__(self, message: str, cause: Exception | None = None) -> None:
+        super().__init__(message if cause is None else f"{message}: {cause}")
+        self.message, self.cause = message, cause
+
+
+# ---------------------------------------------------------------------------------------------
+# The grid
+# ---------------------------------------------------------------------------------------------
+
+
+def sweepable_fields(algo: str, preset: str) -> dict[str, Any]:
+    """``name -> command-line type`` of what a sweep of ``algo`` can vary: every
+    command-line hyperparameter and the run settings the drivers depend on."""
+    from jaxrl.io.config import run_defaults
+
+    kinds = {spec.name: spec.type for spec in hyperparameters(algo, preset)}
+    run = command_line_options(RunConfig, run_defaults(algo, preset), preset)
+    driver = {f.name for f in settings_fields() if f.metadata["driver"]}
+    kinds.update({name: kind for name, kind, _, _ in run if name in driver})
+    return kinds
+
+
+def _split_values(text: str) -> list[str]:
+    """``"0.1,0.2"`` -> ``["0.1", "0.2"]``; commas inside brackets stay: ``"[64,64],[32]"``."""
+    values, depth, current = [], 0, ""
+    for char in text:
+        depth += {"[": 1, "(": 1, "]": -1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            values.append(current.strip())
+            current = ""
+        else:
+            current += char
+    values.append(current.strip())
+    return [value for value in values if value]
+
+
+def parse_value(name: str, text: str, kind: Any) -> Any:
+    """One written value of field ``name`` as its command-line type ``kind``.
+
+    Raises:
+      SweepError: naming the field, the value and the type expected.
+    """
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin is not Literal and type(None) in args:
+        if text.lower() == "none":
+            return None
+        (kind,) = [a for a in args if a is not type(None)]
+        return parse_value(name, text, kind)
+    try:
+        if kind is bool:
+            return {"true": True, "false": False}[text.lower()]
+        if kind in (int, float, str):
+            return kind(text)
+        if origin is Literal:
+            (match,) = [a for a in args if str(a) == text]
+            return match
+        if origin is tuple:
+            return tuple(int(v) for v in text.strip("[]()").replace("x", ",").split(",") if v)
+    except (KeyError, ValueError):
+        pass
+    expected = "true or false" if kind is bool else getattr(kind, "__name__", str(kind))
+    if origin is Literal:
+        expected = "one of " + ", ".join(str(a) for a in args)
+    raise SweepError(f"--sweep {name}={text}: expected {expected}")
+
+
+def parse_grid(algo: str, preset: str, specs: Sequence[str]) -> dict[str, list[Any]]:
+    """``["max_kl=0.005,0.01", "hidden_sizes=[64,64],[32,32]"]`` as ``{field: values}``.
+
+    Raises:
+      SweepError: a malformed spec, an unknown field (with the closest names), a field that
+        cannot be swept (and why), a value of the wrong type, or a field given twice.
+    """
+    kinds = sweepable_fields(algo, preset)
+    grid: dict[str, list[Any]] = {}
+    for spec in specs:
+        name, equals, text = spec.partition("=")
+        name = name.strip().replace("-", "_")
+        if not equals or not _split_values(text):
+            raise SweepError(f"--sweep {spec!r}: write FIELD=VALUE,VALUE,...")
+        _check_field(name, kinds, algo)
+        if name in grid:
+            raise SweepError(f"--sweep {name} is given twice: list all its values once")
+        grid[name] = [parse_value(name, value, kinds[name]) for value in _split_values(text)]
+    return grid
+
+
+def _check_field(name: str, kinds: Mapping[str, Any], algo: str) -> None:
+    if name in kinds:
+        return
+    if name in NOT_SWEPT:
+        raise SweepError(f"--sweep {name}: cannot be swept ({NOT_SWEPT[name]})")
+    fields = {f.name for f in dataclasses.fields(RunConfig)} | {"env", "algo"}
+    if name in fields:
+        raise SweepError(f"--sweep {name}: cannot be swept (one sweep trains one {name})")
+    close = difflib.get_close_matches(name, list(kinds), n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise SweepError(f"--sweep {name}: {algo} has no such hyperparameter or run setting{hint}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One point of the grid: its ``values`` (field -> value), its directory name and its
+    resolved run configuration."""
+
+    name: str
+    values: dict[str, Any]
+    config: RunConfig
+
+
+def _setting_name(values: Mapping[str, Any]) -> str:
+    def spell(value: Any) -> str:
+        if isinstance(value, tuple | list):
+            return "x".join(str(v) for v in value)
+        return str(value)
+
+    return ",".join(f"{name}={spell(value)}" for name, value in values.items())
+
+
+def resolve_settings(base: RunConfig, grid: Mapping[str, Sequence[Any]]) -> list[Setting]:
+    """Every combination of ``grid``'s values over the run ``base`` (its seeds, its other
+    settings and hyperparameters), each checked by building its agent.
+
+    Raises:
+      SweepError: a combination that is not a valid run, naming the field and the value.
+    """
+    run_names = {f.name for f in settings_fields()}
+    settings = []
+    for combination in itertools.product(*grid.values()):
+        values = dict(zip(grid, combination, strict=True))
+        run = {k: v for k, v in values.items() if k in run_names}
+        hyper = {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
+        hyper = {k: v for k, v in hyper.items() if k not in run_names}
+        name = _setting_name(values)
+        try:
+            config = dataclasses.replace(
+                base, hyperparameters={**base.hyperparameters, **hyper}, **run
+            )
+            config.make_agent()
+        except (ValueError, TypeError) as error:
+            raise SweepError(f"--sweep setting {name}", error) from None
+        settings.append(Setting(name, values, config))
+    return settings
+
+
+def groups(settings: Sequence[Setting]) -> list[list[Setting]]:
+    """The settings in groups that one program trains: equal run settings as the drivers
+    take them, equal algorithm structure (class and static fields); in grid order."""
+    found: dict[Any, list[Setting]] = {}
+    for setting in settings:
+        config = setting.config
+        structure = jax.tree_util.tree_structure(config.make_agent())
+        key = (config.driver_settings, config.backend, config.env_backend, structure)
+        found.setdefault(key, []).append(setting)
+    return list(found.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------
+
+
+def _train_jax_group(settings: Sequence[Setting], run_dirs: Sequence[RunDir]) -> None:
+    """One group on the jitted driver: one program over its settings x seeds; each setting's
+    run directory written as :func:`jaxrl.io.runner.train_run` writes it."""
+    from jaxrl.io.backends import JaxGroupBackend
+    from jaxrl.io.checkpoints import CheckpointStore
+    from jaxrl.io.runner import _Run, update_rows
+
+    configs = [s.config for s in settings]
+    agents = [c.make_agent() for c in configs]
+    backend = JaxGroupBackend(configs, agents)
+    layout = backend.layout
+    runs = []
+    for config, run_dir in zip(configs, run_dirs, strict=True):
+        config.save(run_dir.config)
+        store = CheckpointStore(run_dir.checkpoints)
+        runs.append(
+            _Run(config, run_dir, store, 0, 0, 0.0, False, layout.num_periods,
+                 layout.total_steps, progress=False)
+        )  # fmt: skip
+    try:
+        carry = backend.fresh()
+        for g, (run, agent) in enumerate(zip(runs, agents, strict=True)):
+            part = backend.part(carry, g)
+            run.start(agent, part.state, part.obs_stats)
+        done = 0
+        for collections in layout.period_collections:
+            carry, metrics = backend.run_period(carry, collections)
+            metrics = jax.device_get(metrics)
+            for g, run in enumerate(runs):
+                own = backend.part(metrics, g)
+                run.period += 1
+                rows = update_rows(own, run.period, first_update=done + 1)
+                run.end_period(rows, own["eval/return"], int(own["eval/env_steps"][0]))
+                if run.checkpoint_due():
+                    run.save(backend.part(carry, g))
+            done += collections
+        for g, (run, agent) in enumerate(zip(runs, agents, strict=True)):
+            part = backend.part(carry, g)
+            run.finish(agent, part.state, part.obs_stats)
+            run.plot()
+    finally:
+        for run in runs:
+            run.close()
+
+
+def _train_host_group(settings: Sequence[Setting], run_dirs: Sequence[RunDir]) -> None:
+    """One group on the host driver: its settings one after another in this process."""
+    from jaxrl.io.runner import train_run
+
+    for setting, run_dir in zip(settings, run_dirs, strict=True):
+        train_run(setting.config, run_dir, progress=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# The sweep directory
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepResult:
+    """What a sweep holds (finished settings only).
+
+    Attributes:
+      sweep_dir: the sweep directory.
+      rows: one dict per setting and seed (the rows of ``sweep.csv``).
+      ranking: one dict per setting, best first: ``setting``, its values, ``seeds``,
+        ``mean``, ``std``, ``ci_low``, ``ci_high`` of the final policy's deterministic
+        return across seeds.
+      curves: setting name -> its evaluations during training (:class:`CurveSummary`).
+      finished: settings finished; total: settings in the grid.
+    """
+
+    sweep_dir: Path
+    rows: list[dict[str, Any]]
+    ranking: list[dict[str, Any]]
+    curves: dict[str, CurveSummary]
+    finished: int
+    total: int
+
+
+def _describe(base: RunConfig, grid: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
+    return {
+        "base": base.to_dict(),
+        "grid": {name: [list(v) if isinstance(v, tuple) else v for v in values]
+                 for name, values in grid.items()},
+    }  # fmt: skip
+
+
+def _open_sweep_dir(path: Path, described: dict[str, Any]) -> None:
+    """Create the sweep directory, or check that it holds this sweep (to resume it)."""
+    saved_path = path / "sweep.json"
+    if saved_path.is_file():
+        saved = json.loads(saved_path.read_text())
+        if saved != json.loads(json.dumps(described)):
+            raise SweepError(
+                f"{path} holds another sweep (its sweep.json differs); resume it with the "
+                "same grid and settings, or choose another sweep directory"
+            )
+        return
+    if path.exists() and any(path.iterdir()):
+        raise SweepError(f"{path} exists and is not a sweep directory; choose another")
+    (path / "runs").mkdir(parents=True, exist_ok=True)
+    saved_path.write_text(json.dumps(described, indent=2) + "\n")
+
+
+def _finished(run_dir: Path) -> bool:
+    return (run_dir / "final_eval.json").is_file()
+
+
+def sweep(
+    base: RunConfig,
+    grid: Mapping[str, Sequence[Any]],
+    sweep_dir: str | Path,
+    *,
+    stop_after_groups: int | None = None,
+    on_group: Callable[[str], None] | None = None,
+) -> SweepResult:
+    """Train every setting of ``grid`` over ``base`` (each with ``base``'s seeds) in
+    ``sweep_dir``, or the settings an earlier call did not finish, and write the sweep's
+    table, ranking and figure.
+
+    Args:
+      base: the run every setting starts from (:meth:`RunConfig.from_preset`).
+      grid: field -> values (hyperparameters and run settings the drivers depend on;
+        :func:`parse_grid` reads command-line strings).
+      sweep_dir: the sweep directory (created, or resumed when it holds this sweep).
+      stop_after_groups: stop after training this many groups, as an interruption would.
+      on_group: called with a line before each group trains.
+
+    Raises:
+      SweepError: an invalid grid or a directory holding another sweep, before anything
+        compiles.
+    """
+    if not grid:
+        raise SweepError("the grid is empty: give at least one --sweep FIELD=VALUE,...")
+    settings = resolve_settings(base, grid)
+    path = Path(sweep_dir)
+    _open_sweep_dir(path, _describe(base, grid))
+    todo = [s for s in settings if not _finished(path / "runs" / s.name)]
+    for number, group in enumerate(groups(todo)):
+        if stop_after_groups is not None and number >= stop_after_groups:
+            break
+        run_dirs = []
+        for setting in group:
+            shutil.rmtree(path / "runs" / setting.name, ignore_errors=True)
+            run_dirs.append(RunDir.create(path / "runs" / setting.name))
+        if on_group is not None:
+            names = "; ".join(s.name for s in group)
+            on_group(
+                f"group {number + 1}: {len(group)} setting(s) x {base.num_seeds} seeds: {names}"
+            )
+        train = _train_jax_group if base.backend == "jax" else _train_host_group
+        train(group, run_dirs)
+    return write_summary(path, settings, list(grid))
+
+
+def _row(setting: Setting, run_dir: Path, fields: Sequence[str]) -> list[dict[str, Any]]:
+    final = FinalEvaluation.load(run_dir / "final_eval.json")
+    curve = CurveSummary.load(run_dir / "evals.csv")
+    best, last = curve.best, curve.last
+    with open(run_dir / "evals.csv") as handle:
+        wall = max(float(row["wall_time"]) for row in csv.DictReader(handle))
+    rows = []
+    for seed in range(curve.num_seeds):
+        row = {"setting": setting.name}
+        row.update({name: _cell(setting.values[name]) for name in fields})
+        row.update(
+            seed=setting.config.seed + seed,
+            final_return=float(final.deterministic[seed]),
+            best_evaluation=float(curve.returns[best, seed]),
+            last_evaluation=float(curve.returns[last, seed]),
+            env_steps=int(final.env_steps),
+            wall_time=round(wall, 3),
+        )
+        rows.append(row)
+    return rows
+
+
+def _cell(value: Any) -> Any:
+    return "x".join(str(v) for v in value) if isinstance(value, tuple | list) else value
+
+
+def ranking(rows: Sequence[dict[str, Any]], fields: Sequence[str]) -> list[dict[str, Any]]:
+    """Per setting: mean, std and 95% CI (Student's t) across seeds of ``final_return``,
+    best mean first."""
+    from jaxrl.io.plots import band
+
+    ranked = []
+    for name in dict.fromkeys(row["setting"] for row in rows):
+        own = [row for row in rows if row["setting"] == name]
+        returns = np.asarray([row["final_return"] for row in own], np.float64)
+        mean, low, high = band(returns[None, :], "ci95")
+        entry = {"setting": name, **{f: own[0][f] for f in fields}, "seeds": len(own)}
+        entry.update(mean=float(mean[0]), std=float(returns.std()))
+        entry.update(ci_low=float(low[0]), ci_high=float(high[0]))
+        ranked.append(entry)
+    return sorted(ranked, key=lambda entry: -entry["mean"])
+
+
+def write_summary(path: Path, settings: Sequence[Setting], fields: Sequence[str]) -> SweepResult:
+    """``sweep.csv``, ``sweep.md`` and ``sweep.png`` of the finished settings."""
+    rows: list[dict[str, Any]] = []
+    curves = {}
+    for setting in settings:
+        run_dir = path / "runs" / setting.name
+        if _finished(run_dir):
+            rows.extend(_row(setting, run_dir, fields))
+            curves[setting.name] = CurveSummary.load(run_dir / "evals.csv")
+    if rows:
+        with open(path / "sweep.csv", "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    ranked = ranking(rows, fields)
+    (path / "sweep.md").write_text(ranking_markdown(ranked, fields, len(settings)))
+    if ranked:
+        _ranking_figure(ranked, path / "sweep.png")
+    return SweepResult(path, rows, ranked, curves, len(curves), len(settings))
+
+
+def ranking_markdown(ranked: Sequence[dict[str, Any]], fields: Sequence[str], total: int) -> str:
+    """The ranking as a Markdown table (the final policy's deterministic return)."""
+    lines = [
+        f"# Sweep ranking ({len(ranked)} of {total} settings finished)",
+        "",
+        "Final policy, deterministic return: mean +- std and 95% CI of the mean across seeds.",
+        "",
+        "| rank | " + " | ".join(fields) + " | seeds | mean +- std | 95% CI |",
+        "|---|" + "---|" * len(fields) + "---|---|---|",
+    ]
+    for rank, entry in enumerate(ranked, 1):
+        values = " | ".join(str(entry[f]) for f in fields)
+        lines.append(
+            f"| {rank} | {values} | {entry['seeds']} | {entry['mean']:.1f} +- {entry['std']:.1f}"
+            f" | [{entry['ci_low']:.1f}, {entry['ci_high']:.1f}] |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _ranking_figure(ranked: Sequence[dict[str, Any]], path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    height = 1.2 + 0.35 * len(ranked)
+    figure = Figure(figsize=(7.5, height), dpi=110, layout="constrained")
+    axes = figure.add_subplot()
+    order = list(reversed(ranked))
+    y = np.arange(len(order))
+    means = np.asarray([e["mean"] for e in order])
+    low = means - np.asarray([e["ci_low"] for e in order])
+    high = np.asarray([e["ci_high"] for e in order]) - means
+    axes.errorbar(means, y, xerr=np.nan_to_num([low, high]), fmt="o", capsize=3)
+    axes.set_yticks(y, [e["setting"] for e in order], fontsize=8)
+    axes.set_xlabel("final policy, deterministic return (mean and 95% CI across seeds)")
+    axes.grid(axis="x", alpha=0.3)
+    figure.savefig(path)

@@ -1,0 +1,114 @@
+"""``jaxrl sweep``: a grid of settings x seeds, each setting trained as ``jaxrl train`` would
+train it (one compiled program per group), ranked, and resumable."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from .helpers import TINY, Result, single_error_line
+
+BUDGET = ["--total-steps", "256"]  # 2 collections of 4 x 32, 2 evaluation periods
+GRID = ["--sweep", "max-kl=0.005,0.02", "--sweep", "gae-lambda=0.9,0.97"]
+# Exact on a CPU, where the seed axis of on-policy runs is mapped (each seed's computation
+# the same in a sweep and a plain run). A backend that vmaps it batches G x S seeds in a
+# sweep and S in a plain run, so float reductions may round differently there.
+EXACT = jax.default_backend() == "cpu"
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with open(path) as handle:
+        return list(csv.DictReader(handle))
+
+
+def _assert_close(a: np.ndarray, b: np.ndarray) -> None:
+    if EXACT:
+        np.testing.assert_array_equal(a, b)
+    else:
+        np.testing.assert_allclose(a, b, rtol=1e-4)
+
+
+def _per_seed_evals(run_dir: Path) -> np.ndarray:
+    rows = _rows(run_dir / "evals.csv")
+    return np.asarray([[float(r["env_steps"]), float(r["eval_return"])] for r in rows])
+
+
+def test_a_sweep_trains_every_setting_as_train_does(jaxrl: Callable[..., Result], tmp_path):
+    sweep_dir = tmp_path / "sweep"
+    result = jaxrl("sweep", "trpo", *TINY, *BUDGET, *GRID, "--sweep-dir", sweep_dir).check()
+    assert "group 1: 4 setting(s) x 2 seeds" in result.stderr  # one group, one program
+    assert "| rank | max_kl | gae_lambda | seeds | mean +- std | 95% CI |" in result.stdout
+    rows = _rows(sweep_dir / "sweep.csv")
+    assert len(rows) == 8
+    combinations = {(r["max_kl"], r["gae_lambda"], r["seed"]) for r in rows}
+    assert combinations == set(itertools.product(["0.005", "0.02"], ["0.9", "0.97"], ["0", "1"]))
+    assert all(int(r["env_steps"]) == 256 for r in rows)
+    grid = json.loads((sweep_dir / "sweep.json").read_text())["grid"]
+    assert grid == {"max_kl": [0.005, 0.02], "gae_lambda": [0.9, 0.97]}
+    ranking = (sweep_dir / "sweep.md").read_text().splitlines()
+    means = [float(line.split("|")[5].split("+-")[0]) for line in ranking if line[:3] == "| 1"]
+    assert means and (sweep_dir / "sweep.png").stat().st_size > 0
+    # Each setting's numbers are a plain run's, seed by seed (two corners of the grid).
+    for max_kl, lam in (("0.005", "0.9"), ("0.02", "0.97")):
+        plain = tmp_path / f"plain-{max_kl}-{lam}"
+        options = ["--max-kl", max_kl, "--gae-lambda", lam, "--run-dir", plain]
+        jaxrl("train", "trpo", *TINY, *BUDGET, *options).check()
+        setting = sweep_dir / "runs" / f"max_kl={max_kl},gae_lambda={lam}"
+        _assert_close(_per_seed_evals(setting), _per_seed_evals(plain))
+        final = json.loads((plain / "final_eval.json").read_text())["deterministic"]
+        swept = [float(r["final_return"]) for r in rows if (r["max_kl"], r["gae_lambda"]) == (
+            max_kl, lam)]  # fmt: skip
+        _assert_close(np.asarray(swept), np.asarray(final))
+    # A setting's directory is a run directory: the other commands read it.
+    runs = sorted((sweep_dir / "runs").iterdir())
+    jaxrl("compare", runs[0], runs[1], "-o", tmp_path / "c.png").check()
+
+
+def _without_wall_time(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    return [{k: v for k, v in row.items() if k != "wall_time"} for row in rows]
+
+
+def test_an_interrupted_sweep_resumes_without_retraining(jaxrl: Callable[..., Result], tmp_path):
+    """Two groups (hidden sizes change the program); stopped after the first, the same
+    command continues with the second and ends with the rows of an uninterrupted sweep."""
+    grid = ["--sweep", "hidden-sizes=[8],[4,4]", "--sweep", "max-kl=0.005,0.02"]
+    command = ["sweep", "trpo", *TINY, *BUDGET, *grid]
+    whole = tmp_path / "whole"
+    jaxrl(*command, "--sweep-dir", whole).check()
+    resumed = tmp_path / "resumed"
+    first = jaxrl(*command, "--sweep-dir", resumed, "--stop-after-groups", "1").check()
+    assert "Stopped with 2 of 4 settings" in first.stdout
+    assert len(_rows(resumed / "sweep.csv")) == 4
+    done = resumed / "runs" / "hidden_sizes=8,max_kl=0.005"
+    before = (done / "evals.csv").read_text()
+    second = jaxrl(*command, "--sweep-dir", resumed).check()
+    assert "group 1: 2 setting(s)" in second.stderr and "hidden_sizes=4x4" in second.stderr
+    assert "hidden_sizes=8," not in second.stderr  # the finished group is not trained again
+    assert (done / "evals.csv").read_text() == before
+    assert _without_wall_time(_rows(resumed / "sweep.csv")) == _without_wall_time(
+        _rows(whole / "sweep.csv")
+    )
+
+
+@pytest.mark.parametrize(
+    ("grid", "expected"),
+    [
+        (["--sweep", "max-k=0.1"], "--sweep max_k: trpo has no such hyperparameter or run"),
+        (["--sweep", "max-kl=abc"], "--sweep max_kl=abc: expected float"),
+        (["--sweep", "max-kl=0.01,-1"], "--sweep setting max_kl=-1.0: --max-kl must be in"),
+        (["--sweep", "seed=1,2"], "--sweep seed: cannot be swept (the seeds are the sweep's"),
+        (["--sweep", "max-kl"], "--sweep 'max-kl': write FIELD=VALUE,VALUE,..."),
+        ([], "missing --sweep FIELD=VALUE,...: the grid to train"),
+    ],
+)
+def test_a_bad_grid_is_one_line_naming_the_field(jaxrl, tmp_path, grid, expected):
+    result = jaxrl("sweep", "trpo", *TINY, *grid, "--sweep-dir", tmp_path / "s")
+    assert expected in single_error_line(result)
+    assert not (tmp_path / "s" / "runs").exists()  # nothing trained, nothing compiled
