@@ -28,6 +28,7 @@ import difflib
 import itertools
 import json
 import shutil
+import time
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -220,9 +221,10 @@ def groups(settings: Sequence[Setting]) -> list[list[Setting]]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _train_jax_group(settings: Sequence[Setting], run_dirs: Sequence[RunDir]) -> None:
+def _train_jax_group(settings: Sequence[Setting], run_dirs: Sequence[RunDir]) -> str:
     """One group on the jitted driver: one program over its settings x seeds; each setting's
-    run directory written as :func:`jaxrl.io.runner.train_run` writes it."""
+    run directory written as :func:`jaxrl.io.runner.train_run` writes it. Returns a line on
+    its compile time."""
     from jaxrl.io.backends import JaxGroupBackend
     from jaxrl.io.checkpoints import CheckpointStore
     from jaxrl.io.runner import _Run, update_rows
@@ -263,14 +265,16 @@ def _train_jax_group(settings: Sequence[Setting], run_dirs: Sequence[RunDir]) ->
     finally:
         for run in runs:
             run.close()
+    return f"period programs compiled in {backend.compile_seconds:.1f} s"
 
 
-def _train_host_group(settings: Sequence[Setting], run_dirs: Sequence[RunDir]) -> None:
+def _train_host_group(settings: Sequence[Setting], run_dirs: Sequence[RunDir]) -> str:
     """One group on the host driver: its settings one after another in this process."""
     from jaxrl.io.runner import train_run
 
     for setting, run_dir in zip(settings, run_dirs, strict=True):
         train_run(setting.config, run_dir, progress=False)
+    return "host driver, one setting after another"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,7 +376,10 @@ def sweep(
                 f"group {number + 1}: {len(group)} setting(s) x {base.num_seeds} seeds: {names}"
             )
         train = _train_jax_group if base.backend == "jax" else _train_host_group
-        train(group, run_dirs)
+        start = time.perf_counter()
+        note = train(group, run_dirs)
+        if on_group is not None:
+            on_group(f"  group {number + 1} done in {time.perf_counter() - start:.1f} s ({note})")
     return write_summary(path, settings, list(grid))
 
 
