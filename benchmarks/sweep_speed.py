@@ -116,7 +116,7 @@ def main() -> None:
             f"the sweep is {result['speedup']:.1f}x faster"
         )
     print(f"load average before {load_before}, after {load_after}")
-    name = f"sweep_speed_{args.settings}x{args.seeds}_{info.get('accelerator') or 'cpu'}.json"
+    name = f"sweep_speed_{args.settings}x{args.seeds}_{info['jax_backend']}.json"
     write_json(out / name.replace(" ", "_"), result)
 
 

@@ -112,3 +112,16 @@ def test_a_bad_grid_is_one_line_naming_the_field(jaxrl, tmp_path, grid, expected
     result = jaxrl("sweep", "trpo", *TINY, *grid, "--sweep-dir", tmp_path / "s")
     assert expected in single_error_line(result)
     assert not (tmp_path / "s" / "runs").exists()  # nothing trained, nothing compiled
+
+
+def test_a_host_sweep_trains_its_settings_as_train_does(jaxrl: Callable[..., Result], tmp_path):
+    """On the host driver (gymnasium's Pendulum-v1) a group's settings train one after
+    another in one process; each equals a plain run of the same setting and seeds."""
+    host = ["--backend", "gymnasium", *TINY, *BUDGET]
+    sweep_dir = tmp_path / "sweep"
+    result = jaxrl("sweep", "trpo", *host, "--sweep", "max-kl=0.005,0.02", "--sweep-dir", sweep_dir)
+    assert "host driver, one setting after another" in result.check().stderr
+    assert len(_rows(sweep_dir / "sweep.csv")) == 4
+    plain = tmp_path / "plain"
+    jaxrl("train", "trpo", *host, "--max-kl", "0.02", "--run-dir", plain).check()
+    _assert_close(_per_seed_evals(sweep_dir / "runs" / "max_kl=0.02"), _per_seed_evals(plain))
