@@ -195,3 +195,18 @@ class MetricsLogger:
         for writer in self.writers:
             writer.close()
         self.writers = []
+
+
+def learning_curve(evals_csv: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(env_steps [P], returns [P, S], seeds [S])`` from an ``evals.csv`` (NaN where a seed
+    has no evaluation at that step)."""
+    table = read_csv(evals_csv)
+    if not table or len(table["env_steps"]) == 0:
+        return np.zeros(0), np.zeros((0, 0)), np.zeros(0)
+    steps = np.unique(table["env_steps"])
+    seeds = np.unique(table["seed"])
+    returns = np.full((len(steps), len(seeds)), np.nan)
+    rows = np.searchsorted(steps, table["env_steps"])
+    cols = np.searchsorted(seeds, table["seed"])
+    returns[rows, cols] = table["eval_return"]
+    return steps, returns, seeds

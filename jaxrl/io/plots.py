@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from jaxrl.io.metrics import read_csv
+from jaxrl.io.metrics import learning_curve
 from jaxrl.io.run_dir import RunDir
 from jaxrl.io.vocabulary import (
     BEST_EVALUATION,
@@ -25,21 +25,6 @@ from jaxrl.io.vocabulary import (
 )
 
 Spread = Literal["std", "ci95", "minmax", "none"]
-
-
-def learning_curve(evals_csv: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(env_steps [P], returns [P, S], seeds [S])`` from an ``evals.csv`` (NaN where a seed
-    has no evaluation at that step)."""
-    table = read_csv(evals_csv)
-    if not table or len(table["env_steps"]) == 0:
-        return np.zeros(0), np.zeros((0, 0)), np.zeros(0)
-    steps = np.unique(table["env_steps"])
-    seeds = np.unique(table["seed"])
-    returns = np.full((len(steps), len(seeds)), np.nan)
-    rows = np.searchsorted(steps, table["env_steps"])
-    cols = np.searchsorted(seeds, table["seed"])
-    returns[rows, cols] = table["eval_return"]
-    return steps, returns, seeds
 
 
 def band(returns: np.ndarray, spread: Spread) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

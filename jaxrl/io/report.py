@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxrl.io.plots import learning_curve
+from jaxrl.io.metrics import learning_curve
 from jaxrl.io.published import tianshou_mujoco
 from jaxrl.io.vocabulary import (
     BEST_EVALUATION,
