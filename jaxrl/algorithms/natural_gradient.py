@@ -47,7 +47,11 @@ from jaxrl.core.actions import check_bound_method, map_action
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.core.returns import gae
 from jaxrl.core.stats import SummaryStats
-from jaxrl.core.trust_region import conjugate_gradient, make_gauss_newton_vector_product
+from jaxrl.core.trust_region import (
+    ConjugateGradientResult,
+    conjugate_gradient,
+    make_gauss_newton_vector_product,
+)
 from jaxrl.networks import (
     CategoricalActor,
     GaussianActor,
@@ -502,32 +506,53 @@ class NaturalGradient(struct.PyTreeNode):
           (flattened time-major: sample ``t * N + n``) and the return statistics updated with
           this batch's returns (unchanged without ``return_scaling``).
         """
-        discrete = state.action_space.kind == "discrete"
-        action_shape = () if discrete else state.action_space.shape
-        num_steps, num_envs = check_time_major(
-            rollout, state.observation_space.shape, action_shape, discrete
-        )
+        (num_steps, num_envs), obs, next_obs, actions = _flat_rollout(state, rollout)
         total = num_steps * num_envs
-        obs_shape = state.observation_space.shape
-        obs = jnp.asarray(rollout.obs, jnp.float32).reshape(total, *obs_shape)
-        next_obs = jnp.asarray(rollout.next_obs, jnp.float32).reshape(total, *obs_shape)
-        actions = jnp.asarray(rollout.action).reshape(total, *action_shape)
-
-        critic_apply = state.critic.apply_fn
-        actor_apply = state.actor.apply_fn
-
-        def chunked(fn: Callable, *xs: Array) -> Array:
-            # Tianshou evaluates in chunks of max_batchsize to bound memory.
-            if self.max_batchsize is None or self.max_batchsize >= total:
-                return fn(*xs)
-            return lax.map(lambda x: fn(*x), xs, batch_size=self.max_batchsize)
+        critic, actor = state.critic, state.actor
 
         def value(o: Array) -> Array:
-            return critic_apply(state.critic.params, o)
+            return critic.apply_fn(critic.params, o)
 
-        values = chunked(value, obs).reshape(num_steps, num_envs)
-        next_values = chunked(value, next_obs).reshape(num_steps, num_envs)
-        return_std = jnp.sqrt(state.return_rms.var + RETURN_SCALING_EPS)
+        values = self._in_chunks(value, obs).reshape(num_steps, num_envs)
+        next_values = self._in_chunks(value, next_obs).reshape(num_steps, num_envs)
+        advantages, targets, return_rms = self._returns(
+            state.return_rms, rollout, values, next_values
+        )
+        advantages, targets = advantages.reshape(total), targets.reshape(total)
+        if self.advantage_normalization:
+            advantages = _normalize_advantages(advantages)
+
+        def old_log_prob(o: Array, a: Array) -> Array:
+            return distributions.log_prob(actor.apply_fn(actor.params, o), a)
+
+        batch = OnPolicyBatch(
+            obs=obs,
+            action=actions,
+            advantage=advantages,
+            target=targets,
+            log_prob_old=self._in_chunks(old_log_prob, obs, actions),
+        )
+        return batch, return_rms
+
+    def _in_chunks(self, fn: Callable[..., Array], *xs: Array) -> Array:
+        """``fn(*xs)`` on ``xs [B, ...]``, in chunks of ``max_batchsize`` along ``B`` where
+        that is smaller than ``B`` (Tianshou evaluates in chunks to bound memory)."""
+        if self.max_batchsize is None or self.max_batchsize >= xs[0].shape[0]:
+            return fn(*xs)
+        return lax.map(lambda x: fn(*x), xs, batch_size=self.max_batchsize)
+
+    def _returns(
+        self, return_rms: RunningMeanStd, rollout: Rollout, values: Array, next_values: Array
+    ) -> tuple[Array, Array, RunningMeanStd]:
+        """GAE advantages and the critic's targets ``[T, N]`` from the critic's ``values`` and
+        ``next_values [T, N]``, and the running return statistics updated.
+
+        With ``return_scaling`` the critic predicts returns divided by the running return std:
+        its values are scaled back up for GAE, the targets are the TD(lambda) returns divided
+        by that std, and the statistics take in this batch's returns (unless those, or the
+        updated statistics, are not finite). Without it the targets are the returns and the
+        statistics are ``return_rms`` unchanged."""
+        return_std = jnp.sqrt(return_rms.var + RETURN_SCALING_EPS)
         if self.return_scaling:
             values, next_values = values * return_std, next_values * return_std
         advantages, returns = gae(
@@ -539,36 +564,17 @@ class NaturalGradient(struct.PyTreeNode):
             self.gamma,
             self.gae_lambda,
         )
-        return_rms = state.return_rms
-        if self.return_scaling:
-            targets = returns / return_std
-            # Non-finite returns (bad rewards), or finite ones so large that the variance
-            # overflows (1e30**2), must not poison the running statistics.
-            updated = return_rms.update(returns.reshape(-1))
-            keep = all_finite(returns) & all_finite(updated)
-            return_rms = jax.tree_util.tree_map(
-                lambda new, old: jnp.where(keep, new, old), updated, return_rms
-            )
-        else:
-            targets = returns
-        advantages, targets = advantages.reshape(total), targets.reshape(total)
-        if self.advantage_normalization:
-            centered = advantages - jnp.mean(advantages)
-            std = jnp.std(advantages, ddof=1) if total > 1 else jnp.zeros(())
-            # Tianshou divides by the unbiased std; a zero-variance batch stays centered (0).
-            advantages = jnp.where(std > 0, centered / jnp.where(std > 0, std, 1.0), centered)
-
-        def old_log_prob(o: Array, a: Array) -> Array:
-            return distributions.log_prob(actor_apply(state.actor.params, o), a)
-
-        batch = OnPolicyBatch(
-            obs=obs,
-            action=actions,
-            advantage=advantages,
-            target=targets,
-            log_prob_old=chunked(old_log_prob, obs, actions),
+        if not self.return_scaling:
+            return advantages, returns, return_rms
+        targets = returns / return_std
+        # Non-finite returns (bad rewards), or finite ones so large that the variance
+        # overflows (1e30**2), must not poison the running statistics.
+        updated = return_rms.update(returns.reshape(-1))
+        keep = all_finite(returns) & all_finite(updated)
+        return_rms = jax.tree_util.tree_map(
+            lambda new, old: jnp.where(keep, new, old), updated, return_rms
         )
-        return batch, return_rms
+        return advantages, targets, return_rms
 
     def _learn(
         self, state: OnPolicyState, batch: OnPolicyBatch, key: Array
@@ -657,7 +663,13 @@ class NaturalGradient(struct.PyTreeNode):
         key: Array,
     ) -> tuple[PyTree, dict[str, Array]]:
         """Natural-gradient direction ``d = -F^-1 g`` by CG, then the algorithm's step
-        (traced at :data:`TRUST_REGION_PRECISION` by the caller)."""
+        (traced at :data:`TRUST_REGION_PRECISION` by the caller).
+
+        The steps: the surrogate's loss and gradient ``g`` at ``theta = params``
+        (:func:`_surrogate_gradient`), the Fisher-vector product (:meth:`_fisher_product`),
+        the direction (:func:`_natural_direction`), the subclass's step along it
+        (:meth:`_step`) and the guard against non-finite steps (:func:`_guard_step`).
+        ``weights [B]`` mask the minibatch's padding; ``key`` picks the FVP's subsample."""
 
         def surrogate_at(dist: distributions.DistributionParams) -> Array:
             log_prob = distributions.log_prob(dist, minibatch.action)
@@ -669,24 +681,41 @@ class NaturalGradient(struct.PyTreeNode):
         def surrogate(p: PyTree) -> Array:
             return surrogate_at(policy(p))
 
-        # One linearization of the policy at theta serves three purposes: its outputs are the
-        # old distribution, its transpose takes the surrogate's gradient from the gradient in
-        # the distribution's parameters (the chain rule, as `jax.grad` of `surrogate` would),
-        # and it is the `J` of the Fisher-vector products below. One forward pass, not three.
-        linearized = jax.linearize(policy, params)
-        old_dist = jax.lax.stop_gradient(linearized[0])
-        loss, dist_grad = jax.value_and_grad(surrogate_at)(old_dist)
-        (grad,) = jax.linear_transpose(linearized[1], params)(dist_grad)
+        linearized, old_dist, loss, grad = _surrogate_gradient(policy, surrogate_at, params)
 
         def mean_kl(p: PyTree) -> Array:
             new_dist = policy(p)
             return weighted_mean(distributions.kl_divergence(old_dist, new_dist), weights)
 
-        # The Fisher-vector product in Gauss-Newton form: J^T M J v with J the Jacobian of the
-        # distribution parameters in theta and M the KL's Hessian in those parameters. This is
-        # the Hessian of mean_kl at theta_old (what Tianshou differentiates twice), for about
-        # half the cost per conjugate-gradient iteration.
-        fvp_obs, fvp_old, fvp_weights = minibatch.obs, old_dist, weights
+        fvp = self._fisher_product(
+            actor_apply, params, minibatch.obs, old_dist, weights, key, linearized
+        )
+        cg, direction, curvature = _natural_direction(fvp, grad, self.cg_iters)
+        new_params, step_stats = self._step(
+            ActorStep(params, direction, fvp, curvature, loss, surrogate, mean_kl)
+        )
+        return _guard_step(params, new_params, loss, grad, cg, step_stats, mean_kl)
+
+    def _fisher_product(
+        self,
+        actor_apply: Callable,
+        params: PyTree,
+        obs: Array,
+        old_dist: distributions.DistributionParams,
+        weights: Array,
+        key: Array,
+        linearized: tuple[Any, Callable],
+    ) -> Callable[[PyTree], PyTree]:
+        """``v -> (F + damping I) v`` at ``params`` on the minibatch ``obs [B, ...]`` (with
+        ``old_dist`` the policy's outputs there and ``weights [B]``), or on a subsample of
+        ``fvp_batch_size`` of its samples (drawn with ``key`` in proportion to ``weights``).
+
+        The product is in Gauss-Newton form: ``J^T M J v`` with ``J`` the Jacobian of the
+        distribution parameters in ``theta`` and ``M`` the KL's Hessian in those parameters.
+        This is the Hessian of the mean KL at ``theta_old`` (what Tianshou differentiates
+        twice), for about half the cost per conjugate-gradient iteration. On the whole
+        minibatch it reuses ``linearized`` (:func:`_surrogate_gradient`'s) as its ``J``."""
+        fvp_obs, fvp_old, fvp_weights = obs, old_dist, weights
         subsample = self.fvp_batch_size is not None and self.fvp_batch_size < weights.shape[0]
         if subsample:
             subset = jax.random.choice(
@@ -703,40 +732,105 @@ class NaturalGradient(struct.PyTreeNode):
         def output_kl(dist: distributions.DistributionParams) -> Array:
             return weighted_mean(distributions.kl_divergence(fvp_old, dist), fvp_weights)
 
-        fvp = make_gauss_newton_vector_product(
+        return make_gauss_newton_vector_product(
             lambda p: actor_apply(p, fvp_obs),
             output_kl,
             params,
             self.damping,
             linearized=None if subsample else linearized,
         )
-        cg = conjugate_gradient(fvp, grad, self.cg_iters, CG_RESIDUAL_TOL)
-        direction = otu.tree_scale(-1.0, cg.x)
-        # d.(F + damping I)d without another Fisher-vector product: CG tracks the residual
-        # r = g - (F + damping I) x, and d = -x, so d.(F + damping I)d = x.(g - r).
-        curvature = otu.tree_vdot(cg.x, otu.tree_sub(grad, cg.residual))
-        new_params, step_stats = self._step(
-            ActorStep(params, direction, fvp, curvature, loss, surrogate, mean_kl)
-        )
-        finite = jnp.isfinite(loss) & all_finite(grad) & all_finite(new_params)
-        # A non-finite gradient, direction or step (NaN/inf anywhere) is refused: the
-        # parameters stay as they were and the refusal is counted in `rejected_steps`.
-        new_params = otu.tree_where(finite, new_params, params)
-        # The KL at the kept parameters: the step's own measure of it when it has one (TRPO's
-        # line search judged the accepted candidate by it).
-        kl = step_stats.pop("kl") if "kl" in step_stats else mean_kl(new_params)
-        stats = {
-            "actor_loss": loss,
-            "kl": jnp.where(finite, kl, 0.0),
-            "cg_residual": cg.residual_sq,
-            "cg_iterations": cg.iterations.astype(jnp.float32),
-            "rejected": (~finite).astype(jnp.int32),
-            **step_stats,
-        }
-        return new_params, stats
 
     def _step(self, step: ActorStep) -> tuple[PyTree, dict[str, Array]]:
         """The actor's new parameters along the natural-gradient direction, and the step's
         stats (the subclass's; a ``kl`` among them is taken as the KL at the new parameters,
         which is otherwise measured)."""
         raise NotImplementedError(f"{type(self).__name__} gives no actor step")
+
+
+def _flat_rollout(
+    state: OnPolicyState, rollout: Rollout
+) -> tuple[tuple[int, int], Array, Array, Array]:
+    """A rollout's shape ``(T, N)`` (checked against the state's spaces) and its
+    observations, next observations (float32, ``[B, *obs_shape]``) and actions
+    (``[B, *action_shape]``), flattened time-major to ``B = T * N`` samples."""
+    discrete = state.action_space.kind == "discrete"
+    action_shape = () if discrete else state.action_space.shape
+    obs_shape = state.observation_space.shape
+    num_steps, num_envs = check_time_major(rollout, obs_shape, action_shape, discrete)
+    total = num_steps * num_envs
+    obs = jnp.asarray(rollout.obs, jnp.float32).reshape(total, *obs_shape)
+    next_obs = jnp.asarray(rollout.next_obs, jnp.float32).reshape(total, *obs_shape)
+    actions = jnp.asarray(rollout.action).reshape(total, *action_shape)
+    return (num_steps, num_envs), obs, next_obs, actions
+
+
+def _normalize_advantages(advantages: Array) -> Array:
+    """``advantages [B]`` centered and divided by their unbiased std, as Tianshou does; a
+    zero-variance batch (or a single sample) stays centered (0)."""
+    total = advantages.shape[0]
+    centered = advantages - jnp.mean(advantages)
+    std = jnp.std(advantages, ddof=1) if total > 1 else jnp.zeros(())
+    return jnp.where(std > 0, centered / jnp.where(std > 0, std, 1.0), centered)
+
+
+def _surrogate_gradient(
+    policy: Callable[[PyTree], distributions.DistributionParams],
+    surrogate_at: Callable[[distributions.DistributionParams], Array],
+    params: PyTree,
+) -> tuple[tuple[Any, Callable], distributions.DistributionParams, Array, PyTree]:
+    """``(linearized, old_dist, loss, grad)``: ``policy`` linearized at ``params`` (its
+    outputs and ``J``, :func:`jax.linearize`), its outputs held fixed (``old_dist``), the
+    surrogate's loss there and its gradient in ``params`` (a pytree like ``params``).
+
+    One linearization of the policy at theta serves three purposes: its outputs are the old
+    distribution, its transpose takes the surrogate's gradient from the gradient in the
+    distribution's parameters (the chain rule, as ``jax.grad`` of the surrogate would), and it
+    is the ``J`` of the Fisher-vector products. One forward pass, not three."""
+    linearized = jax.linearize(policy, params)
+    old_dist = jax.lax.stop_gradient(linearized[0])
+    loss, dist_grad = jax.value_and_grad(surrogate_at)(old_dist)
+    (grad,) = jax.linear_transpose(linearized[1], params)(dist_grad)
+    return linearized, old_dist, loss, grad
+
+
+def _natural_direction(
+    fvp: Callable[[PyTree], PyTree], grad: PyTree, cg_iters: int
+) -> tuple[ConjugateGradientResult, PyTree, Array]:
+    """``(cg, direction, curvature)``: conjugate gradients' solution of ``(F + damping I) x =
+    g`` (:func:`jaxrl.core.trust_region.conjugate_gradient`, with its residual and
+    iterations), the direction ``d = -x`` and ``d.(F + damping I)d`` (a scalar).
+
+    The curvature needs no other Fisher-vector product: CG tracks the residual
+    ``r = g - (F + damping I) x``, and ``d = -x``, so ``d.(F + damping I)d = x.(g - r)``."""
+    cg = conjugate_gradient(fvp, grad, cg_iters, CG_RESIDUAL_TOL)
+    direction = otu.tree_scale(-1.0, cg.x)
+    curvature = otu.tree_vdot(cg.x, otu.tree_sub(grad, cg.residual))
+    return cg, direction, curvature
+
+
+def _guard_step(
+    params: PyTree,
+    new_params: PyTree,
+    loss: Array,
+    grad: PyTree,
+    cg: ConjugateGradientResult,
+    step_stats: dict[str, Array],
+    mean_kl: Callable[[PyTree], Array],
+) -> tuple[PyTree, dict[str, Array]]:
+    """The parameters an actor step keeps and its stats (scalars): a non-finite loss,
+    gradient or step (NaN/inf anywhere) is refused, the parameters stay ``params`` and the
+    refusal is counted in ``rejected``. The KL at the kept parameters is the step's own
+    measure of it where ``step_stats`` has one (TRPO's line search judged the accepted
+    candidate by it), else ``mean_kl`` of them; 0 for a refused step."""
+    finite = jnp.isfinite(loss) & all_finite(grad) & all_finite(new_params)
+    new_params = otu.tree_where(finite, new_params, params)
+    kl = step_stats.pop("kl") if "kl" in step_stats else mean_kl(new_params)
+    stats = {
+        "actor_loss": loss,
+        "kl": jnp.where(finite, kl, 0.0),
+        "cg_residual": cg.residual_sq,
+        "cg_iterations": cg.iterations.astype(jnp.float32),
+        "rejected": (~finite).astype(jnp.int32),
+        **step_stats,
+    }
+    return new_params, stats

@@ -124,77 +124,124 @@ def learning_curve_figure(
         directory name when two runs would share a label).
     """
     from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-    from matplotlib.ticker import FuncFormatter
-
-    from jaxrl.io.published import tianshou_mujoco
-    from jaxrl.io.report import FinalEvaluation, solved_threshold
 
     run_dirs = [Path(d) for d in run_dirs]
     curves = [learning_curve(RunDir(d).evals_csv) for d in run_dirs]
     if labels is None:
-        base = [run_label(d) for d in run_dirs]
-        labels = [
-            f"{name} ({len(seeds)} seed{'s' if len(seeds) != 1 else ''})"
-            + (f" - {d.name}" if base.count(name) > 1 else "")
-            for name, d, (_, _, seeds) in zip(base, run_dirs, curves, strict=True)
-        ]
-    single = len(run_dirs) == 1
+        labels = _default_labels(run_dirs, curves)
     figure = Figure(figsize=(7.5, 4.5), dpi=110, layout="constrained")
     axes = figure.subplots()
     lines, marks = [], {}
     for run_dir, (steps, returns, _), label in zip(run_dirs, curves, labels, strict=True):
         if len(steps) == 0:
             continue
-        mean, low, high = band(returns, spread)
-        (line,) = axes.plot(steps, mean, marker="o", markersize=3, linewidth=1.8, label=label)
+        line, run_marks = _plot_run(axes, run_dir, steps, returns, label, spread)
         lines.append(line)
-        color = line.get_color()
-        if spread != "none" and returns.shape[1] > 1:
-            axes.fill_between(steps, low, high, color=color, alpha=0.2, linewidth=0)
-        if np.isfinite(mean).any():
-            best = int(np.nanargmax(mean))
-            last = len(steps) - 1
-            axes.plot(steps[best], mean[best], "*", color=color, markersize=13, zorder=3)
-            axes.plot(steps[last], mean[last], "D", color=color, markersize=6, zorder=3.5)
-            marks[BEST_EVALUATION] = (
-                "*",
-                11,
-                "grey",
-                f"{mean[best]:.1f} after {steps[best]:,.0f} env steps",
-            )
-            marks[LAST_EVALUATION] = (
-                "D",
-                5,
-                "grey",
-                f"{mean[last]:.1f} after {steps[last]:,.0f} env steps",
-            )
-        final = FinalEvaluation.load(RunDir(run_dir).final_eval)
-        if final is not None and np.isfinite(final.deterministic).all():
-            value = float(np.mean(final.deterministic))
-            axes.plot(
-                final.env_steps,
-                value,
-                "s",
-                color=color,
-                markersize=10,
-                markerfacecolor="none",
-                markeredgewidth=2,
-                zorder=4,
-            )
-            marks[final_policy(DETERMINISTIC)] = ("s", 8, "none", f"{value:.1f} after training")
-        config = _run_config(run_dir) or {}
-        published = tianshou_mujoco(str(config.get("algo", "")), str(config.get("env", "")))
-        if published is not None:
-            axes.axhline(
-                published.mean,
-                color=color,
-                linestyle=":",
-                linewidth=1.5,
-                label=f"Tianshou's {published.algo.upper()} on {published.task}: "
-                f"{published.mean:g} ({BEST_EVALUATION}, {published.env_steps:,} env steps)",
-            )
+        marks.update(run_marks)  # one legend entry per kind of mark, the last run's value
+    _plot_solved_thresholds(axes, run_dirs)
+    _label_axes(axes, default_title(run_dirs, spread) if title is None else title)
+    if lines:
+        shaded = spread in SPREAD_LABELS and any(c[1].shape[1] > 1 for c in curves)
+        _add_legend(axes, SPREAD_LABELS[spread] if shaded else None, marks, len(run_dirs) == 1)
+    return figure
+
+
+# A legend entry for a kind of mark: (marker, marker size, face colour, the value it marks).
+Mark = tuple[str, float, str, str]
+
+
+def _default_labels(run_dirs: Sequence[Path], curves: Sequence[tuple]) -> list[str]:
+    """``"ALGO ENV (S seeds)"`` per run (``curves``: :func:`learning_curve` of each), with
+    `` - DIRECTORY`` added where two runs would share a label."""
+    base = [run_label(d) for d in run_dirs]
+    return [
+        f"{name} ({len(seeds)} seed{'s' if len(seeds) != 1 else ''})"
+        + (f" - {d.name}" if base.count(name) > 1 else "")
+        for name, d, (_, _, seeds) in zip(base, run_dirs, curves, strict=True)
+    ]
+
+
+def _plot_run(
+    axes: Any, run_dir: Path, steps: np.ndarray, returns: np.ndarray, label: str, spread: Spread
+) -> tuple[Any, dict[str, Mark]]:
+    """One run's curve: the mean of ``returns [P, S]`` against ``steps [P]`` shaded by
+    ``spread`` (with more than one seed), its best and last evaluations, its final policy and
+    Tianshou's published result, all in the curve's colour. Returns the curve's line and the
+    legend entries of the marks drawn, by name."""
+    mean, low, high = band(returns, spread)
+    (line,) = axes.plot(steps, mean, marker="o", markersize=3, linewidth=1.8, label=label)
+    color = line.get_color()
+    if spread != "none" and returns.shape[1] > 1:
+        axes.fill_between(steps, low, high, color=color, alpha=0.2, linewidth=0)
+    marks = _mark_best_and_last(axes, steps, mean, color)
+    marks.update(_mark_final_policy(axes, run_dir, color))
+    _plot_published(axes, run_dir, color)
+    return line, marks
+
+
+def _mark_best_and_last(
+    axes: Any, steps: np.ndarray, mean: np.ndarray, color: str
+) -> dict[str, Mark]:
+    """A star on the best and a diamond on the last of the mean returns ``mean [P]`` (none if
+    no evaluation is finite); their legend entries."""
+    if not np.isfinite(mean).any():
+        return {}
+    best = int(np.nanargmax(mean))
+    last = len(steps) - 1
+    axes.plot(steps[best], mean[best], "*", color=color, markersize=13, zorder=3)
+    axes.plot(steps[last], mean[last], "D", color=color, markersize=6, zorder=3.5)
+    return {
+        BEST_EVALUATION: ("*", 11, "grey", f"{mean[best]:.1f} after {steps[best]:,.0f} env steps"),
+        LAST_EVALUATION: ("D", 5, "grey", f"{mean[last]:.1f} after {steps[last]:,.0f} env steps"),
+    }
+
+
+def _mark_final_policy(axes: Any, run_dir: Path, color: str) -> dict[str, Mark]:
+    """A hollow square at the final policy's mean deterministic return (where the run has a
+    ``final_eval.json`` with every seed's return finite); its legend entry."""
+    from jaxrl.io.report import FinalEvaluation
+
+    final = FinalEvaluation.load(RunDir(run_dir).final_eval)
+    if final is None or not np.isfinite(final.deterministic).all():
+        return {}
+    value = float(np.mean(final.deterministic))
+    axes.plot(
+        final.env_steps,
+        value,
+        "s",
+        color=color,
+        markersize=10,
+        markerfacecolor="none",
+        markeredgewidth=2,
+        zorder=4,
+    )
+    return {final_policy(DETERMINISTIC): ("s", 8, "none", f"{value:.1f} after training")}
+
+
+def _plot_published(axes: Any, run_dir: Path, color: str) -> None:
+    """Tianshou's published result for the run's algorithm and task, dotted (where there is
+    one: MuJoCo tasks)."""
+    from jaxrl.io.published import tianshou_mujoco
+
+    config = _run_config(run_dir) or {}
+    published = tianshou_mujoco(str(config.get("algo", "")), str(config.get("env", "")))
+    if published is None:
+        return
+    axes.axhline(
+        published.mean,
+        color=color,
+        linestyle=":",
+        linewidth=1.5,
+        label=f"Tianshou's {published.algo.upper()} on {published.task}: "
+        f"{published.mean:g} ({BEST_EVALUATION}, {published.env_steps:,} env steps)",
+    )
+
+
+def _plot_solved_thresholds(axes: Any, run_dirs: Sequence[Path]) -> None:
+    """A dashed grey line at the solved threshold of each environment the runs trained on,
+    where one is known (the environment named in its label when there are several)."""
+    from jaxrl.io.report import solved_threshold
+
     envs = dict.fromkeys(str((_run_config(d) or {}).get("env", "")) for d in run_dirs)
     for env in (e for e in envs if e):
         known = solved_threshold(env)
@@ -207,33 +254,45 @@ def learning_curve_figure(
                 linewidth=1.2,
                 label=f"{SOLVED_THRESHOLD}: {known[0]:g} ({where}{known[1]})",
             )
+
+
+def _label_axes(axes: Any, title: str) -> None:
+    """Axis labels (env steps as ``10k``, ``1.5M``), a light grid and ``title`` (if any)."""
+    from matplotlib.ticker import FuncFormatter
+
     axes.set_xlabel("environment steps (per seed)")
     axes.set_ylabel("evaluation return")
     axes.xaxis.set_major_formatter(FuncFormatter(_steps_formatter))
     axes.grid(True, alpha=0.3)
-    title = default_title(run_dirs, spread) if title is None else title
     if title:
         axes.set_title(title)
-    if lines:
-        handles = axes.get_legend_handles_labels()[0]
-        if spread in SPREAD_LABELS and any(c[1].shape[1] > 1 for c in curves):
-            handles.append(Patch(color="grey", alpha=0.3, label=SPREAD_LABELS[spread]))
-        for name, (marker, size, face, value) in marks.items():
-            handles.append(
-                Line2D(
-                    [],
-                    [],
-                    color="grey",
-                    marker=marker,
-                    markersize=size,
-                    linestyle="",
-                    markerfacecolor="grey" if face != "none" else "none",
-                    markeredgewidth=2 if face == "none" else 1,
-                    label=f"{name}: {value}" if single else name,
-                )
+
+
+def _add_legend(axes: Any, spread_label: str | None, marks: dict[str, Mark], single: bool) -> None:
+    """The legend: the plotted lines, a grey patch for the shading (``spread_label``, None
+    where nothing is shaded) and a grey entry per kind of mark, with its value (``single``:
+    one run)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = axes.get_legend_handles_labels()[0]
+    if spread_label is not None:
+        handles.append(Patch(color="grey", alpha=0.3, label=spread_label))
+    for name, (marker, size, face, value) in marks.items():
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color="grey",
+                marker=marker,
+                markersize=size,
+                linestyle="",
+                markerfacecolor="grey" if face != "none" else "none",
+                markeredgewidth=2 if face == "none" else 1,
+                label=f"{name}: {value}" if single else name,
             )
-        axes.legend(handles=handles, loc="best", fontsize="small")
-    return figure
+        )
+    axes.legend(handles=handles, loc="best", fontsize="small")
 
 
 def plot_runs(

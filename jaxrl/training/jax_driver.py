@@ -23,6 +23,7 @@ Metrics are reduced per update and per evaluation (never stacked per env step).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -222,131 +223,276 @@ def make_train_loop(
       arrays ``eval/env_steps`` and ``eval/return``.
     """
     env, env_params = make_env(env, env_params)
-    num_envs, num_steps = config.num_envs, config.num_steps
-    layout = config.layout
-    off_policy = is_off_policy(agent)
-    if off_policy:
-        num_updates = updates_per_collect(agent, config.steps_per_collect)
-    # Described eagerly: gymnax builds space bounds with jnp ops, which would be traced.
-    # (make_train may itself be called under a trace: vmapped hyperparameter sweeps.)
-    with jax.ensure_compile_time_eval():
-        observation_space = describe_space(env.observation_space(env_params), "observation_space")
-        action_space = describe_space(env.action_space(env_params), "action_space")
-    # One env step, the same as jaxrl.training.collect's collectors take.
-    step = make_jax_step(agent, env, env_params, num_envs, config.check_finite)
+    run = _Run.build(agent, env, env_params, config, progress)
+    # The run's named steps, from the innermost out, each bound to the run once: lax.scan
+    # caches the trace of a body by its function object, so every period (and the shorter last
+    # one) reuses one trace of a collection and its update.
+    env_step = functools.partial(_env_step, run)
+    collect_and_learn = functools.partial(_collect_and_learn, run, env_step)
+    period = functools.partial(_period, run, collect_and_learn)
+    init = functools.partial(_init_carry, run)
+    layout = run.layout
+    train = functools.partial(_train, layout, init, period)
+    return TrainLoop(
+        init=init,
+        run_period=period(layout.collections_per_period),
+        num_periods=layout.num_periods,
+        train=train,
+        agent=agent,
+        env=env,
+        layout=layout,
+        period=period,
+    )
 
-    def init_carry(key: Array) -> TrainCarry:
-        init_key, reset_key, run_key = split_seed_key(key)
-        state, buffer = agent.init_training(init_key, observation_space, action_space, num_envs)
-        stats = RunningMeanStd.create(observation_space.shape) if config.normalize_obs else None
-        obs, env_state, obs_stats = reset_jax_envs(env, env_params, reset_key, num_envs, stats)
-        return TrainCarry(
-            state,
-            buffer,
-            obs,
-            env_state,
-            jnp.zeros(num_envs),
-            jnp.zeros((), jnp.int32),
-            run_key,
-            obs_stats,
-        )
 
-    def env_step(carry: TrainCarry, step_key: Array) -> tuple[TrainCarry, tuple]:
-        out = step(
-            carry.state,
-            carry.obs,
-            carry.env_state,
-            carry.obs_stats,
-            carry.episode_return,
-            carry.env_steps,
-            step_key,
-        )
-        finished = (jnp.sum(jnp.where(out.done, out.ended_return, 0.0)), jnp.sum(out.done))
-        carry = carry._replace(
-            state=out.agent_state,
-            obs=out.obs,
-            env_state=out.env_state,
-            episode_return=out.episode_return,
-            env_steps=out.env_steps,
-            obs_stats=out.obs_stats,
-        )
-        return carry, (out.transition, finished)
+# Metrics of a collection are scalars, ``[num_collections]`` arrays once a run stacks them;
+# those of an evaluation (``eval/...``) are scalars per period, ``[num_periods]`` over a run.
+Metrics = dict[str, Array]
+RunPeriod = Callable[[TrainCarry], tuple[TrainCarry, Metrics]]
 
-    def collect_and_learn(carry: TrainCarry, key: Array) -> tuple[TrainCarry, dict]:
-        collect_key, learn_key = jax.random.split(key)
-        carry, (rollout, finished) = lax.scan(
-            env_step, carry, jax.random.split(collect_key, num_steps)
-        )
-        if off_policy:
-            buffer = carry.buffer.extend(Transition(*rollout))
-            # Updates take effect after a collection that starts past the warm-up, as on the
-            # host driver (and in Tianshou, which collects its warm-up before training).
-            start = carry.env_steps - layout.steps_per_collect
-            state, stats = off_policy_updates(
-                agent, carry.state, buffer, learn_key, num_updates, start
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Run:
+    """What the steps of a run (:func:`make_train_loop`) share, all static::
+
+        _train(key)                          _init_carry, then lax.scan over the periods
+          _run_period(collections, carry)    lax.scan of _collect_and_learn, then evaluate
+            _collect_and_learn(carry, key)   lax.scan of _env_step, then _learn
+              _env_step(carry, key)          one vector step of the num_envs environments
+              _learn(carry, rollout, key)    the agent's update(s) on what was collected
+
+    ``eq=False``: it compares and hashes by identity (``env_params`` may hold arrays).
+
+    Attributes:
+      agent, env, env_params, config, progress: as :func:`make_train_loop` received them
+        (``env`` resolved by :func:`jaxrl.envs.jax_envs.make_env`).
+      layout: the run's collections and periods (``config.layout``).
+      observation_space, action_space: the environment's spaces, described eagerly.
+      step: one vector step of the environments with the agent's exploration
+        (:func:`jaxrl.training.collect.make_jax_step`, as the collectors take it).
+      num_updates: off-policy updates per collection; None for an on-policy agent.
+    """
+
+    agent: Any
+    env: Any
+    env_params: Any
+    config: TrainConfig
+    progress: Callable[[dict], None] | None
+    layout: RunLayout
+    observation_space: Any
+    action_space: Any
+    step: Callable[..., Any]
+    num_updates: int | None
+
+    @classmethod
+    def build(
+        cls,
+        agent: Any,
+        env: Any,
+        env_params: Any,
+        config: TrainConfig,
+        progress: Callable[[dict], None] | None,
+    ) -> _Run:
+        """Check the run's shape and the agent's update ratio, describe the spaces and make
+        the env step: a bad config raises here, before anything is traced."""
+        layout = config.layout
+        num_updates = None
+        if is_off_policy(agent):
+            num_updates = updates_per_collect(agent, config.steps_per_collect)
+        # Described eagerly: gymnax builds space bounds with jnp ops, which would be traced.
+        # (make_train may itself be called under a trace: vmapped hyperparameter sweeps.)
+        with jax.ensure_compile_time_eval():
+            observation_space = describe_space(
+                env.observation_space(env_params), "observation_space"
             )
-            carry = carry._replace(state=state, buffer=buffer)
-        else:
-            state, stats = agent.update(carry.state, rollout, learn_key)
-            carry = carry._replace(state=state)
-        return_sum, episodes = jnp.sum(finished[0]), jnp.sum(finished[1])
-        metrics = {
-            "env_steps": carry.env_steps,
-            "train_return": jnp.where(episodes > 0, return_sum / jnp.maximum(episodes, 1), jnp.nan),
-            **mean_stats(stats),
-        }
-        return carry, metrics
+            action_space = describe_space(env.action_space(env_params), "action_space")
+        step = make_jax_step(agent, env, env_params, config.num_envs, config.check_finite)
+        return cls(
+            agent,
+            env,
+            env_params,
+            config,
+            progress,
+            layout,
+            observation_space,
+            action_space,
+            step,
+            num_updates,
+        )
 
-    def period(collections: int) -> Callable[[TrainCarry], tuple[TrainCarry, dict[str, Array]]]:
-        def run_period(carry: TrainCarry) -> tuple[TrainCarry, dict[str, Array]]:
-            next_key, learn_key, eval_key = jax.random.split(carry.key, 3)
-            carry, metrics = lax.scan(
-                collect_and_learn,
-                carry._replace(key=next_key),
-                jax.random.split(learn_key, collections),
-            )
-            eval_return = evaluate(
-                agent, carry.state, env, env_params, eval_key, config.eval_episodes, carry.obs_stats
-            )
-            if progress is not None:
-                jax.debug.callback(
-                    lambda steps, ret: progress(
-                        {"env_steps": int(steps), "eval_return": float(ret)}
-                    ),
-                    carry.env_steps,
-                    eval_return,
-                )
-            return carry, {
-                **metrics,
-                "eval/env_steps": carry.env_steps,
-                "eval/return": eval_return,
-            }
 
-        return run_period
+def _init_carry(run: _Run, key: Array) -> TrainCarry:
+    """The start of a run: one seed's ``key`` split into the agent's initialization, the
+    environments' reset and the run's own key; the agent's state (and replay buffer),
+    ``N = num_envs`` freshly reset environments, zero returns ``[N]`` and env steps."""
+    num_envs = run.config.num_envs
+    init_key, reset_key, run_key = split_seed_key(key)
+    state, buffer = run.agent.init_training(
+        init_key, run.observation_space, run.action_space, num_envs
+    )
+    stats = RunningMeanStd.create(run.observation_space.shape) if run.config.normalize_obs else None
+    obs, env_state, obs_stats = reset_jax_envs(run.env, run.env_params, reset_key, num_envs, stats)
+    return TrainCarry(
+        state,
+        buffer,
+        obs,
+        env_state,
+        jnp.zeros(num_envs),
+        jnp.zeros((), jnp.int32),
+        run_key,
+        obs_stats,
+    )
 
+
+def _env_step(run: _Run, carry: TrainCarry, step_key: Array) -> tuple[TrainCarry, tuple]:
+    """One vector step (a ``lax.scan`` body): the carry moved on by one step of the ``N``
+    environments, and ``(transition, (return_sum, episodes))``: the step's transition (leaves
+    ``[N, ...]``) and the summed return and the count (scalars) of the episodes that ended."""
+    out = run.step(
+        carry.state,
+        carry.obs,
+        carry.env_state,
+        carry.obs_stats,
+        carry.episode_return,
+        carry.env_steps,
+        step_key,
+    )
+    finished = (jnp.sum(jnp.where(out.done, out.ended_return, 0.0)), jnp.sum(out.done))
+    carry = carry._replace(
+        state=out.agent_state,
+        obs=out.obs,
+        env_state=out.env_state,
+        episode_return=out.episode_return,
+        env_steps=out.env_steps,
+        obs_stats=out.obs_stats,
+    )
+    return carry, (out.transition, finished)
+
+
+def _learn(run: _Run, carry: TrainCarry, rollout: Any, key: Array) -> tuple[TrainCarry, Any]:
+    """Learning after a collection (``rollout``: its transitions, leaves ``[T, N, ...]`` for
+    ``T = num_steps``): on-policy, one ``agent.update`` on it; off-policy, it joins the replay
+    buffer and ``num_updates`` updates follow. Returns the carry with the new agent state (and
+    buffer) and the updates' stats."""
+    if run.num_updates is None:
+        state, stats = run.agent.update(carry.state, rollout, key)
+        return carry._replace(state=state), stats
+    buffer = carry.buffer.extend(Transition(*rollout))
+    # Updates take effect after a collection that starts past the warm-up, as on the host
+    # driver (and in Tianshou, which collects its warm-up before training).
+    start = carry.env_steps - run.layout.steps_per_collect
+    state, stats = off_policy_updates(run.agent, carry.state, buffer, key, run.num_updates, start)
+    return carry._replace(state=state, buffer=buffer), stats
+
+
+def _collect_and_learn(
+    run: _Run, env_step: Callable, carry: TrainCarry, key: Array
+) -> tuple[TrainCarry, Metrics]:
+    """One collection and its learning (a ``lax.scan`` body): ``num_steps`` of ``env_step``
+    (:func:`_env_step` bound to the run), then :func:`_learn`. Returns the carry and the
+    collection's scalar metrics (:func:`_collection_metrics`)."""
+    collect_key, learn_key = jax.random.split(key)
+    carry, (rollout, finished) = lax.scan(
+        env_step, carry, jax.random.split(collect_key, run.config.num_steps)
+    )
+    carry, stats = _learn(run, carry, rollout, learn_key)
+    return carry, _collection_metrics(carry.env_steps, finished, stats)
+
+
+def _collection_metrics(env_steps: Array, finished: tuple[Array, Array], stats: Any) -> Metrics:
+    """A collection's scalar metrics: ``env_steps`` at its end, ``train_return`` (the mean
+    return of the episodes that ended during it, from ``finished = (return_sums [T],
+    episode_counts [T])`` of its vector steps; NaN if none ended) and the means of the agent's
+    ``stats`` (:func:`jaxrl.training.agent_steps.mean_stats`)."""
+    return_sum, episodes = jnp.sum(finished[0]), jnp.sum(finished[1])
+    return {
+        "env_steps": env_steps,
+        "train_return": jnp.where(episodes > 0, return_sum / jnp.maximum(episodes, 1), jnp.nan),
+        **mean_stats(stats),
+    }
+
+
+def _period(run: _Run, collect_and_learn: Callable, collections: int) -> RunPeriod:
+    """``carry -> (carry, metrics)``: :func:`_run_period` of ``collections`` (static)."""
+    return functools.partial(_run_period, run, collect_and_learn, collections)
+
+
+def _run_period(
+    run: _Run, collect_and_learn: Callable, collections: int, carry: TrainCarry
+) -> tuple[TrainCarry, Metrics]:
+    """``collections`` of ``collect_and_learn`` (:func:`_collect_and_learn` bound to the run),
+    then one evaluation of the agent, reported to ``progress``. Returns the carry and the
+    period's metrics: the collections', ``[collections]`` each, and the scalars
+    ``eval/env_steps`` and ``eval/return``."""
+    next_key, learn_key, eval_key = jax.random.split(carry.key, 3)
+    carry, metrics = lax.scan(
+        collect_and_learn,
+        carry._replace(key=next_key),
+        jax.random.split(learn_key, collections),
+    )
+    eval_return = evaluate(
+        run.agent,
+        carry.state,
+        run.env,
+        run.env_params,
+        eval_key,
+        run.config.eval_episodes,
+        carry.obs_stats,
+    )
+    if run.progress is not None:
+        _report_progress(run.progress, carry.env_steps, eval_return)
+    return carry, {**metrics, "eval/env_steps": carry.env_steps, "eval/return": eval_return}
+
+
+def _report_progress(
+    progress: Callable[[dict], None], env_steps: Array, eval_return: Array
+) -> None:
+    """Call ``progress({"env_steps", "eval_return"})`` on the host (``jax.debug.callback``)."""
+    jax.debug.callback(
+        lambda steps, ret: progress({"env_steps": int(steps), "eval_return": float(ret)}),
+        env_steps,
+        eval_return,
+    )
+
+
+def _train(
+    layout: RunLayout,
+    init: Callable[[Array], TrainCarry],
+    period: Callable[[int], RunPeriod],
+    key: Array,
+) -> tuple[Any, Metrics]:
+    """A whole run from one seed's ``key``: ``init`` (:func:`_init_carry`), a ``lax.scan``
+    over the whole periods, then the shorter last period where the layout has one (``period``:
+    :func:`_period` bound to the run). Returns the agent's final state and the run's metrics:
+    ``[num_collections]`` per collection, ``[num_periods]`` per evaluation (``eval/...``)."""
+    last = layout.period_collections[-1]
+    whole = layout.num_periods - (last != layout.collections_per_period)
     run_period = period(layout.collections_per_period)
+    carry, metrics = lax.scan(lambda carry, _: run_period(carry), init(key), None, length=whole)
+    metrics = _flatten_periods(metrics)
+    if whole < layout.num_periods:  # the shorter last period
+        carry, tail = period(last)(carry)
+        metrics = _append_period(metrics, tail)
+    return carry.state, metrics
 
-    def train(key: Array) -> tuple[Any, dict[str, Array]]:
-        last = layout.period_collections[-1]
-        whole = layout.num_periods - (last != layout.collections_per_period)
-        carry, metrics = lax.scan(
-            lambda carry, _: run_period(carry), init_carry(key), None, length=whole
-        )
-        metrics = {
-            name: value if name.startswith("eval/") else value.reshape(-1, *value.shape[2:])
-            for name, value in metrics.items()
-        }
-        if whole < layout.num_periods:  # the shorter last period
-            carry, tail = period(last)(carry)
-            metrics = {
-                name: jnp.concatenate(
-                    [value, tail[name][None] if name.startswith("eval/") else tail[name]]
-                )
-                for name, value in metrics.items()
-            }
-        return carry.state, metrics
 
-    return TrainLoop(init_carry, run_period, layout.num_periods, train, agent, env, layout, period)
+def _flatten_periods(metrics: Metrics) -> Metrics:
+    """Metrics of ``P`` whole periods, ``[P, C, ...]`` per collection (``C`` collections a
+    period), as ``[P * C, ...]``; per evaluation (``eval/...``) they stay ``[P]``."""
+    return {
+        name: value if name.startswith("eval/") else value.reshape(-1, *value.shape[2:])
+        for name, value in metrics.items()
+    }
+
+
+def _append_period(metrics: Metrics, tail: Metrics) -> Metrics:
+    """A run's metrics (:func:`_flatten_periods`) with one more period's appended: its
+    collections' ``[C', ...]`` after the run's, its evaluation's scalars as one more entry of
+    each ``eval/...``."""
+    return {
+        name: jnp.concatenate([value, tail[name][None] if name.startswith("eval/") else tail[name]])
+        for name, value in metrics.items()
+    }
 
 
 def train_until(
