@@ -1,0 +1,22 @@
+"""The code stays readable as named steps: no function in jaxrl/ is longer than 80 lines."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import jaxrl
+
+LIMIT = 80
+
+
+def test_no_function_is_longer_than_80_lines():
+    root = Path(jaxrl.__file__).parent
+    long = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > LIMIT:
+                    long.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({lines})")
+    assert not long, "split into named steps: " + ", ".join(long)
