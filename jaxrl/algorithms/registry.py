@@ -12,7 +12,9 @@ registers an algorithm is loaded by :func:`jaxrl.load_plugin` or the command's `
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
 from jaxrl.algorithms.ddpg import DDPG
 from jaxrl.algorithms.npg import NPG
@@ -32,6 +34,8 @@ class AlgorithmInfo:
       presets_like: a built-in algorithm whose hyperparameters and run shape this one takes
         in every preset that does not list it (TD3 takes DDPG's); None: its class defaults
         and its learning mode's run shape.
+      presets: per preset name, hyperparameter values that replace those (a plug-in's own
+        tuned values: ``{"pendulum": {"actor_lr": 1e-3}}``).
     """
 
     name: str
@@ -40,6 +44,7 @@ class AlgorithmInfo:
     ignored_fields: frozenset[str] = frozenset()
     help: MappingProxyType = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     presets_like: str | None = None
+    presets: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
 
     @property
     def off_policy(self) -> bool:

@@ -146,6 +146,7 @@ def hyperparameters(algo: str, preset: str = DEFAULT_PRESET) -> list[Hyperparame
     for old, new in getattr(cls, "ALIASES", {}).items():
         aliases.setdefault(new, []).append(old)
     defaults = get_preset(preset).for_algo(algo, info.run_shape_like, info.presets_like)[0]
+    defaults.update(info.presets.get(preset, {}))
     result = []
     for field in dataclasses.fields(cls):
         name = field.name
