@@ -10,7 +10,7 @@ the worked example of adding an algorithm). Each is a small pure function on arr
   :func:`nstep_critic_targets` (n-step TD targets from any bootstrap value ``Q'(s', .)``),
   :func:`critic_loss` and :func:`critic_step`;
 - the actor: :func:`deterministic_policy_loss` and :func:`actor_step` (the deterministic
-  policy gradient);
+  policy gradient through :func:`q_function`, one critic of an ensemble);
 - bookkeeping: :func:`with_scheduled_lr`, :func:`soft_update_targets` and
   :func:`select_tree` (take one whole update or keep the old state: delayed updates).
 
