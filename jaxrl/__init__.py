@@ -11,6 +11,7 @@ from jaxrl.algorithms import (
     OnPolicyBatch,
     OnPolicyState,
     OUNoise,
+    load_plugin,
 )
 from jaxrl.replay import NStepBatch, ReplayBuffer, Transition
 from jaxrl.rollout import Rollout
@@ -33,5 +34,6 @@ __all__ = [
     "Transition",
     "__version__",
     "core",
+    "load_plugin",
     "replay",
 ]

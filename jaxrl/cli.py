@@ -8,6 +8,11 @@
     jaxrl sweep trpo --sweep max-kl=0.005,0.01 --num-seeds 8   # settings x seeds, ranked
     jaxrl evaluate runs/trpo-...                   # evaluation returns of the final policy
     jaxrl plot runs/trpo-... runs/npg-...          # learning curves in one figure
+    jaxrl train td3 --plugin examples/td3.py       # an algorithm from a plug-in file
+
+Plug-ins (:mod:`jaxrl.algorithms.plugins`): ``--plugin FILE_OR_MODULE`` (anywhere on the
+command line, repeatable) and the ``JAXRL_PLUGINS`` environment variable name files or
+modules that register algorithms; they are loaded before the command line is read.
 
 Every run writes a run directory (:mod:`jaxrl.io.run_dir`): ``config.json``, metrics as CSV
 and TensorBoard events, ``learning_curve.png`` and orbax checkpoints. Bad arguments end with
@@ -33,13 +38,42 @@ from jaxrl.cli_parse import (
 )
 from jaxrl.cli_usage import UsageError
 
-__all__ = ["main", "parse", "preset_in_force"]
+__all__ = ["load_plugins", "main", "parse", "preset_in_force"]
+
+PLUGIN_FLAG = "--plugin"
+
+
+def load_plugins(argv: list[str]) -> list[str]:
+    """Load the plug-ins of ``JAXRL_PLUGINS`` and of every ``--plugin FILE_OR_MODULE`` (or
+    ``--plugin=...``) in ``argv``; return ``argv`` without those options. A plug-in that
+    cannot be loaded or registers nothing is a usage error naming it."""
+    from jaxrl.algorithms import plugins
+
+    specs, rest = plugins.plugins_from_env(), []
+    args = iter(argv)
+    for arg in args:
+        if arg == PLUGIN_FLAG:
+            spec = next(args, None)
+            if spec is None or spec.startswith("-"):
+                raise UsageError(f"{PLUGIN_FLAG} needs a plug-in file or module name")
+            specs.append(spec)
+        elif arg.startswith(PLUGIN_FLAG + "="):
+            specs.append(arg.partition("=")[2])
+        else:
+            rest.append(arg)
+    for spec in specs:
+        try:
+            plugins.load_plugin(spec)
+        except plugins.PluginError as error:
+            raise UsageError(str(error)) from None
+    return rest
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``jaxrl`` command; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        argv = load_plugins(argv)
         args = parse(argv)
         if isinstance(args, EvaluateCommand):
             return cli_commands.evaluate(args)

@@ -1,7 +1,8 @@
 """Flax networks with Tianshou's architecture: MLP bodies with orthogonal init.
 
 Actors return distribution parameters (:class:`jaxrl.core.GaussianParams` or
-:class:`jaxrl.core.CategoricalParams`) or, for DDPG, deterministic actions in ``[-1, 1]``.
+:class:`jaxrl.core.CategoricalParams`) or, for DDPG, deterministic actions in ``[-1, 1]``;
+:class:`Ensemble` stacks copies of a network (TD3's twin critics).
 Any ``flax.linen.Module`` with the same call signature can be passed to the algorithms in
 their place.
 """
@@ -181,6 +182,28 @@ class QCritic(nn.Module):
             jnp.concatenate([obs, action], -1)
         )
         return _torch_default_dense(1, features.shape[-1])(features)[..., 0]
+
+
+class Ensemble(nn.Module):
+    """``size`` independent copies of ``module`` applied to the same inputs, their outputs
+    stacked on a new leading axis: twin critics ``Ensemble(QCritic(), 2)`` map ``(obs [B, ...],
+    action [B, A])`` to ``Q [2, B]``. The copies' parameters are stacked too (leading axis
+    ``size``) and initialized from different keys (``flax.linen.vmap``)."""
+
+    module: nn.Module
+    size: int = 2
+
+    @nn.compact
+    def __call__(self, *inputs: jax.Array) -> jax.Array:
+        copies = nn.vmap(
+            lambda module, *args: module(*args),
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            in_axes=None,
+            out_axes=0,
+            axis_size=self.size,
+        )
+        return copies(self.module, *inputs)
 
 
 def stable_apply(module: nn.Module) -> Callable:

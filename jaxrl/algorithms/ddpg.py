@@ -15,6 +15,8 @@ to ``[low, high]``). One :meth:`DDPG.update` is one Tianshou ``learn`` call on a
 with ``n' <= n`` stopping at the first episode end (see :func:`jaxrl.core.nstep_targets`). The
 critic takes an Adam step on ``L_Q``, then the actor one on ``L_mu`` through the updated critic,
 then both target networks are soft-updated: ``theta' <- tau * theta + (1 - tau) * theta'``.
+Each of these steps, and the exploration and warm-up below, is a function of
+:mod:`jaxrl.algorithms.off_policy` that siblings reuse (``examples/td3.py``: TD3 in one file).
 
 Exploration noise is a small frozen pytree (:class:`GaussianNoise`, :class:`OUNoise`) whose
 parameters are leaves (vmappable). Ornstein-Uhlenbeck noise has a state, kept in
@@ -35,6 +37,7 @@ import numpy as np
 from flax import struct
 from flax.training.train_state import TrainState
 
+from jaxrl.algorithms import off_policy
 from jaxrl.algorithms._common import (
     Schedule,
     accept_aliases,
@@ -43,21 +46,16 @@ from jaxrl.algorithms._common import (
     check_field,
     check_int_field,
     document_fields,
-    guarded_gradient_step,
     hyperparameter,
     schedule_option,
-    scheduled_learning_rate,
     set_learning_rate,
 )
 from jaxrl.algorithms._types import ActionSample
 from jaxrl.algorithms.noise import NOISE_OPTION, GaussianNoise, Noise, OUNoise
 from jaxrl.algorithms.protocol import LearningMode
 from jaxrl.core.actions import map_action
-from jaxrl.core.polyak import soft_update
-from jaxrl.core.returns import nstep_targets
 from jaxrl.networks import DeterministicActor, QCritic, check_activation, stable_apply
 from jaxrl.replay import NStepBatch, ReplayBuffer, Transition
-from jaxrl.rollout import check_dtypes
 from jaxrl.spaces import SpaceSpec, describe_space
 
 Array = jax.Array
@@ -260,7 +258,10 @@ class DDPG(struct.PyTreeNode):
                 raise TypeError(f"{owner}.{name} must be callable (update count -> factor)")
 
     # ------------------------------------------------------------------ construction
-    def _networks(self, action_dim: int) -> tuple[nn.Module, nn.Module]:
+    def networks(self, action_dim: int) -> tuple[nn.Module, nn.Module]:
+        """``(actor, critic)`` Flax modules: ``obs -> mu(s) [..., A]`` and ``(obs, action) ->
+        Q [...]`` (``actor_network``/``critic_network`` where given). :meth:`init` builds the
+        train states from them; a sibling changes its networks here (TD3: twin critics)."""
         actor = self.actor_network or DeterministicActor(
             action_dim=action_dim,
             hidden_sizes=tuple(self.hidden_sizes),
@@ -309,7 +310,7 @@ class DDPG(struct.PyTreeNode):
                 "pass action_scaling=False"
             )
         action_dim = act_space.shape[0]
-        actor_module, critic_module = self._networks(action_dim)
+        actor_module, critic_module = self.networks(action_dim)
         actor_key, critic_key = jax.random.split(key)
         dummy_obs = jnp.zeros((1, *obs_space.shape), jnp.float32)
         dummy_action = jnp.zeros((1, action_dim), jnp.float32)
@@ -401,21 +402,9 @@ class DDPG(struct.PyTreeNode):
           (unbounded), and the bounded, scaled action for the environment.
         """
         action = state.actor.apply_fn(state.actor.params, jnp.asarray(obs, jnp.float32))
-        noise_state = state.noise_state
-        always_deterministic = isinstance(deterministic, bool | np.bool_) and bool(deterministic)
-        if self.exploration_noise is not None and not always_deterministic:
-            try:
-                noise, advanced = self.exploration_noise.sample(key, noise_state, action.shape)
-            except ValueError as error:
-                if isinstance(deterministic, bool | np.bool_):
-                    raise
-                # A traced flag compiles the noisy branch too, so its shapes must agree.
-                raise ValueError(
-                    f"{error}; `deterministic` is a traced array, so the noisy branch is "
-                    "built as well: pass deterministic=True as a Python bool to act without noise"
-                ) from None
-            action = jnp.where(deterministic, action, action + noise).astype(action.dtype)
-            noise_state = jnp.where(deterministic, noise_state, advanced)
+        action, noise_state = off_policy.add_exploration_noise(
+            self.exploration_noise, state.noise_state, action, key, deterministic
+        )
         state = state.replace(noise_state=noise_state)
         return state, ActionSample(action=action, env_action=self.to_env_action(state, action))
 
@@ -451,8 +440,7 @@ class DDPG(struct.PyTreeNode):
         state, sample = self.sample_actions(state, obs, act_key)
         if self.warmup_steps > 0:
             random = self.sample_random_actions(state, random_key, obs.shape[:1])
-            warm = env_steps < self.warmup_steps
-            sample = jax.tree_util.tree_map(lambda r, s: jnp.where(warm, r, s), random, sample)
+            sample = off_policy.warmup_actions(sample, random, env_steps, self.warmup_steps)
         return state, sample
 
     def policy(
@@ -466,8 +454,7 @@ class DDPG(struct.PyTreeNode):
     ) -> ActionSample:
         """Uniform actions in ``[-1, 1]^A`` (warm-up; Tianshou samples the action space and
         stores ``map_action_inverse`` of it, the same thing for a scaled Box)."""
-        shape = (*batch_shape, *state.action_space.shape)
-        action = jax.random.uniform(key, shape, jnp.float32, -1.0, 1.0)
+        action = off_policy.uniform_actions(key, (*batch_shape, *state.action_space.shape))
         return ActionSample(action=action, env_action=self.to_env_action(state, action))
 
     def to_env_action(self, state: DDPGState, action: Array) -> Array:
@@ -481,27 +468,38 @@ class DDPG(struct.PyTreeNode):
         )
 
     # ------------------------------------------------------------------ learning
-    def critic_targets(self, state: DDPGState, batch: NStepBatch) -> Array:
-        """n-step targets ``y [B]`` from the target networks (no gradient).
-
-        ``Q'(s', mu'(s'))`` is evaluated once per sample, at the next observation of the last
-        step inside its window (the first end, or step ``n - 1``), the only place
-        :func:`jaxrl.core.nstep_targets` reads it.
-        """
-        horizon, size = batch.reward.shape
-        ends = jnp.asarray(batch.terminated, bool) | jnp.asarray(batch.truncated, bool)
-        last = jnp.where(jnp.any(ends, axis=0), jnp.argmax(ends, axis=0), horizon - 1)
-        next_obs = jnp.asarray(batch.next_obs, jnp.float32)[last, jnp.arange(size)]
+    def critic_targets(
+        self, state: DDPGState, batch: NStepBatch, key: Array | None = None
+    ) -> Array:
+        """n-step targets ``y [B]`` from the target networks (no gradient), bootstrapping
+        from ``Q'(s', mu'(s'))`` (:func:`jaxrl.algorithms.off_policy.nstep_critic_targets`).
+        ``key`` is unused (DDPG's targets are deterministic; TD3's add noise)."""
+        del key
         actor_apply, critic_apply = state.actor.apply_fn, state.critic.apply_fn
-        next_q = critic_apply(
-            state.critic_target, next_obs, actor_apply(state.actor_target, next_obs)
+
+        def next_q(next_obs: Array) -> Array:
+            next_action = actor_apply(state.actor_target, next_obs)
+            return critic_apply(state.critic_target, next_obs, next_action)
+
+        return off_policy.nstep_critic_targets(batch, next_q, self.gamma)
+
+    def check_batch(self, state: DDPGState, batch: NStepBatch) -> None:
+        """Raise naming the field unless ``batch`` fits ``state`` 's spaces and the horizon
+        (:func:`jaxrl.algorithms.off_policy.check_batch`; static, so it runs under ``jit``)."""
+        obs_shape, action_shape = state.observation_space.shape, state.action_space.shape
+        off_policy.check_batch(batch, obs_shape, action_shape, self.n_step_return_horizon)
+
+    def with_learning_rates(self, state: DDPGState) -> DDPGState:
+        """``state`` whose optimizers step with this update's (scheduled) learning rates."""
+        count = state.num_updates
+        return state.replace(
+            actor=off_policy.with_scheduled_lr(
+                state.actor, self.actor_lr, self.actor_lr_schedule, count
+            ),
+            critic=off_policy.with_scheduled_lr(
+                state.critic, self.critic_lr, self.critic_lr_schedule, count
+            ),
         )
-        at_last = jnp.arange(horizon)[:, None] == last[None, :]
-        next_values = jnp.where(at_last, next_q[None, :], 0.0)
-        targets = nstep_targets(
-            batch.reward, next_values, batch.terminated, batch.truncated, self.gamma
-        )
-        return jax.lax.stop_gradient(targets)
 
     def update(
         self, state: DDPGState, batch: NStepBatch, key: Array
@@ -520,44 +518,21 @@ class DDPG(struct.PyTreeNode):
           (Tianshou's logs); ``r`` counts critic/actor steps refused because their loss,
           gradients or new parameters were non-finite (those networks keep their parameters).
         """
-        del key
-        _check_batch(batch, state, self.n_step_return_horizon)
+        self.check_batch(state, batch)
         obs = jnp.asarray(batch.obs, jnp.float32)
         action = jnp.asarray(batch.action, jnp.float32)
-        targets = self.critic_targets(state, batch)
-
-        critic = state.critic.replace(
-            opt_state=set_learning_rate(
-                state.critic.opt_state,
-                scheduled_learning_rate(self.critic_lr, self.critic_lr_schedule, state.num_updates),
-            )
-        )
-        actor = state.actor.replace(
-            opt_state=set_learning_rate(
-                state.actor.opt_state,
-                scheduled_learning_rate(self.actor_lr, self.actor_lr_schedule, state.num_updates),
-            )
-        )
-
-        def critic_loss_fn(params: PyTree) -> Array:
-            return jnp.mean((critic.apply_fn(params, obs, action) - targets) ** 2)
-
-        critic_loss, critic_grads = jax.value_and_grad(critic_loss_fn)(critic.params)
+        targets = self.critic_targets(state, batch, key)
+        state = self.with_learning_rates(state)
         # A non-finite loss or step (e.g. NaN rewards in the batch) is refused and counted.
-        critic, critic_rejected = guarded_gradient_step(critic, critic_loss, critic_grads)
-
-        def actor_loss_fn(params: PyTree) -> Array:
-            return -jnp.mean(critic.apply_fn(critic.params, obs, actor.apply_fn(params, obs)))
-
-        actor_loss, actor_grads = jax.value_and_grad(actor_loss_fn)(actor.params)
-        actor, actor_rejected = guarded_gradient_step(actor, actor_loss, actor_grads)
-
-        new_state = state.replace(
-            actor=actor,
-            critic=critic,
-            actor_target=soft_update(state.actor_target, actor.params, self.tau),
-            critic_target=soft_update(state.critic_target, critic.params, self.tau),
-            num_updates=state.num_updates + 1,
+        critic, critic_loss, critic_rejected = off_policy.critic_step(
+            state.critic, obs, action, targets
+        )
+        actor, actor_loss, actor_rejected = off_policy.actor_step(
+            state.actor, off_policy.q_function(critic), obs
+        )
+        new_state = off_policy.soft_update_targets(
+            state.replace(actor=actor, critic=critic, num_updates=state.num_updates + 1),
+            self.tau,
         )
         stats = {
             "actor_loss": actor_loss,
@@ -565,40 +540,3 @@ class DDPG(struct.PyTreeNode):
             "rejected_steps": critic_rejected + actor_rejected,
         }
         return new_state, stats
-
-
-def _check_batch(batch: NStepBatch, state: DDPGState, horizon: int) -> None:
-    """Shape checks (static, so they run under ``jit`` too), naming the offending field."""
-    missing = [f for f in NStepBatch._fields if not hasattr(batch, f)]
-    if missing:
-        raise TypeError(f"batch is missing field(s) {missing}; expected a jaxrl NStepBatch")
-    obs_shape, action_shape = state.observation_space.shape, state.action_space.shape
-    reward_shape = tuple(np.shape(batch.reward))
-    if len(reward_shape) != 2 or reward_shape[0] != horizon:
-        raise ValueError(
-            f"batch.reward must have shape [n_step_return_horizon={horizon}, B], got {reward_shape}"
-        )
-    size = reward_shape[1]
-    expected = {
-        "obs": (size, *obs_shape),
-        "action": (size, *action_shape),
-        "terminated": reward_shape,
-        "truncated": reward_shape,
-        "next_obs": (*reward_shape, *obs_shape),
-    }
-    for name, shape in expected.items():
-        got = tuple(np.shape(getattr(batch, name)))
-        if got != shape:
-            raise ValueError(f"batch.{name} must have shape {shape}, got {got}")
-    check_dtypes(
-        "batch",
-        batch,
-        {
-            "obs": "fiub",
-            "next_obs": "fiub",
-            "action": "f",
-            "reward": "fiu",
-            "terminated": "biu",
-            "truncated": "biu",
-        },
-    )

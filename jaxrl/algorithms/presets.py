@@ -56,15 +56,18 @@ class Preset:
     hyperparameters: MappingProxyType
     run: MappingProxyType
 
-    def for_algo(self, algo: str, like: str = "trpo") -> tuple[dict[str, Any], dict[str, Any]]:
+    def for_algo(
+        self, algo: str, like: str = "trpo", hyperparameters_like: str | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """``(hyperparameters, run)`` of ``algo`` in this preset (fresh dicts). An algorithm
-        the preset does not list gets its class defaults and the run shape of the listed
-        algorithm it is ``like`` (the registry's ``run_shape_like``: TRPO's for on-policy
-        algorithms, DDPG's for off-policy ones)."""
-        fallback = like
-        return dict(self.hyperparameters.get(algo, {})), dict(
-            self.run.get(algo, self.run[fallback])
+        the preset does not list gets the run shape of the listed algorithm it is ``like``
+        (the registry's ``run_shape_like``: TRPO's for on-policy algorithms, DDPG's for
+        off-policy ones) and the hyperparameters of ``hyperparameters_like`` (the registry's
+        ``presets_like``: TD3 takes DDPG's), or none (its class defaults)."""
+        hyperparameters = self.hyperparameters.get(
+            algo, self.hyperparameters.get(hyperparameters_like or "", {})
         )
+        return dict(hyperparameters), dict(self.run.get(algo, self.run[like]))
 
 
 def _frozen(table: dict[str, dict[str, Any]]) -> MappingProxyType:

@@ -3,13 +3,18 @@
 Adding an algorithm: write its module (a class with the :class:`jaxrl.algorithms.protocol.Agent`
 members) and :func:`register` it here or from your own code; the drivers, ``jaxrl train
 NAME`` and ``config.json`` then know it. Presets (:mod:`jaxrl.algorithms.presets`) may give
-it tuned defaults; without any it gets its class defaults and its learning mode's run shape.
+it tuned defaults; without any it gets its class defaults and its learning mode's run shape,
+or, with ``presets_like``, the values of a built-in algorithm it extends. A plug-in file that
+registers an algorithm is loaded by :func:`jaxrl.load_plugin` or the command's ``--plugin``
+(:mod:`jaxrl.algorithms.plugins`); ``examples/td3.py`` is the worked example.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
 from jaxrl.algorithms.ddpg import DDPG
 from jaxrl.algorithms.npg import NPG
@@ -26,6 +31,11 @@ class AlgorithmInfo:
       title: one line for help texts.
       ignored_fields: fields the class accepts but ignores (kept off the command line).
       help: command-line help texts that replace the docstring's for some fields.
+      presets_like: a built-in algorithm whose hyperparameters and run shape this one takes
+        in every preset that does not list it (TD3 takes DDPG's); None: its class defaults
+        and its learning mode's run shape.
+      presets: per preset name, hyperparameter values that replace those (a plug-in's own
+        tuned values: ``{"pendulum": {"actor_lr": 1e-3}}``).
     """
 
     name: str
@@ -33,6 +43,8 @@ class AlgorithmInfo:
     title: str
     ignored_fields: frozenset[str] = frozenset()
     help: MappingProxyType = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    presets_like: str | None = None
+    presets: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
 
     @property
     def off_policy(self) -> bool:
@@ -42,8 +54,9 @@ class AlgorithmInfo:
     @property
     def run_shape_like(self) -> str:
         """The built-in algorithm whose run shape a preset gives this one where it lists it
-        not: ``"ddpg"`` for off-policy algorithms, ``"trpo"`` for on-policy ones."""
-        return "ddpg" if self.off_policy else "trpo"
+        not: ``presets_like``, else ``"ddpg"`` for off-policy algorithms, ``"trpo"`` for
+        on-policy ones."""
+        return self.presets_like or ("ddpg" if self.off_policy else "trpo")
 
 
 _REGISTRY: dict[str, AlgorithmInfo] = {}
@@ -74,7 +87,11 @@ def algorithms() -> MappingProxyType:
 def get(name: str) -> AlgorithmInfo:
     """The algorithm called ``name``; ``ValueError`` naming the known ones otherwise."""
     if name not in _REGISTRY:
-        raise ValueError(f"unknown algorithm {name!r}: choose from {', '.join(sorted(_REGISTRY))}")
+        raise ValueError(
+            f"unknown algorithm {name!r}: choose from {', '.join(sorted(_REGISTRY))} (a "
+            "plug-in's algorithm is known once its file is loaded: --plugin FILE or "
+            "jaxrl.load_plugin)"
+        )
     return _REGISTRY[name]
 
 

@@ -113,7 +113,8 @@ def hyperparameters(algo: str, preset: str = DEFAULT_PRESET) -> list[Hyperparame
     aliases: dict[str, list[str]] = {}
     for old, new in getattr(cls, "ALIASES", {}).items():
         aliases.setdefault(new, []).append(old)
-    defaults = get_preset(preset).for_algo(algo, info.run_shape_like)[0]
+    defaults = get_preset(preset).for_algo(algo, info.run_shape_like, info.presets_like)[0]
+    defaults.update(info.presets.get(preset, {}))
     result = []
     for field in dataclasses.fields(cls):
         name = field.name
