@@ -63,6 +63,7 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     """The run's configuration and directory (created or opened), and whether to resume."""
     from jaxrl.io.run_dir import RunDir, default_run_path
     from jaxrl.io.runner import check_config
+    from jaxrl.training.sharding import is_primary
 
     algo = type(args).algo
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
@@ -76,6 +77,8 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     config = _new_config(algo, values, hyper, given, preset_in_force(argv))
     check_config(config)
     path = values["run_dir"] or default_run_path(algo, values["env"])
+    if not is_primary():  # process 0 of a job of several processes writes the run directory
+        return config, RunDir(Path(path)), False
     return config, RunDir.create(path), False
 
 
@@ -205,20 +208,54 @@ def _budget_notes(config: Any) -> list[str]:
     return notes
 
 
+def _join_job(args: Any, argv: list[str]) -> None:
+    """Join the job of several processes the launch options describe (or a cluster manager
+    launched: :func:`jaxrl.training.initialize_distributed`), before any other JAX call."""
+    from jaxrl.training.settings import launch_settings
+    from jaxrl.training.sharding import initialize_distributed
+
+    try:
+        initialize_distributed(**{name: getattr(args, name) for name in launch_settings()})
+    except ValueError as error:
+        flags = command_spec(argv, preset_in_force(argv)).options
+        raise UsageError(name_flags(str(error), flags)) from None
+
+
+def _resolve_in_step(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
+    """:func:`_resolve_train` in every process of a job together: if it fails in one (process
+    0 alone creates the run directory), every process stops, none waits for the others."""
+    from jaxrl.training.sharding import processes_agree
+
+    failure: UsageError | None = None
+    resolved = None
+    try:
+        resolved = _resolve_train(args, argv)
+    except UsageError as error:
+        failure = error
+    except (ValueError, TypeError, ModuleNotFoundError) as error:
+        # The library names Python fields (TRPO.max_kl); the user changes flags (--max-kl).
+        flags = command_spec(argv, preset_in_force(argv)).options
+        failure = UsageError(name_flags(str(error), flags))
+    if not processes_agree(failure is None) or resolved is None:
+        raise failure or UsageError(
+            "another process of the job could not set up the run (see its error)"
+        )
+    return resolved
+
+
 def train(args: Any, argv: list[str]) -> int:
     import numpy as np
 
     from jaxrl.io.report import CurveSummary, report_lines
     from jaxrl.io.runner import train_run
+    from jaxrl.training.sharding import is_primary, leave_job, several_processes
 
     _enable_compilation_cache()
-    try:
-        config, run_dir, resume = _resolve_train(args, argv)
-    except (ValueError, TypeError, ModuleNotFoundError) as error:
-        # The library names Python fields (TRPO.max_kl); the user changes flags (--max-kl).
-        flags = command_spec(argv, preset_in_force(argv)).options
-        raise UsageError(name_flags(str(error), flags)) from None
-    for line in _budget_notes(config):
+    _join_job(args, argv)
+    config, run_dir, resume = _resolve_in_step(args, argv)
+    primary = is_primary()
+    say = (lambda message: print(message, file=sys.stderr, flush=True)) if primary else None
+    for line in _budget_notes(config) if primary else ():
         print(line, file=sys.stderr, flush=True)
     resume_cmd = f"jaxrl train {config.algo} --resume {run_dir.path}"
     _interrupt_on_sigterm()
@@ -228,11 +265,26 @@ def train(args: Any, argv: list[str]) -> int:
             run_dir,
             resume=resume,
             stop_after_periods=args.stop_after_periods,
-            on_setup=lambda message: print(message, file=sys.stderr, flush=True),
+            on_setup=say,
         )
     except KeyboardInterrupt:
         print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
         return 130
+    except Exception:
+        if several_processes():  # stop now: the others cannot go on without this process
+            import traceback
+
+            leave_job(traceback.format_exc())
+        raise
+    if not primary:
+        import jax
+
+        print(
+            f"Process {jax.process_index()} of {jax.process_count()}: done (process 0 wrote "
+            "the run directory).",
+            file=sys.stderr,
+        )
+        return 0
     returns = result.eval_returns
     seeds = f"{config.num_seeds} seed{'s' if config.num_seeds != 1 else ''}"
     if resume and result.finished and not np.any(np.isfinite(returns)):
@@ -284,11 +336,27 @@ def _resolve_sweep(args: Any, argv: list[str]) -> tuple[Any, dict[str, list[Any]
     return base, grid, Path(path)
 
 
+def _one_process_sweep(argv: list[str]) -> None:
+    """A sweep runs in one process: launch options, or a cluster manager's launch of several
+    processes, are refused (each process would train the whole sweep into one directory)."""
+    from jaxrl.training.settings import launch_settings
+    from jaxrl.training.sharding import cluster_process_count
+
+    given = sorted(given_options(argv) & set(launch_settings()))
+    launched = cluster_process_count() or 1
+    if given or launched > 1:
+        what = ", ".join(option_flag(name) for name in given) or f"{launched} processes"
+        raise UsageError(
+            f"jaxrl sweep runs in one process ({what}): several processes are for jaxrl train"
+        )
+
+
 def sweep(args: Any, argv: list[str]) -> int:
     from jaxrl.io.studies import SweepError
     from jaxrl.io.studies import sweep as run_sweep
 
     _enable_compilation_cache()
+    _one_process_sweep(argv)
     try:
         base, grid, path = _resolve_sweep(args, argv)
         if not grid:

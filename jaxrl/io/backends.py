@@ -4,15 +4,20 @@
   driver. All seeds run in one program (:func:`jaxrl.training.over_seeds`: batched, or on a CPU
   NPG/TRPO seeds one after another); ``run_period`` is one compiled call; the
   checkpoint is the whole ``TrainCarry`` (agent state, replay buffer, environment states,
-  PRNG key), so a resumed run is bit-identical to an uninterrupted one.
+  PRNG key), so a resumed run is bit-identical to an uninterrupted one. In a job of several
+  processes (:func:`jaxrl.training.initialize_distributed`) the seeds are split over every
+  process's devices (:class:`jaxrl.training.sharding.SeedPlacement`), and metrics,
+  evaluations and checkpoints are gathered whole to every process (the runner's process 0
+  writes them); a checkpoint holds whole arrays, so a run resumes with any process layout.
 - :class:`HostBackend`: other gymnasium ids (gymnasium or EnvPool environments) in the host
   driver (:class:`jaxrl.training.gymnasium_driver.HostTrainLoop`). The checkpoint is the
   ``HostCarry`` (agent states, observation statistics and, unless ``checkpoint_buffer`` is
   off, the replay buffers); a resumed run continues on fresh environments with a seed offset.
 
 Both give the runner the same members: checkpoint ``template``, ``fresh`` carry,
-``to_checkpoint``/``from_checkpoint``, ``periods`` (a context giving ``run_period``) and
-``evaluate``; :func:`run_backend` picks one for a configuration.
+``to_checkpoint``/``from_checkpoint``, ``periods`` (a context giving ``run_period``),
+``gather`` (a period's metrics to NumPy on every process) and ``evaluate``; :func:`run_backend`
+picks one for a configuration.
 """
 
 from __future__ import annotations
@@ -113,7 +118,7 @@ class RunBackend(Protocol):
         """The carry of a run at period 0."""
 
     def to_checkpoint(self, carry: Any) -> Any:
-        """What a checkpoint of ``carry`` holds."""
+        """What a checkpoint of ``carry`` holds (whole arrays; every process calls it)."""
 
     def from_checkpoint(self, tree: Any) -> Any:
         """The carry a restored checkpoint ``tree`` stands for (for loading a policy)."""
@@ -126,6 +131,9 @@ class RunBackend(Protocol):
         metrics)`` with ``[S, collections]`` per-collection metrics (``env_steps`` counted
         from the run's start) and ``eval/env_steps``, ``eval/return`` ``[S]``."""
 
+    def gather(self, metrics: Any) -> Any:
+        """``run_period``'s metrics as NumPy arrays holding every seed, on every process."""
+
     def evaluate(
         self, state: Any, obs_stats: Any, episodes: int, seed: int, deterministic: bool
     ) -> np.ndarray:
@@ -133,7 +141,19 @@ class RunBackend(Protocol):
 
 
 def run_backend(config: RunConfig, agent: Any) -> RunBackend:
-    """The backend that trains ``config`` (``config.backend``) with ``agent``."""
+    """The backend that trains ``config`` (``config.backend``) with ``agent``.
+
+    Raises:
+      ValueError: a host-driver run in a job of several processes.
+    """
+    if config.backend != "jax":
+        from jaxrl.training.sharding import several_processes
+
+        if several_processes():
+            raise ValueError(
+                f"several processes need the jitted driver (a gymnax or Brax id): {config.env} "
+                "runs on the host driver"
+            )
     cls = JaxBackend if config.backend == "jax" else HostBackend
     return cls(config, agent)
 
@@ -158,12 +178,11 @@ def jax_loop(config: RunConfig, agent: Any) -> Any:
 
 
 def _canonical(tree: Any) -> Any:
-    """Strongly typed leaves committed to the default device, so fresh, continued and
-    restored carries all call the same compiled ``run_period``."""
-    tree = jax.tree_util.tree_map(
-        lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, tree
-    )
-    return jax.device_put(tree, jax.devices()[0])
+    """Strongly typed leaves committed to this process's first device, so fresh, continued
+    and restored carries all call the same compiled ``run_period``."""
+    from jaxrl.training.sharding import SeedPlacement
+
+    return SeedPlacement().put(tree)
 
 
 @dataclasses.dataclass
@@ -183,10 +202,19 @@ class JaxBackend(_Backend):
     a sweep."""
 
     @functools.cached_property
+    def placement(self) -> Any:
+        """Where the seeds live (:class:`jaxrl.training.sharding.SeedPlacement`): split over
+        every device of a job of several processes, else on one device."""
+        from jaxrl.training.sharding import SeedPlacement
+
+        return SeedPlacement.for_job()
+
+    @functools.cached_property
     def group(self) -> JaxGroupBackend:
-        return JaxGroupBackend([self.config], [self.agent])
+        return JaxGroupBackend([self.config], [self.agent], self.placement)
 
     def check(self) -> None:
+        self.placement.check(self.config.num_seeds)
         loop = jax_loop(self.config, self.agent)
         jax.eval_shape(loop.init, jax.random.key(self.config.seed))  # it accepts the spaces
 
@@ -198,15 +226,18 @@ class JaxBackend(_Backend):
         return self.group.fresh()
 
     def to_checkpoint(self, carry: Any) -> Any:
-        return carry
+        return carry if self.placement.mesh is None else self.placement.gather(carry)
 
     def from_checkpoint(self, tree: Any) -> Any:
-        return _canonical(tree)
+        return self.placement.put(tree)
 
     @contextlib.contextmanager
     def periods(self, carry: Any, start_steps: int) -> Iterator[tuple[Any, Callable]]:
         del start_steps  # the carry holds the env steps, states and keys
         yield carry, self.group.run_period
+
+    def gather(self, metrics: Any) -> Any:
+        return self.placement.gather(metrics)
 
     def evaluate(
         self, state: Any, obs_stats: Any, episodes: int, seed: int, deterministic: bool
@@ -216,17 +247,23 @@ class JaxBackend(_Backend):
         static = None if evaluates_both_modes(self.agent) else bool(deterministic)
         config = self.config
         leaves, structure = jax.tree_util.tree_flatten(self.agent)
+        placement = self.placement if self.placement.mesh is not None else None
         program = jax_evaluation_program(
-            structure, config.env, config.brax_backend, episodes, static
+            structure, config.env, config.brax_backend, episodes, static, placement
         )
-        keys = _keys_of_seeds(seed, config.num_seeds)
-        returns = program(leaves, state, obs_stats, keys, jnp.asarray(bool(deterministic)))
-        return np.asarray(jax.device_get(returns), np.float64)
+        keys = self.placement.put(_keys_of_seeds(seed, config.num_seeds))
+        returns = program(leaves, state, obs_stats, keys, np.asarray(bool(deterministic)))
+        return np.asarray(self.placement.gather(returns), np.float64)
 
 
 @functools.lru_cache(maxsize=8)
 def jax_evaluation_program(
-    structure: Any, env_id: str, brax_backend: str | None, episodes: int, static: bool | None
+    structure: Any,
+    env_id: str,
+    brax_backend: str | None,
+    episodes: int,
+    static: bool | None,
+    placement: Any = None,
 ) -> Callable:
     """``(leaves, state [S], obs_stats [S], keys [S], deterministic) -> returns [S]``, jitted,
     for agents of one ``structure`` (their pytree definition: class and static fields),
@@ -235,7 +272,9 @@ def jax_evaluation_program(
 
     With ``static=None``, ``deterministic`` is a traced bool, so that the deterministic and
     the stochastic evaluations (the step-0 and the final ones) share one compiled program;
-    otherwise the policy acts as ``static`` says and the argument is ignored."""
+    otherwise the policy acts as ``static`` says and the argument is ignored. ``placement``
+    (a :class:`jaxrl.training.sharding.SeedPlacement`) splits the seeds over the devices
+    of a job of several processes."""
     from jaxrl.training import evaluate
 
     env, env_params = _jax_env(env_id, brax_backend)
@@ -247,7 +286,10 @@ def jax_evaluation_program(
         mode = deterministic if static is None else static
         return evaluate(agent, state, env, env_params, key, episodes, stats, mode)
 
-    return jax.jit(jax.vmap(one, in_axes=(None, 0, 0, 0, None)))
+    seeds = jax.vmap(one, in_axes=(None, 0, 0, 0, None))
+    if placement is None:
+        return jax.jit(seeds)
+    return placement.jit(seeds, split=(False, True, True, True, False))
 
 
 class JaxGroupBackend:
@@ -260,13 +302,21 @@ class JaxGroupBackend:
     programs map or vmap like a seed axis (:func:`jaxrl.training.over_seeds`); seed ``s`` of
     every setting has the key of seed ``s`` of its own run (:func:`seed_keys`).
 
+    With a ``placement`` that splits seeds over the devices of a job of several processes
+    (:class:`jaxrl.training.sharding.SeedPlacement`), the ``[G * S]`` axis is split over
+    them, each device running the group's programs on its block (their compile time is then
+    not measured).
+
     Attributes:
       configs: the settings' run configurations; agents: their algorithm objects.
       layout: the runs' collections and periods (one for all).
     """
 
-    def __init__(self, configs: list[RunConfig], agents: list[Any]) -> None:
+    def __init__(self, configs: list[RunConfig], agents: list[Any], placement: Any = None) -> None:
         from jaxrl.training.seeds import resolve_seed_axis
+        from jaxrl.training.sharding import SeedPlacement
+
+        self.placement = SeedPlacement() if placement is None else placement
 
         self.configs, self.agents = list(configs), list(agents)
         first = self.configs[0]
@@ -284,9 +334,11 @@ class JaxGroupBackend:
             )
             for values in zip(*(leaves for leaves, _ in flat), strict=True)
         ]
+        if self.placement.mesh is not None:
+            self.leaves = self.placement.put(self.leaves)
         self.env, self.env_params = _jax_env(first.env, first.brax_backend)
         self.how = resolve_seed_axis("auto", self.agents[0], self.env)
-        self.init_program = jax.jit(self._over(lambda loop, key: loop.init(key)))
+        self.init_program = self._jit(self._over(lambda loop, key: loop.init(key)))
         self._periods: dict[int, Callable] = {}
         self.compile_seconds = 0.0  # lowering and compiling the period programs
 
@@ -303,25 +355,32 @@ class JaxGroupBackend:
 
         return over_seeds(one, self.how)
 
+    def _jit(self, fn: Callable) -> Callable:
+        """``fn`` jitted, or run per device on its block of a split ``[G * S]`` axis."""
+        return jax.jit(fn) if self.placement.mesh is None else self.placement.jit(fn)
+
     def fresh(self) -> Any:
         keys = jnp.concatenate([seed_keys(config) for config in self.configs])
-        return _canonical(self.init_program(self.leaves, keys))
+        keys = self.placement.put(keys) if self.placement.mesh is not None else keys
+        return self.placement.put(self.init_program(self.leaves, keys))
 
     def period_program(self, collections: int) -> Callable:
         """The jitted ``(leaves, carry) -> (carry, metrics)`` of a period of ``collections``
         collections."""
-        return jax.jit(self._over(lambda loop, c: loop.period(collections)(c)))
+        return self._jit(self._over(lambda loop, c: loop.period(collections)(c)))
 
     def run_period(self, carry: Any, collections: int) -> tuple[Any, dict[str, Any]]:
         """One period of ``collections`` collections of every setting and seed (its program
         compiled at its first call, the time added to :attr:`compile_seconds`)."""
         if collections not in self._periods:
             start = time.perf_counter()
-            program = self.period_program(collections).lower(self.leaves, carry).compile()
+            program = self.period_program(collections)
+            if self.placement.mesh is None:
+                program = program.lower(self.leaves, carry).compile()
+                self.compile_seconds += time.perf_counter() - start
             self._periods[collections] = program
-            self.compile_seconds += time.perf_counter() - start
         carry, metrics = self._periods[collections](self.leaves, carry)
-        return _canonical(carry), metrics
+        return self.placement.put(carry), metrics
 
     def part(self, tree: Any, g: int) -> Any:
         """Setting ``g``'s share of a ``[G * S]`` tree (its seeds)."""
@@ -384,6 +443,9 @@ class HostBackend(_Backend):
 
     def from_checkpoint(self, tree: Any) -> Any:
         return tree["carry"]
+
+    def gather(self, metrics: Any) -> Any:
+        return jax.device_get(metrics)
 
     @contextlib.contextmanager
     def periods(self, carry: Any, start_steps: int) -> Iterator[tuple[Any, Callable]]:

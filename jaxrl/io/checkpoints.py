@@ -6,6 +6,13 @@ directory and renames it when complete (``commit_success.txt`` marks it), so an 
 save leaves only a temporary directory; :meth:`CheckpointStore.steps` lists finalized steps
 only, and :meth:`CheckpointStore.prune_after` removes anything newer than the step a run
 resumes from (incomplete directories included) before new checkpoints are written.
+
+In a job of several processes every process uses the store by itself (orbax's
+``active_processes`` of one: no process waits for another inside orbax), with NumPy copies of
+the leaves (orbax refuses to write one process's device arrays in a multi-process job): the
+runner has process 0 alone save whole arrays (gathered from every process), and every process
+restore them, from a directory all of them read. The files are the same either way, so a run
+resumes with any number of processes.
 """
 
 from __future__ import annotations
@@ -33,6 +40,10 @@ def _quiet_orbax() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
+def _several_processes() -> bool:
+    return jax.process_count() > 1
+
+
 def _is_key(x: Any) -> bool:
     dtype = getattr(x, "dtype", None)
     return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
@@ -42,13 +53,14 @@ def encode(tree: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """Flatten ``tree`` into ``{"00000": leaf, ...}`` of plain arrays (typed PRNG keys as
     ``jax.random.key_data``) and a JSON description: leaf paths, shapes, dtypes, key impls."""
     leaves_with_paths, _ = jax.tree_util.tree_flatten_with_path(tree)
+    host = _several_processes()  # orbax writes no process-local device arrays there
     flat, described = {}, []
     for index, (path, leaf) in enumerate(leaves_with_paths):
         impl = None
         if _is_key(leaf):
             impl = str(jax.random.key_impl(leaf))
             leaf = jax.random.key_data(leaf)
-        flat[f"{index:05d}"] = leaf
+        flat[f"{index:05d}"] = np.asarray(leaf) if host else leaf
         described.append(
             {
                 "path": jax.tree_util.keystr(path),
@@ -61,11 +73,14 @@ def encode(tree: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _abstract(tree: Any) -> tuple[dict[str, Any], list[Any], Any]:
-    """Abstract flat dict (ShapeDtypeStruct leaves, keys as key data) of a template tree."""
+    """Abstract flat dict (ShapeDtypeStruct leaves, keys as key data) of a template tree;
+    in a job of several processes NumPy arrays (restored as NumPy: orbax reads no
+    process-local device arrays there)."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
-    # Restore onto this process's default device, whatever device wrote the checkpoint
-    # (without a sharding orbax reuses the saved one, e.g. cpu:0, absent on a GPU machine).
-    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    # Restore onto this process's first device, whatever device wrote the checkpoint
+    # (without a sharding orbax reuses the saved one, e.g. cpu:0, absent on a GPU machine;
+    # in a job of several processes jax.devices()[0] may be another process's).
+    device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
     flat = {}
     for index, leaf in enumerate(leaves):
         if _is_key(leaf):
@@ -73,7 +88,10 @@ def _abstract(tree: Any) -> tuple[dict[str, Any], list[Any], Any]:
             shape, dtype = data.shape, data.dtype
         else:
             shape, dtype = np.shape(leaf), leaf.dtype
-        flat[f"{index:05d}"] = jax.ShapeDtypeStruct(shape, dtype, sharding=device)
+        if _several_processes():
+            flat[f"{index:05d}"] = np.zeros(shape, dtype)
+        else:
+            flat[f"{index:05d}"] = jax.ShapeDtypeStruct(shape, dtype, sharding=device)
     return flat, leaves, treedef
 
 
@@ -87,6 +105,18 @@ def decode(flat: dict[str, Any], like: Any, description: dict[str, Any]) -> Any:
             value = jax.random.wrap_key_data(value, impl=entry["key_impl"])
         restored.append(value)
     return jax.tree_util.tree_unflatten(treedef, restored)
+
+
+def _manager_options(**options: Any) -> Any:
+    """orbax's ``CheckpointManagerOptions``; in a job of several processes, for this process
+    alone (orbax then cannot create the directory itself)."""
+    import orbax.checkpoint as ocp
+
+    if _several_processes():
+        index = jax.process_index()
+        alone = ocp.options.MultiprocessingOptions(primary_host=index, active_processes={index})
+        options.update(create=False, multiprocessing_options=alone)
+    return ocp.CheckpointManagerOptions(**options)
 
 
 class CheckpointStore:
@@ -149,7 +179,8 @@ class CheckpointStore:
             import orbax.checkpoint as ocp
 
             _quiet_orbax()
-            options = ocp.CheckpointManagerOptions(max_to_keep=self.max_to_keep, create=True)
+            self.directory.mkdir(parents=True, exist_ok=True)
+            options = _manager_options(max_to_keep=self.max_to_keep, create=True)
             self._manager = ocp.CheckpointManager(self.directory, options=options)
         return self._manager
 
@@ -225,7 +256,7 @@ class CheckpointStore:
                     f"{tuple(entry['shape'])}, the run needs {tuple(template.shape)} "
                     f"(array {index})"
                 )
-        with ocp.CheckpointManager(self.directory) as manager:
+        with ocp.CheckpointManager(self.directory, options=_manager_options()) as manager:
             restored = manager.restore(
                 step,
                 args=ocp.args.Composite(**{_TREE: ocp.args.StandardRestore(abstract)}),

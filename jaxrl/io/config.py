@@ -27,7 +27,13 @@ from jaxrl.algorithms._common import field_help
 from jaxrl.algorithms._common import linear_schedule as linear_schedule  # re-exported
 from jaxrl.algorithms.noise import parse_noise as parse_noise  # re-exported
 from jaxrl.algorithms.presets import get_preset, presets_help
-from jaxrl.training.settings import REQUIRED, RunSettings, setting, settings_fields
+from jaxrl.training.settings import (
+    REQUIRED,
+    RunSettings,
+    launch_settings,
+    setting,
+    settings_fields,
+)
 
 
 class _AlgorithmClasses(Mapping):
@@ -141,7 +147,9 @@ def _json_value(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-# Settings a resumed run may change; every other one is the run's own.
+# Settings a resumed run may change; every other one is the run's own. The launch settings
+# (how the processes of a job find each other: jaxrl.training.settings.launch_settings) are
+# not the run's at all: config.json leaves them out, and a resumed run takes them as given.
 RESUME_OVERRIDES = ("total_steps", "checkpoint_every")
 
 
@@ -240,15 +248,20 @@ class RunConfig(RunSettings):
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-able dict (what ``config.json`` holds); ``counts`` records what the run does
+        """A JSON-able dict (what ``config.json`` holds): the run settings but the launch
+        settings (:func:`jaxrl.training.settings.launch_settings`: how this launch's
+        processes joined, not what the run is); ``counts`` records what the run does
         (:attr:`layout`), for reading only."""
         layout = self.layout
+        launch = launch_settings()
         return {
             "algo": self.algo,
             "env": self.env,
             "backend": self.backend,
             "preset": self.preset,
-            "run": {f.name: getattr(self, f.name) for f in settings_fields()},
+            "run": {
+                f.name: getattr(self, f.name) for f in settings_fields() if f.name not in launch
+            },
             "hyperparameters": dict(self.hyperparameters),
             "counts": {
                 "env_steps": layout.total_steps,
@@ -261,22 +274,29 @@ class RunConfig(RunSettings):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
-        """Inverse of :meth:`to_dict` (fields added later take their defaults)."""
+        """Inverse of :meth:`to_dict` (fields added later take their defaults; launch
+        settings are never read from it)."""
         defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+        launch = launch_settings()
         return cls(
             algo=data["algo"],
             env=data["env"],
             backend=data["backend"],
             hyperparameters=dict(data["hyperparameters"]),
             preset=data.get("preset", DEFAULT_PRESET),
-            **{f.name: data["run"].get(f.name, defaults[f.name]) for f in settings_fields()},
+            **{
+                f.name: data["run"].get(f.name, defaults[f.name])
+                for f in settings_fields()
+                if f.name not in launch
+            },
         )
 
     def resumed(self, given: Mapping[str, Any]) -> RunConfig:
         """This run, continued with the settings and hyperparameters ``given`` again (on the
-        command line): the ones a resume may change (:data:`RESUME_OVERRIDES`) are taken;
-        an ``"auto"`` backend matches any; ``given`` names that are not settings of a run
-        (``resume``, ``run_dir``) are ignored.
+        command line): the ones a resume may change (:data:`RESUME_OVERRIDES`) and the launch
+        settings (:func:`jaxrl.training.settings.launch_settings`) are taken; an ``"auto"``
+        backend matches any; ``given`` names that are not settings of a run (``resume``,
+        ``run_dir``) are ignored.
 
         Raises:
           ResumeConflict: the first other setting whose given value differs, naming it.
@@ -296,9 +316,8 @@ class RunConfig(RunSettings):
                 continue
             if new != old and name not in RESUME_OVERRIDES:
                 raise ResumeConflict(name, new, old)
-        return dataclasses.replace(
-            self, **{name: given[name] for name in RESUME_OVERRIDES if name in given}
-        )
+        taken = (*RESUME_OVERRIDES, *launch_settings())
+        return dataclasses.replace(self, **{name: given[name] for name in taken if name in given})
 
     def save(self, path: Path) -> None:
         """Write :meth:`to_dict` as JSON (atomically: a temporary file renamed)."""

@@ -6,6 +6,13 @@ metrics, updates the progress bar and, every ``checkpoint_every`` periods and at
 checkpoints what the backend keeps (the jitted driver's whole ``TrainCarry``, bit-identical
 on resume; the host driver's ``HostCarry``, resumed on fresh environments with a seed
 offset).
+
+In a job of several processes (:func:`jaxrl.training.initialize_distributed`) every process
+runs this loop on its share of the seeds; each period's metrics, the evaluations and the
+checkpoints are gathered whole to every process, and process 0 alone writes the run
+directory (``config.json``, CSVs, TensorBoard, plots, checkpoints, ``final_eval.json``). A
+resumed run reads its checkpoint in every process (the run directory must be on a
+filesystem every process reads).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from jaxrl.io.plots import plot_runs
 from jaxrl.io.progress import RunProgress
 from jaxrl.io.report import FinalEvaluation
 from jaxrl.io.run_dir import RunDir
+from jaxrl.training.sharding import barrier, is_primary, several_processes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,8 +94,22 @@ class LoadedRun:
     step: int
 
 
+class _NoMetrics:
+    """The metrics of a process that writes none (not process 0 of a job)."""
+
+    def log_updates(self, rows: Any) -> None:
+        del rows
+
+    def log_evals(self, rows: Any) -> None:
+        del rows
+
+    def close(self) -> None:
+        pass
+
+
 class _Run:
-    """Shared bookkeeping of a training call: metrics, checkpoints, progress, plot."""
+    """Shared bookkeeping of a training call: metrics, checkpoints, progress, plot (written
+    by the primary process only, :func:`jaxrl.training.sharding.is_primary`)."""
 
     def __init__(
         self,
@@ -106,15 +128,18 @@ class _Run:
         self.period, self.env_steps = start_period, start_steps
         self.num_periods = num_periods
         self.elapsed0, self.started = elapsed, time.perf_counter()
+        self.primary = is_primary()
         # A run resumed without a checkpoint starts over: its files are cleared (period -1),
         # and every run that starts at period 0 first logs the initial policy's evaluation.
-        self.metrics = MetricsLogger(
-            run_dir.path,
-            config.num_seeds,
-            resume_period=(start_period if start_period > 0 else -1) if resumed else None,
-            resume_steps=start_steps,
-        )
-        if start_period == 0:
+        self.metrics: MetricsLogger | _NoMetrics = _NoMetrics()
+        if self.primary:
+            self.metrics = MetricsLogger(
+                run_dir.path,
+                config.num_seeds,
+                resume_period=(start_period if start_period > 0 else -1) if resumed else None,
+                resume_steps=start_steps,
+            )
+        if start_period == 0 and self.primary:
             run_dir.final_eval.unlink(missing_ok=True)
         self.final: FinalEvaluation | None = None
         self.eval_returns = np.full(config.num_seeds, np.nan)
@@ -128,7 +153,7 @@ class _Run:
         self.progress = RunProgress(
             description, total_steps, config.num_seeds, start_steps=start_steps
         )
-        if not progress:
+        if not progress or not self.primary:
             self.progress.console.quiet = True
 
     def wall_time(self) -> float:
@@ -146,7 +171,8 @@ class _Run:
         """After the last period: evaluate the final policy (``final_eval.json``)."""
         if self.period >= self.num_periods:
             self.final = final_evaluation(self.config, agent, state, obs_stats, self.env_steps)
-            self.final.save(self.run_dir.final_eval)
+            if self.primary:
+                self.final.save(self.run_dir.final_eval)
 
     def end_period(
         self, update_rows: list[dict[str, Any]], eval_returns: np.ndarray, env_steps: int
@@ -179,7 +205,12 @@ class _Run:
         return self.period >= self.num_periods or (every > 0 and self.period % every == 0)
 
     def save(self, tree: Any) -> None:
-        """Checkpoint ``tree`` as this period (in the background) and redraw the plot."""
+        """Checkpoint ``tree`` as this period (in the background) and redraw the plot (the
+        primary process; the others only note where it is)."""
+        self.checkpoint = self.run_dir.checkpoints / str(self.period)
+        self.saved_period = self.period
+        if not self.primary:
+            return
         self.store.save(
             self.period,
             tree,
@@ -192,11 +223,11 @@ class _Run:
                 "backend": self.config.backend,
             },
         )
-        self.checkpoint = self.run_dir.checkpoints / str(self.period)
-        self.saved_period = self.period
         self.plot()
 
     def plot(self) -> Path:
+        if not self.primary:
+            return self.run_dir.plot
         return plot_runs([self.run_dir.path], self.run_dir.plot)
 
     def close(self) -> None:
@@ -243,12 +274,16 @@ def train_run(
       progress: show the progress bar / progress lines on stderr.
       on_setup: called with a message once the run is set up (before compiling).
 
+    In a job of several processes every process calls it with the same arguments; process 0
+    alone writes ``run_dir`` (see the module docstring).
+
     Raises:
       ValueError, TypeError: invalid configuration (before anything is trained).
       KeyboardInterrupt: after finishing pending checkpoint writes.
     """
     agent = config.make_agent()
-    config.save(run_dir.config)
+    if is_primary():
+        config.save(run_dir.config)
     backend = run_backend(config, agent)
     store = CheckpointStore(run_dir.checkpoints)
     restored, meta = _resume_point(store, backend.template(), resume)
@@ -282,7 +317,7 @@ def train_run(
                 carry, metrics = run_period(carry, collections)
                 run.period += 1
                 periods_done += 1
-                metrics = jax.device_get(metrics)
+                metrics = backend.gather(metrics)
                 run.end_period(
                     update_rows(metrics, run.period, first_update=done + 1),
                     metrics["eval/return"],
@@ -290,7 +325,7 @@ def train_run(
                 )
                 done += collections
                 if run.checkpoint_due():
-                    run.save(backend.to_checkpoint(carry))
+                    run.save(backend.to_checkpoint(carry))  # gathered by every process
             run.finish(agent, carry.state, carry.obs_stats)
         run.plot()
     finally:
@@ -325,11 +360,15 @@ def check_config(config: RunConfig) -> None:
 def _resume_point(
     store: CheckpointStore, like: Any, resume: bool
 ) -> tuple[Any, dict[str, Any] | None]:
+    """The checkpoint to resume from (every process reads it) and its metadata, or None;
+    the primary process then removes newer and incomplete checkpoints."""
     if not resume or store.latest_step() is None:
-        store.prune_after(0)
-        return None, None
-    tree, meta = store.restore(like)
-    store.prune_after(meta["period"])
+        tree, meta = None, None
+    else:
+        tree, meta = store.restore(like)
+    barrier("jaxrl-resume-point")  # every process has read it before any is removed
+    if is_primary():
+        store.prune_after(meta["period"] if meta else 0)
     return tree, meta
 
 
@@ -365,6 +404,8 @@ def _setup_message(run: _Run) -> str:
     )
     seeds = f"{config.num_seeds} seed{'s' if config.num_seeds != 1 else ''}"
     driver = "in one jitted program" if config.backend == "jax" else "on the host driver"
+    if several_processes():
+        driver += f" over {jax.device_count()} devices of {jax.process_count()} processes"
     return (
         f"{config.algo.upper()} on {config.env}: {seeds} {driver}, {where}; "
         f"run directory {run.run_dir.path}"

@@ -40,7 +40,7 @@ import numpy as np
 from jaxrl.io.config import RunConfig, hyperparameters
 from jaxrl.io.report import CurveSummary, FinalEvaluation
 from jaxrl.io.run_dir import RunDir
-from jaxrl.training.settings import command_line_options, settings_fields
+from jaxrl.training.settings import command_line_options, launch_settings, settings_fields
 
 NOT_SWEPT = {
     "seed": "the seeds are the sweep's other axis: use num_seeds and seed",
@@ -151,6 +151,11 @@ def _check_field(name: str, kinds: Mapping[str, Any], algo: str) -> None:
         return
     if name in NOT_SWEPT:
         raise SweepError(f"--sweep {name}: cannot be swept ({NOT_SWEPT[name]})")
+    if name in launch_settings():
+        raise SweepError(
+            f"--sweep {name}: cannot be swept (a launch setting: how the processes of a job "
+            "find each other, not what a run learns)"
+        )
     fields = {f.name for f in dataclasses.fields(RunConfig)} | {"env", "algo"}
     if name in fields:
         raise SweepError(f"--sweep {name}: cannot be swept (one sweep trains one {name})")

@@ -20,18 +20,26 @@ from jaxrl.training.jax_driver import (
     train_until,
 )
 from jaxrl.training.seeds import SeedAxis, over_seeds, resolve_seed_axis
-from jaxrl.training.sharding import initialize_distributed, seed_mesh, train_sharded
+from jaxrl.training.sharding import (
+    SeedPlacement,
+    gather_seeds,
+    initialize_distributed,
+    seed_mesh,
+    train_sharded,
+)
 
 __all__ = [
     "CollectorState",
     "HostCollector",
     "JaxCollector",
     "SeedAxis",
+    "SeedPlacement",
     "TrainCarry",
     "TrainConfig",
     "TrainLoop",
     "checked_call",
     "evaluate",
+    "gather_seeds",
     "initialize_distributed",
     "make_collector",
     "make_env",

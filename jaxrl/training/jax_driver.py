@@ -533,26 +533,32 @@ def train_until(
     return carry.state, metrics
 
 
-def seed_programs(loop: TrainLoop, seed_axis: str = "auto") -> tuple[Callable, Callable]:
+def seed_programs(
+    loop: TrainLoop, seed_axis: str = "auto", placement: Any = None
+) -> tuple[Callable, Callable]:
     """Jitted ``init(keys)`` and ``run_period(carry, collections=None)`` of a loop over a
     leading seed axis (:func:`jaxrl.training.over_seeds`), kept so that drivers that run it
     period by period (:func:`train_until`, the ``jaxrl`` command) reuse the compiled
     programs for the same loop. ``run_period`` compiles one program per period length: the
     whole period (``collections`` None or ``collections_per_period``) and, for a run whose
-    last period is shorter, that one when it is first called."""
-    return _seed_programs(loop, resolve_seed_axis(seed_axis, loop.agent, loop.env))
+    last period is shorter, that one when it is first called. ``placement`` (a
+    :class:`jaxrl.training.sharding.SeedPlacement`) splits the seeds over the devices of a
+    job of several processes, each device running its block of seeds; None: plain
+    ``jax.jit``."""
+    return _seed_programs(loop, resolve_seed_axis(seed_axis, loop.agent, loop.env), placement)
 
 
 @functools.lru_cache(maxsize=16)
-def _seed_programs(loop: TrainLoop, how: str) -> tuple[Callable, Callable]:
+def _seed_programs(loop: TrainLoop, how: str, placement: Any) -> tuple[Callable, Callable]:
+    jit = jax.jit if placement is None else placement.jit
     whole = loop.layout.collections_per_period
-    programs = {whole: jax.jit(over_seeds(loop.run_period, how))}
+    programs = {whole: jit(over_seeds(loop.run_period, how))}
 
     def run_period(carry: Any, collections: int | None = None) -> tuple[Any, dict[str, Any]]:
         length = whole if collections is None else int(collections)
         if length not in programs:
-            programs[length] = jax.jit(over_seeds(loop.period(length), how))
+            programs[length] = jit(over_seeds(loop.period(length), how))
         return programs[length](carry)
 
     run_period.programs = programs  # the jitted period programs by length (for inspection)
-    return jax.jit(over_seeds(loop.init, how)), run_period
+    return jit(over_seeds(loop.init, how)), run_period

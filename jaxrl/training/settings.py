@@ -57,6 +57,7 @@ def setting(
     cli: bool = True,
     cli_type: Any = None,
     cli_default: Any = _NO_DEFAULT,
+    launch: bool = False,
 ) -> Any:
     """A run setting: a dataclass field whose metadata the command line reads.
 
@@ -70,6 +71,9 @@ def setting(
       cli_type: the command-line type where it differs from the field's (``int | None``
         where None asks the command to choose).
       cli_default: the command's default where it differs from ``default``.
+      launch: how this process joins a job of several processes, not what the run is
+        (:func:`launch_settings`): not saved in ``config.json``, and a resumed run takes it
+        as given (it may be launched with another process layout).
     """
     metadata = {
         "help": help,
@@ -79,6 +83,7 @@ def setting(
         "cli": cli,
         "cli_type": cli_type,
         "cli_default": cli_default,
+        "launch": launch,
     }
     if default is REQUIRED:
         return dataclasses.field(metadata=metadata)
@@ -171,6 +176,18 @@ class RunSettings:
         for the ids it has when installed); unused by the jitted driver.
       brax_backend: Brax's physics backend for a ``brax:NAME`` environment (``generalized``,
         ``positional``, ``spring`` or ``mjx``); None for every other environment.
+      coordinator_address: a job of several processes: ``host:port`` of process 0, which
+        coordinates the job (``jax.distributed.initialize``); None for a single process, or
+        where a cluster manager launched the job (SLURM's ``srun``, Open MPI's ``mpirun``:
+        JAX reads it from their environment). The launch settings (this one,
+        ``num_processes``, ``process_id``, ``coordinator_timeout``) are not saved with the
+        run (:func:`launch_settings`); :func:`jaxrl.training.initialize_distributed` joins
+        the job they describe.
+      num_processes: processes of the job (None: 1, or the cluster manager's count).
+      process_id: this process' index in the job, ``0 .. num_processes - 1`` (None: the
+        cluster manager's); process 0 writes the run directory.
+      coordinator_timeout: seconds a process waits for every process of the job to join it;
+        then it exits naming the coordinator.
     """
 
     num_envs: int = setting(
@@ -237,6 +254,32 @@ class RunSettings:
         "positional, spring, or mjx (MuJoCo XLA, for GPUs)",
     )
 
+    coordinator_address: str | None = setting(
+        None,
+        "several processes: host:port of process 0, which coordinates the job; None: one "
+        "process, or the job a cluster manager (SLURM's srun, mpirun) launched",
+        launch=True,
+    )
+    num_processes: int | None = setting(
+        None,
+        "several processes: processes in the job (None: 1, or the cluster manager's count)",
+        minimum=1,
+        launch=True,
+    )
+    process_id: int | None = setting(
+        None,
+        "several processes: this process' index, 0 to num_processes - 1 (process 0 writes the "
+        "run directory; None: the cluster manager's)",
+        minimum=0,
+        launch=True,
+    )
+    coordinator_timeout: int = setting(
+        300,
+        "several processes: seconds to wait for every process to join the job",
+        minimum=1,
+        launch=True,
+    )
+
     def __post_init__(self) -> None:
         self.validate({name: getattr(self, name) for name in _rules(type(self))})
 
@@ -265,6 +308,14 @@ class RunSettings:
                     f"{values['num_envs']} x {values['num_steps']} = {collection:,} env steps)",
                     values["total_steps"],
                 )
+        process, processes = values.get("process_id"), values.get("num_processes")
+        if process is not None and processes is not None and process >= processes:
+            raise SettingError(
+                owner,
+                "process_id",
+                f"less than {{num_processes}} ({processes}): processes are numbered from 0",
+                process,
+            )
 
     @property
     def layout(self) -> RunLayout:
@@ -313,6 +364,12 @@ class RunSettings:
 def settings_fields() -> tuple[dataclasses.Field, ...]:
     """The fields of :class:`RunSettings` (the run settings), in declaration order."""
     return dataclasses.fields(RunSettings)
+
+
+def launch_settings() -> tuple[str, ...]:
+    """Names of the launch settings (:func:`setting`'s ``launch``): how a process joins a job
+    of several processes, not what the run is; ``config.json`` leaves them out."""
+    return tuple(f.name for f in settings_fields() if f.metadata["launch"])
 
 
 @functools.cache
