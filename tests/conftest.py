@@ -92,6 +92,7 @@ HEAVY_FILES_FIRST = (
     "parity/test_tianshou_on_policy.py",
     "benchmark_scripts/test_quick_jax.py",
     "benchmark_scripts/test_quick_host.py",
+    "benchmark_scripts/test_quick_roofline.py",
     "test_on_policy.py",
     "test_ddpg.py",
     "cli/test_resume.py",

@@ -1,0 +1,76 @@
+"""The roofline script: its loop-counting HLO analysis on a program whose FLOPs are known, and
+its ``--quick`` mode end to end (see conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax import lax
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import roofline
+
+
+def _analysis(fn, *args, dynamic=None):
+    compiled = jax.jit(fn).lower(*args).compile()
+    return roofline.analyse_compiled(compiled, dynamic or {})
+
+
+def test_loops_are_counted_as_often_as_they_run():
+    """XLA's cost analysis counts a loop body once; the script counts it per trip: a scan of
+    10 products of 64 x 64 matrices inside a while loop that runs 3 times is 30 products."""
+    one = 2.0 * 64**3
+    w = jnp.full((64, 64), 0.01, jnp.float32)
+
+    def scanned(x, n):
+        def body(c, _):
+            return c @ w, None
+
+        def outer(state):
+            c, i = state
+            return lax.scan(body, c, None, length=10)[0], i + 1
+
+        return lax.while_loop(lambda s: s[1] < n, outer, (x, 0))[0]
+
+    x = jnp.ones((64, 64), jnp.float32)
+    unknown = _analysis(scanned, x, 3)
+    assert unknown["xla_flops_once"] == pytest.approx(one, rel=0.05)
+    assert unknown["loops_unknown_trips"] == 1  # the while loop's count is data-dependent
+    assert unknown["flops"] == pytest.approx(10 * one, rel=0.05)  # counted once, flagged
+    counted = _analysis(scanned, x, 3, dynamic={"scanned": 3.0})
+    assert counted["loops_unknown_trips"] == 0
+    assert counted["flops"] == pytest.approx(30 * one, rel=0.05)
+    assert counted["dot_flops"] == pytest.approx(30 * one)
+    assert counted["ops"] >= 30
+
+
+@pytest.mark.slow
+def test_roofline_quick(tmp_path, run_quick):
+    output = run_quick("roofline.py", tmp_path)
+    backend = jax.default_backend()
+    data = json.loads((tmp_path / f"roofline_{backend}.json").read_text())
+    assert [row["program"] for row in data["rows"]] == [
+        *roofline.QUICK_PROGRAMS[:-1],
+        "ddpg-host-step",
+        "ddpg-host-act",
+        "ddpg-host-learn",
+    ]
+    peaks = data["peaks"]
+    assert peaks["matmul_gflops_highest"] > 0 and peaks["bandwidth_gbs"] > 0
+    for row in data["rows"]:
+        assert row["time_median_s"] > 0 and row["flops"] > 0 and row["bytes"] > 0
+        assert row["bound"] in ("compute", "memory", "latency/overhead")
+        assert row["loops_unknown_trips"] == 0, row["loops"]
+        assert row["pct_matmul_peak"] > 0 and row["ops"] > 0
+    update = next(r for r in data["rows"] if r["program"] == "trpo-update-pendulum")
+    # Conjugate gradients and the line search ran, and their loops were counted.
+    assert update["data_dependent_trips"]["conjugate_gradient"] >= 1
+    assert update["flops"] > 3 * update["xla_flops_once"]
+    assert "| program |" in output and "trpo-update-pendulum:" in output
+    assert (tmp_path / f"roofline_{backend}.csv").exists()
