@@ -223,7 +223,8 @@ class _Run:
                 "backend": self.config.backend,
             },
         )
-        self.plot()
+        if self.period < self.num_periods:  # the last one is drawn after the final evaluation
+            self.plot()
 
     def plot(self) -> Path:
         if not self.primary:
