@@ -175,12 +175,7 @@ class Setting:
 
 
 def _setting_name(values: Mapping[str, Any]) -> str:
-    def spell(value: Any) -> str:
-        if isinstance(value, tuple | list):
-            return "x".join(str(v) for v in value)
-        return str(value)
-
-    return ",".join(f"{name}={spell(value)}" for name, value in values.items())
+    return ",".join(f"{name}={_cell(value)}" for name, value in values.items())
 
 
 def resolve_settings(base: RunConfig, grid: Mapping[str, Sequence[Any]]) -> list[Setting]:

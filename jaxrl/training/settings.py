@@ -329,11 +329,6 @@ class RunSettings:
         return self.num_envs * self.num_steps
 
     @property
-    def settings(self) -> RunSettings:
-        """Only the run settings (a :class:`RunSettings`, also of a subclass' instance)."""
-        return RunSettings(**{f.name: getattr(self, f.name) for f in settings_fields()})
-
-    @property
     def driver_settings(self) -> RunSettings:
         """The settings the drivers' programs depend on (the others at their defaults): equal
         for runs that can share compiled programs, whatever their seeds or checkpoints."""
