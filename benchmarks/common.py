@@ -317,21 +317,44 @@ def pendulum_config(algo: str, total_steps: int, eval_every: int | None = None) 
     )
 
 
+def use_cpu_devices(count: int) -> None:
+    """Make a CPU backend ``count`` devices (``jax_num_cpu_devices``); call it before JAX
+    starts (before any array or device query). 1: JAX's default, one device."""
+    import jax
+
+    if count > 1:
+        jax.config.update("jax_num_cpu_devices", count)
+
+
 def run_jaxrl_pendulum(
-    algo: str, num_seeds: int, total_steps: int, seed: int = 0, seed_axis: str = "auto"
+    algo: str,
+    num_seeds: int,
+    total_steps: int,
+    seed: int = 0,
+    seed_axis: str = "auto",
+    devices: int = 1,
 ) -> dict:
     """Compile, then run, ``num_seeds`` seeds of ``make_train`` in one program on gymnax
     Pendulum-v1 (``seed_axis``: vmapped or mapped, :func:`jaxrl.training.over_seeds`);
-    compile and run times are measured separately."""
+    compile and run times are measured separately. ``devices`` > 1: the seeds split over
+    that many devices (``jaxrl.training.sharding.sharded_program``; on a CPU, set
+    ``jax_num_cpu_devices`` before JAX starts, :func:`use_cpu_devices`)."""
     import jax
     import numpy as np
 
     from jaxrl.training import make_train, over_seeds, resolve_seed_axis
+    from jaxrl.training.sharding import shard_key_data, sharded_program
 
     config = pendulum_config(algo, total_steps)
     agent = pendulum_agent(algo)
-    train = jax.jit(over_seeds(make_train(agent, "Pendulum-v1", config), seed_axis, agent))
     keys = jax.random.split(jax.random.key(seed), num_seeds)
+    train_one = make_train(agent, "Pendulum-v1", config)
+    if devices > 1:
+        mesh = jax.sharding.Mesh(np.array(jax.devices()[:devices]), ("seeds",))
+        train = sharded_program(train_one, mesh, seed_axis, agent)
+        keys = shard_key_data(keys, mesh)
+    else:
+        train = jax.jit(over_seeds(train_one, seed_axis, agent))
     load_before = loadavg()
     start = time.perf_counter()
     compiled = train.lower(keys).compile()
@@ -345,6 +368,7 @@ def run_jaxrl_pendulum(
         "algo": algo,
         "num_seeds": num_seeds,
         "seed_axis": resolve_seed_axis(seed_axis, agent),
+        "devices": devices,
         "env_steps_per_seed": env_steps,
         "compile_s": compile_s,
         "run_s": run_s,

@@ -4,6 +4,11 @@ For every program: tracing and lowering to StableHLO (``jax.jit(f).lower(*args)`
 compilation (``.compile()``), and the size of what XLA received and produced (lines of the
 StableHLO text and of the optimized HLO), which show where compile time goes.
 
+What the optimized HLO is made of: its instructions, and how many of them generate random
+numbers (op_name metadata through JAX's PRNG functions: Threefry hashing, sampling, key splits
+and fold-ins), by the call site that asked for them (``attribute_random``); compile time grows
+with the instruction count, so these say which program parts to make smaller.
+
 Programs (Tianshou's Pendulum-v1 test settings, as in ``pendulum_wall_time.py``):
   trpo-update      ``jax.jit(TRPO.update)`` on one 16 x 128 rollout
   npg-update       the same for NPG
@@ -33,9 +38,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +92,7 @@ def _measure(name: str, fn: Any, *args: Any) -> dict[str, Any]:
         "total_s": done - start,
         "stablehlo_lines": lowered.as_text().count("\n"),
         "optimized_hlo_lines": compiled.as_text().count("\n"),
+        **attribute_random(compiled.as_text()),
     }
     if EXECUTE:  # what a compile-time option costs at run time: two runs, the faster one
         runs = []
@@ -94,6 +102,52 @@ def _measure(name: str, fn: Any, *args: Any) -> dict[str, Any]:
             runs.append(time.perf_counter() - begin)
         row["run_s"] = min(runs)
     return row
+
+
+# JAX's PRNG functions as they appear in an instruction's op_name metadata.
+RANDOM_MARKERS = ("threefry", "random_bits", "_uniform", "_normal", "_split", "fold_in")
+# Path parts that name no call site: JAX's wrappers and control flow.
+_GENERIC_PARTS = ("while", "body", "cond", "closed_call", "vmap()", "jvp()", "transpose(jvp())")
+_INSTRUCTION = re.compile(r"\s+(ROOT )?%?[\w.\-]+ = ")
+_OP_NAME = re.compile(r'op_name="([^"]*)"')
+
+
+def attribute_random(hlo: str, top: int = 8) -> dict[str, Any]:
+    """How much of an optimized HLO module generates random numbers: its instructions
+    (fused computations' included) and those whose op_name runs through JAX's PRNG
+    functions (Threefry hashing, uniform and normal sampling, key splits and fold-ins),
+    counted by the call site that asked for them (the first two named parts of the path
+    that are not PRNG functions, e.g. ``GaussianActor/Dense_0``, ``reset_jax_envs``;
+    a PRNG call in no named scope or module is counted by how many loops (``while``: the
+    seeds' map, the periods, the collection's scan...) it is inside)."""
+    total, sites = 0, Counter()
+    for line in hlo.splitlines():
+        if not _INSTRUCTION.match(line):
+            continue
+        total += 1
+        found = _OP_NAME.search(line)
+        parts = found.group(1).split("/") if found else []
+        if parts and parts[0] in parts[1:]:  # XLA joined two ops' names: keep the first
+            parts = parts[: parts.index(parts[0], 1)]
+        first = next(
+            (i for i, part in enumerate(parts) if any(m in part for m in RANDOM_MARKERS)), None
+        )
+        if first is None:
+            continue
+        named = [
+            part
+            for part in parts[1:-1]  # the first is the program's name, the last a primitive
+            if part not in _GENERIC_PARTS and not any(m in part for m in RANDOM_MARKERS)
+        ]
+        loops = parts[:first].count("while")
+        sites["/".join(named[:2]) or f"(unnamed, {loops} loops deep)"] += 1
+    random = sum(sites.values())
+    return {
+        "instructions": total,
+        "random_instructions": random,
+        "random_share": random / total if total else 0.0,
+        "random_sites": dict(sites.most_common(top)),
+    }
 
 
 def _rollout(agent: Any, num_steps: int, num_envs: int) -> tuple[Any, Any]:
@@ -290,6 +344,13 @@ def main() -> None:
         )
         for part in row.get("parts", []):
             print(f"    {part['program']}: {part['lower_s']:.2f} + {part['compile_s']:.2f} s")
+        if "random_instructions" in row:
+            sites = ", ".join(f"{site} {n}" for site, n in row["random_sites"].items())
+            print(
+                f"    random numbers: {row['random_instructions']:,d} of "
+                f"{row['instructions']:,d} optimized HLO instructions "
+                f"({100 * row['random_share']:.0f}%); by call site: {sites}"
+            )
     table = markdown_table(
         [
             "program",

@@ -13,6 +13,8 @@ seed in one process, after one short warm-up run (numba and torch start-up, repo
     python benchmarks/pendulum_wall_time.py                     # TRPO, 1 and 16 seeds
     python benchmarks/pendulum_wall_time.py --algos trpo npg ddpg --tianshou-seeds 16 2 2
     python benchmarks/pendulum_wall_time.py --quick             # CI smoke run
+    python benchmarks/pendulum_wall_time.py --seeds 16 --epochs 2 --devices 2
+        # jaxrl's seeds over two CPU devices (jaxrl.training.train_sharded; RESULTS 17a)
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from common import (
     pyplot,
     run_jaxrl_pendulum,
     save_figure,
+    use_cpu_devices,
     use_tianshou,
     write_csv,
     write_json,
@@ -109,7 +112,16 @@ def main() -> None:
         "see update_latency)",
     )
     parser.add_argument("--epochs", type=int, default=PENDULUM_EPOCHS)
+    parser.add_argument(
+        "--devices",
+        type=int,
+        default=1,
+        help="split jaxrl's seeds over this many devices (jaxrl.training.train_sharded); on a "
+        "CPU, the CPU is made that many devices (jax_num_cpu_devices), each its own stream of "
+        "operations (default 1: one device, as before)",
+    )
     args = parser.parse_args()
+    use_cpu_devices(args.devices)
     epoch_steps = dict(PENDULUM_EPOCH_STEPS)
     if args.quick:
         args.epochs, args.seeds = 1, [2]
@@ -130,12 +142,14 @@ def main() -> None:
     for algo, ts_seeds in zip(args.algos, tianshou_seeds, strict=True):
         budget = args.epochs * epoch_steps[algo]
         for n in args.seeds:
-            row = run_jaxrl_pendulum(algo, n, budget, seed_axis=args.seed_axis)
+            row = run_jaxrl_pendulum(
+                algo, n, budget, seed_axis=args.seed_axis, devices=args.devices
+            )
             jax_rows.append(row)
             print(
-                f"jaxrl {algo} {n:3d} seeds: compile {row['compile_s']:.1f}s + run "
-                f"{row['run_s']:.1f}s, final returns {fmt_returns(row['final_returns'])} "
-                f"(load {row['loadavg_after'][0]:.2f})",
+                f"jaxrl {algo} {n:3d} seeds on {args.devices} device(s): compile "
+                f"{row['compile_s']:.1f}s + run {row['run_s']:.1f}s, final returns "
+                f"{fmt_returns(row['final_returns'])} (load {row['loadavg_after'][0]:.2f})",
                 flush=True,
             )
         if tianshou:

@@ -24,7 +24,10 @@ reads) describe. From then on ``jax.devices()`` lists every process's devices, a
 
 On a CPU the processes exchange data through JAX's CPU collectives (gloo), so the same code
 runs, and is tested, as several processes on one machine. ``train_sharded(train, keys)``
-shards a whole ``train`` function's seeds (``jax.jit(jax.vmap(train))`` partitioned by XLA).
+trains a whole ``train`` function's seeds over every device of a mesh as one program
+(``jax.shard_map``, compiled once), each device its block of seeds: in one process, this is
+how several GPUs, or a CPU made several devices (``jax_num_cpu_devices``), train a run's
+seeds at once.
 """
 
 from __future__ import annotations
@@ -374,15 +377,36 @@ def _strong(x: Any) -> Any:
 
 
 def train_sharded(
-    train: Callable[[jax.Array], Any], keys: jax.Array, mesh: Mesh | None = None
+    train: Callable[[jax.Array], Any],
+    keys: jax.Array,
+    mesh: Mesh | None = None,
+    seed_axis: str = "auto",
+    agent: Any = None,
 ) -> Any:
-    """Run ``jax.vmap(train)`` over ``keys`` with the seed axis sharded over ``mesh``.
+    """Run ``train`` on every seed of ``keys``, the seed axis split over the devices of
+    ``mesh``: one program (``jax.shard_map``), compiled once, each device training its
+    block of seeds (batched or one after another, :func:`jaxrl.training.over_seeds`), all
+    devices at once.
+
+    On a CPU this is how a run uses several cores for small programs: with
+    ``jax.config.update("jax_num_cpu_devices", N)`` (or
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=N``) before JAX starts, the CPU is N
+    devices, each executing its own stream of operations; a latency-bound program such as
+    an NPG/TRPO update uses about one core alone (``benchmarks/RESULTS.md``, section 17).
+    Each seed's numbers are those of a run with the same number of devices (a program
+    partitioned over several devices compiles with other float rounding than a
+    single-device program, so they differ from a one-device run in the last bits, which
+    training amplifies).
 
     Args:
       train: a pure ``train(key) -> outputs`` (e.g. from :func:`jaxrl.training.make_train`).
       keys: ``[S]`` PRNG keys, one per seed; ``S`` must be a multiple of the number of
         devices in the mesh.
       mesh: the device mesh (default :func:`seed_mesh` over all devices).
+      seed_axis: how a device runs its block of seeds: ``"vmap"``, ``"map"`` or ``"auto"``
+        (:func:`jaxrl.training.resolve_seed_axis`, which consults ``agent``; without one,
+        ``auto`` batches them).
+      agent: the algorithm, for ``seed_axis="auto"``.
 
     Returns:
       ``outputs`` with a leading seed axis, sharded the same way: :func:`gather_seeds`
@@ -396,15 +420,43 @@ def train_sharded(
             f"keys: the number of seeds ({num_seeds}) must be a multiple of the number of "
             f"devices ({num_devices})"
         )
-    sharding = NamedSharding(mesh, PartitionSpec(SEED_AXIS))
+    typed = jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)
+    program = sharded_program(train, mesh, seed_axis, agent, typed_keys=typed)
+    return program(shard_key_data(keys, mesh))
+
+
+def shard_key_data(keys: jax.Array, mesh: Mesh) -> jax.Array:
+    """The data of ``[S]`` PRNG keys (typed or raw), split over ``mesh``'s seed axis: what
+    :func:`sharded_program` takes."""
     typed = jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)
     key_data = np.asarray(jax.random.key_data(keys) if typed else keys)
+    sharding = NamedSharding(mesh, PartitionSpec(SEED_AXIS))
     # Built from a callback so every process of a multi-host job supplies its own shards.
-    global_keys = jax.make_array_from_callback(key_data.shape, sharding, lambda i: key_data[i])
+    return jax.make_array_from_callback(key_data.shape, sharding, lambda i: key_data[i])
 
-    def train_from_data(data: jax.Array) -> Any:
-        return train(jax.random.wrap_key_data(data) if typed else data)
 
-    return jax.jit(jax.vmap(train_from_data), in_shardings=sharding, out_shardings=sharding)(
-        global_keys
+def sharded_program(
+    train: Callable[[jax.Array], Any],
+    mesh: Mesh,
+    seed_axis: str = "auto",
+    agent: Any = None,
+    typed_keys: bool = True,
+) -> Callable[[jax.Array], Any]:
+    """The jitted program of :func:`train_sharded`: ``key data [S, ...]`` split over
+    ``mesh`` (:func:`shard_key_data`) to ``train``'s outputs with a leading seed axis, one
+    block of seeds per device (``over_seeds(train, seed_axis, agent)`` on each). Jitted,
+    so ``.lower(data).compile()`` measures its compilation."""
+    from jaxrl.training.seeds import over_seeds
+
+    per_device = over_seeds(train, seed_axis, agent)
+
+    def block(data: jax.Array) -> Any:
+        return per_device(jax.random.wrap_key_data(data) if typed_keys else data)
+
+    spec = PartitionSpec(SEED_AXIS)
+    # The devices' seeds are independent (no value is shared across devices), so the
+    # program is not checked for per-device variance: check_vma=False lets a seed's loop
+    # carries start from constants, as in a single-device program.
+    return jax.jit(
+        jax.shard_map(block, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)
     )

@@ -63,3 +63,23 @@ def test_host_throughput_quick(tmp_path, run_quick):
     assert [r["num_seeds"] for r in rows] == [1, 2]
     assert all(r["env_steps_per_s"] > 0 for r in rows)
     assert "vs gymnasium x1" in output
+
+
+@pytest.mark.slow
+def test_host_throughput_vs_raw_quick(tmp_path, run_quick):
+    """``--vs-raw``: raw stepping, the run and its breakdown side by side, with the ratio and
+    the sentence naming what bounds it; the parts add up to the timed run."""
+    output = run_quick("host_throughput.py", tmp_path, "--vs-raw")
+    (result,) = json.loads((tmp_path / "host_throughput_vs_raw.json").read_text())["results"]
+    assert set(result["raw"]) == {"one pool", "per seed", "adapter", "one pool, after"}
+    assert all(r["env_steps_per_s"] > 0 for r in result["raw"].values())
+    assert result["run"]["env_steps_per_s"] > 0 and result["ratio"] > 0
+    groups = result["groups_us_per_env_step"]
+    assert set(groups) == {"physics", "env adapter", "acting", "learning", "evaluation"} | {
+        "driver Python"
+    }
+    assert groups["physics"] > 0 and groups["learning"] > 0
+    share = result["breakdown"]["share"]
+    assert sum(share.values()) == pytest.approx(1.0)
+    assert sum(groups.values()) == pytest.approx(result["timed_run_us_per_env_step"])
+    assert "run / raw =" in output and result["sentence"] in output

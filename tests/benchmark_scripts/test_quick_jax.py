@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 
 @pytest.mark.slow
@@ -31,6 +38,41 @@ def test_pendulum_wall_time_quick(tmp_path, run_quick):
     assert data["tianshou"] == []
 
 
+def test_pendulum_wall_time_on_two_cpu_devices(tmp_path, run_quick):
+    """--devices 2: the seeds split over two CPU devices (one program, train_sharded's),
+    each seed's numbers its own: equal to the one-device run to float rounding (both runs
+    are one update long here)."""
+    one = run_quick("pendulum_wall_time.py", tmp_path / "one")
+    two = run_quick("pendulum_wall_time.py", tmp_path / "two", "--devices", "2")
+    assert "2 seeds on 2 device(s)" in two and "2 seeds on 1 device(s)" in one
+    rows = [
+        json.loads((tmp_path / side / "pendulum_wall_time_trpo.json").read_text())["jaxrl"][0]
+        for side in ("one", "two")
+    ]
+    assert [row["devices"] for row in rows] == [1, 2]
+    np.testing.assert_allclose(rows[1]["eval_returns"], rows[0]["eval_returns"], rtol=1e-3)
+
+
+def test_random_numbers_are_attributed_to_their_call_site():
+    """compile_time's attribution: a program that draws normals inside a named scope has
+    random-number instructions there; one without randomness has none."""
+    import compile_time
+
+    def draws(key):
+        with jax.named_scope("my_sampler"):
+            return jax.random.normal(key, (8,)).sum()
+
+    def plain(x):
+        return jnp.tanh(x).sum()
+
+    drawn = jax.jit(draws).lower(jax.random.key(0)).compile().as_text()
+    found = compile_time.attribute_random(drawn)
+    assert 0 < found["random_instructions"] <= found["instructions"]
+    assert list(found["random_sites"]) == ["my_sampler"]
+    none = compile_time.attribute_random(jax.jit(plain).lower(jnp.ones(8)).compile().as_text())
+    assert none["random_instructions"] == 0 and none["instructions"] > 0
+
+
 @pytest.mark.slow
 def test_compile_time_quick(tmp_path, run_quick):
     output = run_quick("compile_time.py", tmp_path)
@@ -38,4 +80,5 @@ def test_compile_time_quick(tmp_path, run_quick):
     assert [row["program"] for row in data["rows"]] == ["trpo-update"]
     for row in data["rows"]:
         assert row["lower_s"] > 0 and row["compile_s"] > 0 and row["optimized_hlo_lines"] > 0
+        assert 0 <= row["random_instructions"] <= row["instructions"]
     assert "| program |" in output

@@ -11,7 +11,25 @@ SCRIPT = textwrap.dedent(
     """
     import jax, numpy as np
     import jaxrl
-    from jaxrl.training import TrainConfig, make_train, train_sharded, seed_mesh
+    from jaxrl.training import TrainConfig, make_train, over_seeds, train_sharded
+
+    def compare(sharded_state, sharded, plain_state, plain):
+        # A program partitioned over 4 devices compiles to other float reduction orders
+        # than one over 8 seeds on one device, so results agree to float32 rounding, not
+        # bitwise; over a long run the rounding differences grow (training is chaotic), so
+        # this compares the first two updates. CG's iteration count is a threshold test
+        # (r.r < 1e-10) that rounding can move by one.
+        for name in plain:
+            a, b = np.asarray(sharded[name]), np.asarray(plain[name])
+            if name == "cg_iterations":
+                assert np.max(np.abs(a - b)) <= 1.0, name
+            else:
+                np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-5, err_msg=name)
+        leaves = jax.tree_util.tree_leaves
+        for a, b in zip(leaves(sharded_state), leaves(plain_state)):
+            # CG amplifies rounding in the natural-gradient direction: ~1e-5 on O(0.1)
+            # weights.
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-3, atol=1e-4)
 
     assert len(jax.devices()) == 4, jax.devices()
     agent = jaxrl.TRPO(gamma=0.95, max_kl=0.005, return_scaling=True, hidden_sizes=(16, 16),
@@ -20,23 +38,18 @@ SCRIPT = textwrap.dedent(
                          eval_episodes=2)
     train = make_train(agent, "Pendulum-v1", config)
     keys = jax.random.split(jax.random.key(0), 8)
-    sharded_state, sharded = train_sharded(train, keys)
-    assert len(sharded["eval/return"].sharding.device_set) == 4
-    plain_state, plain = jax.jit(jax.vmap(train))(keys)
-    # A vmap over 2 seeds per device compiles to other float reduction orders than one over
-    # 8, so results agree to float32 rounding, not bitwise; over a long run the rounding
-    # differences grow (training is chaotic), so this compares the first two updates. CG's
-    # iteration count is a threshold test (r.r < 1e-10) that rounding can move by one.
-    for name in plain:
-        a, b = np.asarray(sharded[name]), np.asarray(plain[name])
-        if name == "cg_iterations":
-            assert np.max(np.abs(a - b)) <= 1.0, name
-        else:
-            np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-5, err_msg=name)
-    leaves = jax.tree_util.tree_leaves
-    for a, b in zip(leaves(sharded_state), leaves(plain_state)):
-        # CG amplifies rounding in the natural-gradient direction: ~1e-5 on O(0.1) weights.
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-3, atol=1e-4)
+    # Each device's block of seeds batched (the default without an agent) or one seed after
+    # another (lax.map: what "auto" picks for NPG/TRPO on a CPU), against the same on one
+    # device.
+    for axis in ("vmap", "map"):
+        plain_state, plain = jax.jit(over_seeds(train, axis))(keys)
+        sharded_state, sharded = train_sharded(train, keys, seed_axis=axis)
+        assert len(sharded["eval/return"].sharding.device_set) == 4
+        compare(sharded_state, sharded, plain_state, plain)
+    # The same program twice: the same numbers, bitwise.
+    _, again = train_sharded(train, keys, seed_axis="map")
+    for a, b in zip(jax.tree_util.tree_leaves(again), jax.tree_util.tree_leaves(sharded)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     try:
         train_sharded(train, keys[:6])
     except ValueError as error:
