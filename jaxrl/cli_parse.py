@@ -312,9 +312,12 @@ def _precheck(argv: list[str]) -> None:
                     f"{', '.join(algorithm_names())}"
                 )
         elif argv[1] not in algorithm_names():
-            raise UsageError(
-                f"unknown algorithm {argv[1]!r}: choose from {', '.join(algorithm_names())}"
-            )
+            from jaxrl.algorithms import registry
+
+            try:
+                registry.get(argv[1])
+            except ValueError as error:  # its message: the known names, how plug-ins load
+                raise UsageError(str(error)) from None
 
 
 def rewrite_aliases(argv: list[str]) -> list[str]:

@@ -76,8 +76,13 @@ def test_td3_is_a_command_with_a_plugin_option(td3, tmp_path, capsys, monkeypatc
     assert (hyper["n_step_return_horizon"], hyper["actor_lr"]) == (3, 1e-3)
     np.testing.assert_array_equal(np.asarray(loaded.state.num_updates), [32, 32])
     np.testing.assert_array_equal(np.asarray(loaded.state.actor.step), [8, 8])
-    # JAXRL_PLUGINS loads it for any command, e.g. evaluating the run.
+    # Without the plug-in, resuming or evaluating the run says how to load it.
     registry.unregister("td3")
+    for argv in (["train", "td3", "--resume", "run"], ["evaluate", "run"]):
+        error = _error(capsys, main, argv)
+        assert "unknown algorithm 'td3'" in error and "--plugin FILE" in error, error
+        assert "--resume" in error and len(error.strip().splitlines()) == 1
+    # JAXRL_PLUGINS loads it for any command, e.g. evaluating the run.
     monkeypatch.setenv("JAXRL_PLUGINS", str(EXAMPLE))
     assert main(["evaluate", "run", "--episodes", "1", "--json"]) == 0
 

@@ -89,8 +89,8 @@ def get(name: str) -> AlgorithmInfo:
     if name not in _REGISTRY:
         raise ValueError(
             f"unknown algorithm {name!r}: choose from {', '.join(sorted(_REGISTRY))} (a "
-            "plug-in's algorithm is known once its file is loaded: --plugin FILE or "
-            "jaxrl.load_plugin)"
+            "plug-in's algorithm is known once its file is loaded: --plugin FILE, also with "
+            "--resume and for evaluate, JAXRL_PLUGINS or jaxrl.load_plugin)"
         )
     return _REGISTRY[name]
 
