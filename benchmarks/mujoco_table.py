@@ -26,11 +26,20 @@ beside Tianshou's published value (:mod:`jaxrl.io.published`).
     nice -n 19 python benchmarks/mujoco_table.py --cells all --budget-minutes 150
     python benchmarks/mujoco_table.py --table
     python benchmarks/mujoco_table.py --quick            # CI smoke run
+
+``--lr-schedule-updates N`` sizes the preset's linear learning-rate schedule for ``N`` updates
+instead of the run's (Tianshou's example scripts run 3M steps, 3,000 updates, and its table
+reads their first 1M, where 2/3 of the rate is left): a setting of its own (its rows'
+``settings_id`` differ), for a results file of its own:
+
+    python benchmarks/mujoco_table.py --algos npg --envs Reacher-v5 --num-seeds 5 \
+        --lr-schedule-updates 3000 --results benchmarks/results/mujoco_schedule_3m.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import math
@@ -82,6 +91,18 @@ class Cell:
     algo: str
     env: str
     config: Any  # jaxrl.io.config.RunConfig (seed and num_seeds are per group)
+    # The linear learning-rate schedule sized for this many updates instead of the run's
+    # (--lr-schedule-updates); None: the preset's.
+    schedule_updates: int | None = None
+
+    def make_agent(self) -> Any:
+        """The cell's algorithm object: the preset's, with the schedule resized if asked."""
+        agent = self.config.make_agent()
+        if self.schedule_updates is None:
+            return agent
+        from jaxrl.algorithms._common import linear_schedule
+
+        return dataclasses.replace(agent, lr_schedule=linear_schedule(self.schedule_updates))
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -101,12 +122,15 @@ class Cell:
                 "normalize_obs",
             )
         }
-        return {
+        settings = {
             "preset": data["preset"],
             "run": run,
             "hyperparameters": data["hyperparameters"],
             "counts": data["counts"],  # the arithmetic: env steps, evaluations, updates
         }
+        if self.schedule_updates is not None:
+            settings["lr_schedule_updates"] = self.schedule_updates
+        return settings
 
     @property
     def settings_id(self) -> str:
@@ -132,7 +156,10 @@ def make_cell(algo: str, env: str, total_steps: int, args: argparse.Namespace) -
     config = RunConfig.from_preset(
         algo, env, "mujoco", hyperparameters=hyper, env_backend=args.env_backend, **run
     )
-    return Cell(algo, env, config)
+    updates = args.lr_schedule_updates
+    if updates is not None and config.hyperparameters.get("lr_schedule") != "linear":
+        raise SystemExit(f"--lr-schedule-updates: {algo}'s preset has no linear lr_schedule")
+    return Cell(algo, env, config, updates)
 
 
 def consecutive_groups(seeds: Iterable[int], size: int) -> list[list[int]]:
@@ -255,7 +282,7 @@ def train_group(
         return bool(stopped)
 
     _, metrics = train_gymnasium(
-        config.make_agent(),
+        cell.make_agent(),
         cell.env,
         train_config(config),  # the run's shape, as `jaxrl train` gives it to the driver
         seed=seeds[0],
@@ -572,6 +599,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--budget-minutes", type=float, default=None)
     parser.add_argument("--results", type=Path, default=None, help="the JSONL results file")
     parser.add_argument("--table", action="store_true", help="only write the table and figure")
+    parser.add_argument(
+        "--lr-schedule-updates",
+        type=int,
+        default=None,
+        help="size the linear learning-rate schedule for this many updates instead of the "
+        "run's (Tianshou's example scripts run 3M steps: 3000 updates, 2/3 of the rate left "
+        "at 1M); a setting of its own: give these rows their own --results file",
+    )
     args = parser.parse_args(argv)
     args.hyperparameters = {}
     if args.quick:  # a smoke run: one cheap task, a tiny budget, DDPG mostly warm-up

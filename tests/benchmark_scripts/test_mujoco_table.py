@@ -95,7 +95,11 @@ def test_consecutive_groups():
 
 def _cell(algo="trpo", env="Hopper-v5", total_steps=1_000_000):
     args = SimpleNamespace(
-        eval_episodes=10, eval_every=None, env_backend="auto", hyperparameters={}
+        eval_episodes=10,
+        eval_every=None,
+        env_backend="auto",
+        hyperparameters={},
+        lr_schedule_updates=None,
     )
     return mt.make_cell(algo, env, total_steps, args)
 
@@ -120,3 +124,20 @@ def test_plan_skips_finished_seeds_and_refuses_other_settings():
 def test_cell_sets_cover_tianshous_table():
     assert len(mt.CELL_SETS["trpo-npg"]) == 14 and len(mt.CELL_SETS["ddpg"]) == 3
     assert all(mt.tianshou_mujoco(a, e) is not None for a, e in mt.CELL_SETS["all"])
+
+
+def test_a_resized_schedule_is_a_setting_of_its_own():
+    """--lr-schedule-updates: the agent's linear schedule sized for that many updates (at the
+    1M run's last update, 976, Tianshou's 3,000-update schedule leaves 2/3 of the rate), and
+    the cell's settings_id differs from the preset's, so its rows never join the preset's."""
+    preset = mt.make_cell("npg", "Reacher-v5", 1_000_000, mt.parse_args([]))
+    resized = mt.make_cell(
+        "npg", "Reacher-v5", 1_000_000, mt.parse_args(["--lr-schedule-updates", "3000"])
+    )
+    assert resized.settings_id != preset.settings_id
+    assert resized.settings["lr_schedule_updates"] == 3000
+    assert "lr_schedule_updates" not in preset.settings
+    np.testing.assert_allclose(float(resized.make_agent().lr_schedule(976)), 1 - 976 / 3000)
+    assert float(preset.make_agent().lr_schedule(976)) == 0.0
+    with pytest.raises(SystemExit, match="no linear lr_schedule"):
+        mt.make_cell("ddpg", "Hopper-v5", 1_000_000, mt.parse_args(["--lr-schedule-updates", "9"]))
