@@ -63,6 +63,12 @@ def test_table_reports_max_over_evaluations_of_the_mean(tmp_path):
     assert "| Reacher (v5; Tianshou v2) | NPG | -8.0 +- 0.0 | -4.5 +- 0.5 | BELOW |" in text
     assert (tmp_path / "mujoco_table.md").read_text() == text
     assert (tmp_path / "mujoco_table.png").stat().st_size > 0
+    # Another results file's table is named after it and leaves the table's own alone.
+    other = mt.write_table(rows[:1], tmp_path, tmp_path / "schedule_3m.jsonl")
+    assert "from `benchmarks/results/schedule_3m.jsonl`" in other
+    assert (tmp_path / "schedule_3m.md").read_text() == other
+    assert (tmp_path / "schedule_3m.png").exists()
+    assert (tmp_path / "mujoco_table.md").read_text() == text
 
 
 def test_table_refuses_a_cell_of_two_settings():
