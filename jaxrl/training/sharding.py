@@ -391,8 +391,9 @@ def train_sharded(
     On a CPU this is how a run uses several cores for small programs: with
     ``jax.config.update("jax_num_cpu_devices", N)`` (or
     ``XLA_FLAGS=--xla_force_host_platform_device_count=N``) before JAX starts, the CPU is N
-    devices, each executing its own stream of operations; a latency-bound program such as
-    an NPG/TRPO update uses about one core alone (``benchmarks/RESULTS.md``, section 17).
+    devices, each executing its own stream of operations: the latency-bound NPG/TRPO update
+    leaves cores idle, and 16 TRPO seeds on Pendulum ran 1.3x faster on two devices of a
+    2-core CPU (``benchmarks/RESULTS.md``, section 17a).
     Each seed's numbers are those of a run with the same number of devices (a program
     partitioned over several devices compiles with other float rounding than a
     single-device program, so they differ from a one-device run in the last bits, which
