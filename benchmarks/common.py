@@ -343,14 +343,19 @@ def run_jaxrl_pendulum(
     import numpy as np
 
     from jaxrl.training import make_train, over_seeds, resolve_seed_axis
-    from jaxrl.training.sharding import shard_key_data, sharded_program
+    from jaxrl.training.sharding import seed_mesh, shard_key_data, sharded_program
 
     config = pendulum_config(algo, total_steps)
     agent = pendulum_agent(algo)
     keys = jax.random.split(jax.random.key(seed), num_seeds)
     train_one = make_train(agent, "Pendulum-v1", config)
     if devices > 1:
-        mesh = jax.sharding.Mesh(np.array(jax.devices()[:devices]), ("seeds",))
+        if len(jax.devices()) < devices or num_seeds % devices:
+            raise SystemExit(
+                f"--devices {devices}: needs that many devices (there are "
+                f"{len(jax.devices())}) and a seed count it divides (got {num_seeds})"
+            )
+        mesh = seed_mesh(jax.devices()[:devices])
         train = sharded_program(train_one, mesh, seed_axis, agent)
         keys = shard_key_data(keys, mesh)
     else:

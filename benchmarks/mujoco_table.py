@@ -157,6 +157,8 @@ def make_cell(algo: str, env: str, total_steps: int, args: argparse.Namespace) -
         algo, env, "mujoco", hyperparameters=hyper, env_backend=args.env_backend, **run
     )
     updates = args.lr_schedule_updates
+    if updates is not None and updates < 1:
+        raise SystemExit(f"--lr-schedule-updates must be a positive integer, got {updates}")
     if updates is not None and config.hyperparameters.get("lr_schedule") != "linear":
         raise SystemExit(f"--lr-schedule-updates: {algo}'s preset has no linear lr_schedule")
     return Cell(algo, env, config, updates)

@@ -145,5 +145,7 @@ def test_a_resized_schedule_is_a_setting_of_its_own():
     assert "lr_schedule_updates" not in preset.settings
     np.testing.assert_allclose(float(resized.make_agent().lr_schedule(976)), 1 - 976 / 3000)
     assert float(preset.make_agent().lr_schedule(976)) == 0.0
+    with pytest.raises(SystemExit, match="--lr-schedule-updates must be a positive integer"):
+        mt.make_cell("npg", "Reacher-v5", 1_000_000, mt.parse_args(["--lr-schedule-updates", "0"]))
     with pytest.raises(SystemExit, match="no linear lr_schedule"):
         mt.make_cell("ddpg", "Hopper-v5", 1_000_000, mt.parse_args(["--lr-schedule-updates", "9"]))
