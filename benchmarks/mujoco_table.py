@@ -593,7 +593,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--cells", default="all", choices=sorted(CELL_SETS))
     parser.add_argument("--algos", nargs="+", default=None, help="only these algorithms")
-    parser.add_argument("--envs", nargs="+", default=None, help="only these tasks (ids)")
+    parser.add_argument(
+        "--envs",
+        nargs="+",
+        default=None,
+        help="only these tasks (ids); an id of another version of a task (Ant-v3) runs that "
+        "task's cells on it, a setting of its own: give its rows their own --results file",
+    )
     parser.add_argument(
         "--num-seeds", type=int, default=None, help="seeds per cell (default 10, DDPG 3)"
     )
@@ -626,16 +632,39 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def select_cells(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The (algorithm, env id) cells to run. ``--envs`` names tasks by id; an id of another
+    version of a table task (``Ant-v3``: EnvPool's v3 computes no contact forces, as
+    Tianshou's mujoco-py 2.0 did) runs that task's cells on it."""
+    wanted = None if args.envs is None else {task_of(env): env for env in args.envs}
     cells = [
-        (algo, env)
+        (algo, env if wanted is None else wanted[task_of(env)])
         for algo, env in CELL_SETS[args.cells]
-        if (args.algos is None or algo in args.algos) and (args.envs is None or env in args.envs)
+        if (args.algos is None or algo in args.algos) and (wanted is None or task_of(env) in wanted)
     ]
     if args.quick:
         cells = [("trpo", "InvertedPendulum-v5"), ("ddpg", "Hopper-v5")]
     if not cells:
         raise SystemExit(f"no cells of --cells {args.cells} match --algos/--envs")
     return cells
+
+
+def check_own_results_file(cells: Sequence[tuple[str, str]], args: argparse.Namespace) -> None:
+    """A setting other than the table's (another task version, a resized schedule) keeps its
+    rows in a results file of its own: the table's file holds Tianshou's cells only."""
+    if args.results.name != RESULTS_FILE:
+        return
+    table = set(CELL_SETS["all"])
+    other = sorted(env for cell in cells if cell not in table for env in cell[1:])
+    if other:
+        raise SystemExit(
+            f"--envs {' '.join(other)}: not the table's v5 tasks; give these rows their own "
+            f"--results file (not {RESULTS_FILE})"
+        )
+    if args.lr_schedule_updates is not None:
+        raise SystemExit(
+            f"--lr-schedule-updates: a setting of its own; give its rows their own --results "
+            f"file (not {RESULTS_FILE})"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -645,7 +674,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.table:
         if not mujoco_available():
             raise SystemExit('MuJoCo is not installed: pip install -e ".[envpool]"')
-        cells = [make_cell(a, e, args.total_steps, args) for a, e in select_cells(args)]
+        selected = select_cells(args)
+        check_own_results_file(selected, args)
+        cells = [make_cell(a, e, args.total_steps, args) for a, e in selected]
         seeds = {
             algo: list(range(args.first_seed, args.first_seed + (args.num_seeds or n)))
             for algo, n in DEFAULT_SEEDS.items()

@@ -149,3 +149,24 @@ def test_a_resized_schedule_is_a_setting_of_its_own():
         mt.make_cell("npg", "Reacher-v5", 1_000_000, mt.parse_args(["--lr-schedule-updates", "0"]))
     with pytest.raises(SystemExit, match="no linear lr_schedule"):
         mt.make_cell("ddpg", "Hopper-v5", 1_000_000, mt.parse_args(["--lr-schedule-updates", "9"]))
+
+
+def test_another_task_version_is_a_cell_of_its_own_in_its_own_file(tmp_path):
+    """--envs Ant-v3 runs the Ant cells on EnvPool's v3 (no contact forces, as Tianshou's
+    mujoco-py 2.0); such rows, and a resized schedule's, never go into the table's file."""
+    args = mt.parse_args(["--envs", "Ant-v3", "Hopper-v5", "--algos", "trpo"])
+    assert sorted(mt.select_cells(args)) == [("trpo", "Ant-v3"), ("trpo", "Hopper-v5")]
+    cell = mt.make_cell("trpo", "Ant-v3", 1_000_000, args)
+    assert cell.env == "Ant-v3" and cell.config.env == "Ant-v3"
+    args.results = tmp_path / mt.RESULTS_FILE
+    with pytest.raises(SystemExit, match="--envs Ant-v3: not the table's v5 tasks"):
+        mt.check_own_results_file(mt.select_cells(args), args)
+    args.results = tmp_path / "ant_v3.jsonl"
+    mt.check_own_results_file(mt.select_cells(args), args)  # its own file: accepted
+    table = mt.parse_args(["--lr-schedule-updates", "3000"])
+    table.results = tmp_path / mt.RESULTS_FILE
+    with pytest.raises(SystemExit, match="--lr-schedule-updates: a setting of its own"):
+        mt.check_own_results_file(mt.select_cells(table), table)
+    plain = mt.parse_args([])
+    plain.results = tmp_path / mt.RESULTS_FILE
+    mt.check_own_results_file(mt.select_cells(plain), plain)  # Tianshou's cells: accepted
