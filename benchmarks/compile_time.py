@@ -92,6 +92,9 @@ def _measure(name: str, fn: Any, *args: Any) -> dict[str, Any]:
         "total_s": done - start,
         "stablehlo_lines": lowered.as_text().count("\n"),
         "optimized_hlo_lines": compiled.as_text().count("\n"),
+        # Each fusion is a kernel XLA's CPU backend compiles (MLIR, then LLVM): the part of
+        # the compile time that grows with the program (section 18).
+        "fused_kernels": len(_FUSION.findall(compiled.as_text())),
         **attribute_random(compiled.as_text()),
     }
     if EXECUTE:  # what a compile-time option costs at run time: two runs, the faster one
@@ -110,6 +113,7 @@ RANDOM_MARKERS = ("threefry", "random_bits", "_uniform", "_normal", "_split", "f
 _GENERIC_PARTS = ("while", "body", "cond", "closed_call", "vmap()", "jvp()", "transpose(jvp())")
 _INSTRUCTION = re.compile(r"\s+(ROOT )?%?[\w.\-]+ = ")
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
+_FUSION = re.compile(r" = \S+ fusion\(")
 
 
 def attribute_random(hlo: str, top: int = 8) -> dict[str, Any]:
@@ -258,7 +262,14 @@ def _cli_program() -> dict[str, Any]:
     parts.append(_measure("evaluate", evaluate.__wrapped__, *args))
     total = {
         key: sum(part[key] for part in parts)
-        for key in ("lower_s", "compile_s", "total_s", "stablehlo_lines", "optimized_hlo_lines")
+        for key in (
+            "lower_s",
+            "compile_s",
+            "total_s",
+            "stablehlo_lines",
+            "optimized_hlo_lines",
+            "fused_kernels",
+        )
     }
     return {"program": "cli-trpo", **total, "parts": parts}
 
@@ -359,6 +370,7 @@ def main() -> None:
             "total s",
             "StableHLO lines",
             "optimized HLO lines",
+            "fused kernels",
         ],
         [
             [
@@ -368,6 +380,7 @@ def main() -> None:
                 f"{r['total_s']:.2f}",
                 r["stablehlo_lines"],
                 r["optimized_hlo_lines"],
+                r.get("fused_kernels", ""),
             ]
             for r in rows
         ],

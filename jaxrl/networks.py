@@ -33,6 +33,24 @@ def check_activation(activation: str) -> None:
         raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
 
 
+@functools.partial(jax.jit, static_argnums=(1, 2, 3))
+def _orthogonal(key: jax.Array, shape: tuple[int, ...], dtype: Any, scale: float) -> jax.Array:
+    """One orthogonal matrix (see :func:`orthogonal`); jitted with static shape, dtype and
+    scale so that JAX traces it once per layer shape: flax calls a layer's initializer again
+    (under ``jax.eval_shape``) at every ``apply`` to check the parameter's shape, and an
+    update applies the networks a dozen times."""
+
+    @jax.custom_batching.custom_vmap
+    def one(key: jax.Array) -> jax.Array:
+        return nn.initializers.orthogonal(scale)(key, shape, dtype)
+
+    @one.def_vmap
+    def _one_at_a_time(axis_size: int, in_batched: list[bool], key: jax.Array):
+        return jax.lax.map(one, key), True
+
+    return one(key)
+
+
 def orthogonal(scale: float = 1.0) -> Callable:
     """``flax.linen.initializers.orthogonal(scale)`` (QR of a Gaussian matrix), whose values
     it returns unchanged, but never batched when vmapped: a batch of keys is mapped one key
@@ -44,18 +62,9 @@ def orthogonal(scale: float = 1.0) -> Callable:
     machine), every thread waits for work that no thread is free to run: the process hangs.
     Initialization runs once per run, so doing it one seed at a time costs nothing.
     """
-    flax_orthogonal = nn.initializers.orthogonal(scale)
 
     def init(key: jax.Array, shape: tuple[int, ...], dtype: Any = jnp.float32) -> jax.Array:
-        @jax.custom_batching.custom_vmap
-        def one(key: jax.Array) -> jax.Array:
-            return flax_orthogonal(key, shape, dtype)
-
-        @one.def_vmap
-        def _one_at_a_time(axis_size: int, in_batched: list[bool], key: jax.Array):
-            return jax.lax.map(one, key), True
-
-        return one(key)
+        return _orthogonal(key, tuple(shape), jnp.dtype(dtype), float(scale))
 
     return init
 

@@ -73,3 +73,33 @@ def test_vmapped_orthogonal_init_does_not_hang():
         [sys.executable, "-c", HANG_SCRIPT], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0 and "finished" in result.stdout, result.stderr[-2000:]
+
+
+def test_applying_a_network_traces_each_layer_initializer_once(monkeypatch):
+    """flax re-runs a layer's initializer under ``jax.eval_shape`` at every ``apply`` (its
+    shape check); jaxrl's initializer is traced once per layer shape, not once per apply."""
+    import jaxrl.networks as networks
+
+    traced = []
+    flax_orthogonal = nn.initializers.orthogonal
+
+    def counting(scale):
+        inner = flax_orthogonal(scale)
+
+        def init(key, shape, dtype):
+            traced.append(tuple(shape))
+            return inner(key, shape, dtype)
+
+        return init
+
+    monkeypatch.setattr(networks.nn.initializers, "orthogonal", counting)
+    critic = networks.ValueCritic(hidden_sizes=(7, 5), gain=0.37)  # shapes no other test uses
+    obs = np.zeros((2, 3), np.float32)
+    params = critic.init(jax.random.key(0), obs)
+
+    def applied_often(params, obs):
+        return sum(critic.apply(params, obs * i) for i in range(6))
+
+    jax.make_jaxpr(applied_often)(params, obs)
+    assert sorted(set(traced)) == [(3, 7), (5, 1), (7, 5)]
+    assert len(traced) == 3, f"initializer traced {len(traced)} times for 3 layers: {traced}"

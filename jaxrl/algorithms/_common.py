@@ -16,6 +16,7 @@ import optax
 from flax import struct
 
 from jaxrl.core._checks import check_in_range, concrete_value
+from jaxrl.core.tree import all_finite, tree_select
 from jaxrl.networks import ACTIVATIONS
 
 Schedule = Callable[[jax.Array], jax.Array]
@@ -222,12 +223,6 @@ def set_learning_rate(opt_state: Any, learning_rate: jax.Array) -> Any:
     return opt_state._replace(hyperparams=hyperparams)
 
 
-def all_finite(tree: Any) -> jax.Array:
-    """Whether every element of every leaf of ``tree`` is finite (a boolean scalar)."""
-    leaves = jax.tree_util.tree_leaves(tree)
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves]))
-
-
 def guarded_gradient_step(train_state: Any, loss: jax.Array, grads: Any) -> tuple[Any, jax.Array]:
     """``train_state.apply_gradients(grads)`` unless the loss, the gradients or the new
     parameters are non-finite; then the state (parameters and optimizer state) is kept.
@@ -236,7 +231,4 @@ def guarded_gradient_step(train_state: Any, loss: jax.Array, grads: Any) -> tupl
     """
     stepped = train_state.apply_gradients(grads=grads)
     finite = jnp.isfinite(loss) & all_finite(grads) & all_finite(stepped.params)
-    kept = jax.tree_util.tree_map(
-        lambda new, old: jnp.where(finite, new, old), stepped, train_state
-    )
-    return kept, (~finite).astype(jnp.int32)
+    return tree_select(finite, stepped, train_state), (~finite).astype(jnp.int32)

@@ -29,7 +29,6 @@ from jaxrl.algorithms._common import (
     Schedule,
     activation_option,
     adam_with_injected_lr,
-    all_finite,
     check_field,
     check_int_field,
     document_fields,
@@ -47,6 +46,7 @@ from jaxrl.core.actions import check_bound_method, map_action
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.core.returns import gae
 from jaxrl.core.stats import SummaryStats
+from jaxrl.core.tree import all_finite, tree_select
 from jaxrl.core.trust_region import (
     ConjugateGradientResult,
     conjugate_gradient,
@@ -571,9 +571,7 @@ class NaturalGradient(struct.PyTreeNode):
         # overflows (1e30**2), must not poison the running statistics.
         updated = return_rms.update(returns.reshape(-1))
         keep = all_finite(returns) & all_finite(updated)
-        return_rms = jax.tree_util.tree_map(
-            lambda new, old: jnp.where(keep, new, old), updated, return_rms
-        )
+        return_rms = tree_select(keep, updated, return_rms)
         return advantages, targets, return_rms
 
     def _learn(
@@ -823,7 +821,7 @@ def _guard_step(
     measure of it where ``step_stats`` has one (TRPO's line search judged the accepted
     candidate by it), else ``mean_kl`` of them; 0 for a refused step."""
     finite = jnp.isfinite(loss) & all_finite(grad) & all_finite(new_params)
-    new_params = otu.tree_where(finite, new_params, params)
+    new_params = tree_select(finite, new_params, params)
     kl = step_stats.pop("kl") if "kl" in step_stats else mean_kl(new_params)
     stats = {
         "actor_loss": loss,

@@ -15,6 +15,7 @@ from jax.flatten_util import ravel_pytree
 from optax import tree_utils as otu
 
 from jaxrl.core._checks import check_in_range
+from jaxrl.core.tree import tree_select
 
 Array = jax.Array
 PyTree = Any
@@ -292,6 +293,6 @@ def backtracking_line_search(
     index, accepted, aux = lax.while_loop(
         keep_going, try_candidate, (jnp.asarray(0), jnp.asarray(False), no_aux)
     )
-    new_params = otu.tree_where(accepted, candidate(index), params)
+    new_params = tree_select(accepted, candidate(index), params)
     step_size = jnp.where(accepted, initial_step * jnp.power(backtrack_coeff, index), 0.0)
     return LineSearchResult(new_params, index, accepted, step_size, aux if has_aux else None)

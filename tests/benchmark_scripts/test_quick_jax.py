@@ -81,4 +81,5 @@ def test_compile_time_quick(tmp_path, run_quick):
     for row in data["rows"]:
         assert row["lower_s"] > 0 and row["compile_s"] > 0 and row["optimized_hlo_lines"] > 0
         assert 0 <= row["random_instructions"] <= row["instructions"]
-    assert "| program |" in output
+        assert 0 < row["fused_kernels"] < row["instructions"]
+    assert "| program |" in output and "fused kernels" in output

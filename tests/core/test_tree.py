@@ -1,0 +1,92 @@
+"""Tests for jaxrl.core.tree: whole-pytree finiteness and selection, against NumPy."""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxrl.core.tree import all_finite, tree_select
+
+
+@pytest.fixture(params=[lambda f: f, jax.jit], ids=["nojit", "jit"])
+def variant(request):
+    return request.param
+
+
+def mixed_tree(rng):
+    """Leaves of several shapes and dtypes: float32, float16, int32, bool and a scalar."""
+    return {
+        "w": rng.normal(size=(3, 4)).astype(np.float32),
+        "b": [rng.normal(size=(4,)).astype(np.float32), np.float32(rng.normal())],
+        "half": rng.normal(size=(2, 2)).astype(np.float16),
+        "count": np.arange(5, dtype=np.int32),
+        "flag": np.array([True, False]),
+    }
+
+
+def numpy_all_finite(tree) -> bool:
+    return all(
+        bool(np.all(np.isfinite(leaf)))
+        for leaf in jax.tree.leaves(tree)
+        if np.issubdtype(np.asarray(leaf).dtype, np.inexact)
+    )
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("where", ["w", "b1", "half"])
+def test_all_finite_finds_a_single_bad_element_in_any_leaf(variant, bad, where):
+    tree = mixed_tree(np.random.default_rng(0))
+    assert bool(variant(all_finite)(tree)) and numpy_all_finite(tree)
+    if where == "w":
+        tree["w"][2, 1] = bad
+    elif where == "b1":
+        tree["b"][1] = np.float32(bad)
+    else:
+        tree["half"][0, 1] = bad
+    assert not numpy_all_finite(tree)
+    assert not bool(variant(all_finite)(tree))
+
+
+def test_all_finite_of_large_finite_values_and_of_no_floats(variant):
+    # Finite values whose sum would overflow are still finite (no reduction by summing).
+    big = {"a": np.full((8,), 3e38, np.float32), "b": np.float32(-3e38)}
+    assert bool(variant(all_finite)(big))
+    assert bool(variant(all_finite)({"n": np.arange(3), "empty": []}))
+    assert bool(variant(all_finite)({"empty": np.zeros((0, 3), np.float32)}))
+
+
+def test_all_finite_under_vmap_is_per_row():
+    rows = np.ones((4, 3), np.float32)
+    rows[2, 1] = np.nan
+    finite = jax.vmap(lambda row: all_finite({"x": row, "y": row[:1] * 2}))(rows)
+    np.testing.assert_array_equal(np.asarray(finite), [True, True, False, True])
+
+
+@pytest.mark.parametrize("pred", [True, False])
+def test_tree_select_picks_a_whole_tree(variant, pred):
+    rng = np.random.default_rng(1)
+    a, b = mixed_tree(rng), mixed_tree(rng)
+    chosen = variant(tree_select)(jnp.asarray(pred), a, b)
+    expected = jax.tree.map(lambda x, y: np.where(pred, x, y), a, b)
+    assert jax.tree.structure(chosen) == jax.tree.structure(expected)
+    for got, want in zip(jax.tree.leaves(chosen), jax.tree.leaves(expected), strict=True):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_tree_select_under_vmap_selects_per_row():
+    on_true = {"x": np.arange(6.0, dtype=np.float32).reshape(3, 2)}
+    on_false = {"x": -np.ones((3, 2), np.float32)}
+    pred = jnp.asarray([True, False, True])
+    chosen = jax.vmap(tree_select)(pred, on_true, on_false)
+    np.testing.assert_array_equal(np.asarray(chosen["x"]), [[0, 1], [-1, -1], [4, 5]])
+
+
+def test_tree_select_refuses_trees_that_differ():
+    # JAX's own message names the leaf and both types.
+    with pytest.raises(TypeError, match=re.escape("path ['x'] has type float32[2]")):
+        tree_select(jnp.asarray(True), {"x": jnp.zeros(2)}, {"x": jnp.zeros(3)})
