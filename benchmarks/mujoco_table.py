@@ -635,7 +635,7 @@ def select_cells(args: argparse.Namespace) -> list[tuple[str, str]]:
     """The (algorithm, env id) cells to run. ``--envs`` names tasks by id; an id of another
     version of a table task (``Ant-v3``: EnvPool's v3 computes no contact forces, as
     Tianshou's mujoco-py 2.0 did) runs that task's cells on it."""
-    wanted = None if args.envs is None else {task_of(env): env for env in args.envs}
+    wanted = None if args.envs is None else _wanted_tasks(args.envs, args.cells)
     cells = [
         (algo, env if wanted is None else wanted[task_of(env)])
         for algo, env in CELL_SETS[args.cells]
@@ -648,13 +648,29 @@ def select_cells(args: argparse.Namespace) -> list[tuple[str, str]]:
     return cells
 
 
+def _wanted_tasks(envs: Sequence[str], cells: str) -> dict[str, str]:
+    """``--envs`` as task -> env id; an id of no task of ``--cells``, or two ids of one
+    task, is refused (a cell would otherwise be silently dropped or replaced)."""
+    tasks = {task_of(env) for _, env in CELL_SETS[cells]}
+    unknown = [env for env in envs if task_of(env) not in tasks]
+    if unknown:
+        raise SystemExit(
+            f"--envs {' '.join(unknown)}: not a task of --cells {cells} "
+            f"({', '.join(sorted(tasks))})"
+        )
+    wanted: dict[str, str] = {}
+    for env in envs:
+        if wanted.setdefault(task_of(env), env) != env:
+            raise SystemExit(f"--envs {wanted[task_of(env)]} {env}: two versions of one task")
+    return wanted
+
+
 def check_own_results_file(cells: Sequence[tuple[str, str]], args: argparse.Namespace) -> None:
     """A setting other than the table's (another task version, a resized schedule) keeps its
     rows in a results file of its own: the table's file holds Tianshou's cells only."""
     if args.results.name != RESULTS_FILE:
         return
-    table = set(CELL_SETS["all"])
-    other = sorted(env for cell in cells if cell not in table for env in cell[1:])
+    other = sorted({env for algo, env in cells if (algo, env) not in CELL_SETS["all"]})
     if other:
         raise SystemExit(
             f"--envs {' '.join(other)}: not the table's v5 tasks; give these rows their own "

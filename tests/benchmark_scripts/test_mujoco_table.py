@@ -170,3 +170,12 @@ def test_another_task_version_is_a_cell_of_its_own_in_its_own_file(tmp_path):
     plain = mt.parse_args([])
     plain.results = tmp_path / mt.RESULTS_FILE
     mt.check_own_results_file(mt.select_cells(plain), plain)  # Tianshou's cells: accepted
+
+
+def test_envs_that_name_no_table_task_or_one_task_twice_are_refused():
+    with pytest.raises(SystemExit, match=r"--envs Foo-v1: not a task of --cells all"):
+        mt.select_cells(mt.parse_args(["--envs", "Hopper-v5", "Foo-v1"]))
+    with pytest.raises(SystemExit, match=r"--envs Ant-v5: not a task of --cells ddpg"):
+        mt.select_cells(mt.parse_args(["--cells", "ddpg", "--envs", "Ant-v5"]))
+    with pytest.raises(SystemExit, match="--envs Ant-v3 Ant-v5: two versions of one task"):
+        mt.select_cells(mt.parse_args(["--envs", "Ant-v3", "Ant-v5"]))
