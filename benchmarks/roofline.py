@@ -11,6 +11,12 @@ Everything in one process, on one backend (CPU or GPU), in this order:
    read), the better of the two. Two references beside them: an *in-cache copy* (an array
    of a core's L2 size, or 16 MiB in a GPU's L2, copied 200 times in one program) and the
    time per op of a chain of 500 dependent 16 x 16 matrix products (each its own kernel).
+   And the rate of a matrix product at each shape the programs' layers use, chained
+   ``LAYER_PRODUCT_REPEATS`` times in one program (``LAYER_PRODUCTS``: 2,048 x 64 by 64 x 64
+   for the Pendulum updates' hidden layers, and 16 of them batched, each with its own
+   matrices, as 16 seeds under ``vmap`` make them; 1,024 x 64 by 64 x 64 for the MuJoCo ones;
+   256 x 256 by 256 x 256 for DDPG's): the best a product of that size reaches on this
+   machine, which on a CPU is well below the large product's.
 2. **Per program**: the jitted program is lowered and compiled once (compile time
    recorded); FLOPs and bytes accessed come from XLA's own cost analysis of the compiled
    program (``jax.jit(f).lower(*args).compile().cost_analysis()``), corrected for loops (see
@@ -600,6 +606,15 @@ def time_call(fn: Callable[[], Any], repetitions: int, seconds: float) -> dict[s
 # ================================================================================ peaks
 CACHE_COPY_ITERATIONS = 200
 SMALL_PRODUCTS = 500
+# The products in the programs' layers: (name, batch, rows, inner, columns); a batch of
+# products, each with its own matrices, is what seeds batched with ``vmap`` make.
+LAYER_PRODUCTS = (
+    ("Pendulum hidden layer", 1, 2048, 64, 64),
+    ("Pendulum hidden layer, 16 seeds batched", 16, 2048, 64, 64),
+    ("MuJoCo hidden layer", 1, 1024, 64, 64),
+    ("DDPG MuJoCo hidden layer", 1, 256, 256, 256),
+)
+LAYER_PRODUCT_REPEATS = 100
 
 
 def measure_peaks(quick: bool, repetitions: int, seconds: float) -> dict[str, Any]:
@@ -695,7 +710,45 @@ def measure_peaks(quick: bool, repetitions: int, seconds: float) -> dict[str, An
     row["us_per_op"] = row["time_median"] / row["ops"] * 1e6
     peaks["op_overhead"] = row
     peaks["op_overhead_us"] = row["us_per_op"]
+    peaks["layer_products"] = [
+        _layer_product(name, batch, m, k, n, timed) for name, batch, m, k, n in LAYER_PRODUCTS
+    ]
     return peaks
+
+
+def _layer_product(
+    name: str,
+    batch: int,
+    m: int,
+    k: int,
+    n: int,
+    timed: Callable[[Callable[[], Any]], dict[str, float]],
+) -> dict[str, Any]:
+    """``batch`` float32 ``(m, k) @ (k, n)`` products (``k == n``; each its own matrices, as
+    seeds under ``vmap``), ``LAYER_PRODUCT_REPEATS`` times in one program (``y = y @ w`` in a
+    loop, ``w`` identities passed in as data, so no call's dispatch is timed): the best rate a
+    layer of that shape can reach here (``2 batch m k n`` FLOPs per product)."""
+    if k != n:
+        raise ValueError(f"layer product {name!r}: chained products need k == n, got {k}, {n}")
+    y = jax.random.normal(jax.random.key(0), (batch, m, k), jnp.float32)
+    w = jnp.broadcast_to(jnp.eye(k, dtype=jnp.float32), (batch, k, k))
+
+    def chain(y: jax.Array, w: jax.Array) -> jax.Array:
+        def product(_: int, v: jax.Array) -> jax.Array:
+            return jnp.einsum("bmk,bkn->bmn", v, w)
+
+        return jax.lax.fori_loop(0, LAYER_PRODUCT_REPEATS, product, y)
+
+    compiled = jax.jit(chain).lower(y, w).compile()
+    row: dict[str, Any] = {
+        "name": name,
+        "shape": [batch, m, k, n],
+        "products_per_call": LAYER_PRODUCT_REPEATS,
+        "flops": 2.0 * batch * m * k * n * LAYER_PRODUCT_REPEATS,
+    }
+    row.update(timed(lambda: jax.block_until_ready(compiled(y, w))))
+    row["gflops"] = row["flops"] / row["time_median"] / 1e9
+    return row
 
 
 # ================================================================================ programs
@@ -1105,8 +1158,23 @@ def derived(row: dict[str, Any], peaks: dict[str, Any]) -> dict[str, Any]:
     out["pct_cache_bandwidth"] = 100 * out["gbs"] / peaks["cache_gbs"]
     # The share of the time that the ops would take at the measured cost of a tiny op.
     out["op_floor_pct"] = 100 * row["ops"] * peaks["op_overhead_us"] / (seconds * 1e6)
+    layer = layer_product_rate(row, peaks)
+    out["pct_layer_product"] = 100 * out["gflops_s"] / layer if layer else float("nan")
     out["bound"] = classify(out, peaks)
     return out
+
+
+def layer_product_rate(row: dict[str, Any], peaks: dict[str, Any]) -> float | None:
+    """GFLOP/s of a product at the shape of the program's layers (``LAYER_PRODUCTS``), or
+    None where no measured shape is the program's (DDPG at the Pendulum shapes)."""
+    if row.get("algo") in ("npg", "trpo"):
+        name = "MuJoCo hidden layer" if row.get("shape") == "mujoco" else "Pendulum hidden layer"
+    elif row.get("algo") == "ddpg" and row.get("shape") == "mujoco":
+        name = "DDPG MuJoCo hidden layer"
+    else:
+        return None
+    rates = [r["gflops"] for r in peaks.get("layer_products", []) if r["name"] == name]
+    return max(rates) if rates else None
 
 
 def analyse_compiled(compiled: Any, dynamic: dict[str, float]) -> dict[str, Any]:
@@ -1392,6 +1460,7 @@ def table(rows: list[dict[str, Any]], peaks: dict[str, Any]) -> str:
     tf32 = jax.default_backend() != "cpu"
     headers = ["program", "ms (q1-q3)", "GFLOP", "MB", "GFLOP/s", "% matmul peak"]
     headers += ["% default-precision peak"] if tf32 else []
+    headers += ["% layer-shape product"]
     headers += ["GB/s", "% BW peak", "% in-cache BW", "FLOP/B", "ops", "us/op"]
     headers += ["bound"]
     lines = []
@@ -1406,6 +1475,7 @@ def table(rows: list[dict[str, Any]], peaks: dict[str, Any]) -> str:
             fmt(r["pct_matmul_peak"], 1),
         ]
         line += [fmt(r["pct_matmul_peak_default"], 1)] if tf32 else []
+        line += [fmt(r.get("pct_layer_product", float("nan")), 1)]
         line += [
             fmt(r["gbs"], 1),
             fmt(r["pct_bandwidth_peak"], 1),
@@ -1444,6 +1514,17 @@ def _peak_lines(peaks: dict[str, Any]) -> list[tuple[str, float, str]]:
             f"{floor['us_per_op']:.2f} us per op",
         )
     )
+    for r in peaks.get("layer_products", []):
+        batch, m, k, n = r["shape"]
+        times = f"{batch} x " if batch > 1 else ""
+        lines.append(
+            (
+                f"a layer's product: {r['name']}, {times}{m} x {k} by {k} x {n} "
+                f"({r['products_per_call']} in one program)",
+                r["time_median"],
+                f"{r['gflops']:,.1f} GFLOP/s",
+            )
+        )
     return lines
 
 
@@ -1479,6 +1560,10 @@ def combine_peaks(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
         start["op_overhead"], end["op_overhead"], key=lambda r: r["us_per_op"]
     )
     peaks["machine_balance"] = peaks["matmul_gflops_highest"] / peaks["bandwidth_gbs"]
+    peaks["layer_products"] = [
+        max(a, b, key=lambda r: r["gflops"])
+        for a, b in zip(start["layer_products"], end["layer_products"], strict=True)
+    ]
     peaks["unsteady"] = [
         key for key in PEAK_KEYS if abs(start[key] - end[key]) > 0.15 * max(start[key], end[key])
     ]
@@ -1596,8 +1681,9 @@ def verdicts(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(
             f"{name}: {row['pct_matmul_peak']:.1f}% of the float32 matmul peak "
             f"({'>=' if row['pct_matmul_peak'] >= 35 else '<'} 35%), "
-            f"{row['pct_bandwidth_peak']:.1f}% of the bandwidth peak, {row['ops']:,.0f} ops "
-            f"at {row['us_per_op']:.1f} us/op: {row['bound']}-bound"
+            f"{row['pct_bandwidth_peak']:.1f}% of the bandwidth peak, "
+            f"{row['pct_layer_product']:.1f}% of a product at its layers' shape, "
+            f"{row['ops']:,.0f} ops at {row['us_per_op']:.1f} us/op: {row['bound']}-bound"
         )
     return lines
 

@@ -63,6 +63,9 @@ def test_roofline_quick(tmp_path, run_quick):
     ]
     peaks = data["peaks"]
     assert peaks["matmul_gflops_highest"] > 0 and peaks["bandwidth_gbs"] > 0
+    # One product at each layer shape, measured before and after the programs.
+    assert [r["name"] for r in peaks["layer_products"]] == [n for n, *_ in roofline.LAYER_PRODUCTS]
+    assert all(r["gflops"] > 0 for r in peaks["layer_products"])
     for row in data["rows"]:
         assert row["time_median_s"] > 0 and row["flops"] > 0 and row["bytes"] > 0
         assert row["bound"] in ("compute", "memory", "latency/overhead")
@@ -72,5 +75,9 @@ def test_roofline_quick(tmp_path, run_quick):
     # Conjugate gradients and the line search ran, and their loops were counted.
     assert update["data_dependent_trips"]["conjugate_gradient"] >= 1
     assert update["flops"] > 3 * update["xla_flops_once"]
+    pendulum_layer = peaks["layer_products"][0]["gflops"]
+    assert update["pct_layer_product"] == pytest.approx(
+        100 * update["gflops_s"] / pendulum_layer, rel=1e-9
+    )
     assert "| program |" in output and "trpo-update-pendulum:" in output
     assert (tmp_path / f"roofline_{backend}.csv").exists()
