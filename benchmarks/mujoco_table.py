@@ -15,8 +15,9 @@ seeds per process (vmapped), on EnvPool when it is installed (``pip install -e "
   rows of another preset version or budget in a cell stop the run with an error instead of
   being mixed in;
 - ``--budget-minutes`` bounds the wall time: no group starts that its cell's earlier groups
-  say will not fit, a group still training at the deadline is stopped (its seeds are lost),
-  and the run ends by saying what remains.
+  (or, for a cell without any, the same algorithm's groups on other tasks) say will not fit,
+  a group still training at the deadline is stopped (its seeds are lost), and the run ends by
+  saying what remains.
 
 ``--table`` writes ``mujoco_table.md`` and ``mujoco_table.png`` from the results file: per cell
 Tianshou's statistic (the maximum over evaluations of the mean across seeds, +- the std across
@@ -333,13 +334,25 @@ def rows_of(cell: Cell, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if (r["algo"], r["env"], r.get("settings_id")) == key]
 
 
-def estimate_seconds(cell: Cell, seeds: int, rows: Sequence[dict[str, Any]]) -> float | None:
-    """A group's wall time from its cell's earlier groups (seconds per seed-step), if any."""
+def estimate_seconds(
+    cell: Cell, seeds: int, rows: Sequence[dict[str, Any]]
+) -> tuple[float, str] | None:
+    """A group's wall time and what it comes from: the cell's earlier groups (seconds per
+    seed-step), else the same algorithm's groups on the other tasks at the same budget (a
+    rougher guess: the simulators differ), else None."""
     same = rows_of(cell, rows)
+    basis = "at the rate measured so far"
+    if not same:
+        same = [
+            r
+            for r in rows
+            if r["algo"] == cell.algo and r.get("total_steps") == cell.config.total_steps
+        ]
+        basis = f"at {cell.algo}'s rate on its other tasks"
     if not same:
         return None
     rate = np.median([r["env_steps_per_second"] for r in same])
-    return seeds * cell.config.total_steps / rate
+    return seeds * cell.config.total_steps / rate, basis
 
 
 def run_plan(plan: Plan, args: Any, rows: list[dict[str, Any]]) -> None:
@@ -354,9 +367,17 @@ def run_plan(plan: Plan, args: Any, rows: list[dict[str, Any]]) -> None:
         if left <= 0:
             break
         guess = estimate_seconds(cell, len(seeds), rows)
-        if guess is not None and guess > left:
-            print(f"skip {cell.algo} {cell.env} seeds {seeds}: ~{guess / 60:.0f} min > budget")
+        if guess is not None and guess[0] > left:
+            print(
+                f"skip {cell.algo} {cell.env} seeds {seeds}: ~{guess[0] / 60:.0f} min "
+                f"({guess[1]}) > the budget left ({left / 60:.0f} min)"
+            )
             continue
+        if guess is None and math.isfinite(left):
+            print(
+                f"{cell.algo} {cell.env}: no finished group of {cell.algo} to time it by; if the "
+                "budget ends first, the group is not recorded"
+            )
         print(f"{cell.algo} {cell.env} seeds {seeds} ({cell.config.total_steps:,} steps each)")
         try:
             new = train_group(cell, seeds, deadline, provenance)
@@ -377,7 +398,7 @@ def remaining(cells: Sequence[Cell], seeds: dict[str, list[int]], rows: list[dic
         missing = [s for s in seeds[cell.algo] if s not in have]
         if missing:
             guess = estimate_seconds(cell, len(missing), rows)
-            eta = f", ~{guess / 60:.0f} min at the rate measured so far" if guess else ""
+            eta = f", ~{guess[0] / 60:.0f} min {guess[1]}" if guess else ""
             lines.append(f"{cell.algo} {cell.env}: {len(missing)} seeds to go {missing}{eta}")
     return lines
 

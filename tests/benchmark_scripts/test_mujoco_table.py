@@ -179,3 +179,27 @@ def test_envs_that_name_no_table_task_or_one_task_twice_are_refused():
         mt.select_cells(mt.parse_args(["--cells", "ddpg", "--envs", "Ant-v5"]))
     with pytest.raises(SystemExit, match="--envs Ant-v3 Ant-v5: two versions of one task"):
         mt.select_cells(mt.parse_args(["--envs", "Ant-v3", "Ant-v5"]))
+
+
+def test_a_group_is_timed_by_its_cell_else_by_its_algorithms_other_tasks():
+    hopper, cheetah = _cell(env="Hopper-v5"), _cell(env="HalfCheetah-v5")
+
+    def timed(cell, env, rate, algo="trpo", total_steps=1_000_000):
+        row = _row(algo, env, 0, [1.0], settings_id=cell.settings_id, total_steps=total_steps)
+        return {**row, "env_steps_per_second": rate}
+
+    assert mt.estimate_seconds(hopper, 3, []) is None
+    # DDPG's rate says nothing of TRPO's, nor a run of another budget of a full one.
+    others = [
+        timed(hopper, "Hopper-v5", 1.0, algo="ddpg"),
+        timed(hopper, "Hopper-v5", 1.0, total_steps=5),
+    ]
+    assert mt.estimate_seconds(cheetah, 3, others) is None
+    rows = [timed(hopper, "Hopper-v5", 2_000.0), timed(hopper, "Hopper-v5", 4_000.0)]
+    seconds, basis = mt.estimate_seconds(cheetah, 3, rows)
+    assert seconds == pytest.approx(3 * 1_000_000 / 3_000.0)  # the median rate
+    assert "other tasks" in basis
+    rows.append(timed(cheetah, "HalfCheetah-v5", 10_000.0))
+    seconds, basis = mt.estimate_seconds(cheetah, 3, rows)
+    assert seconds == pytest.approx(3 * 1_000_000 / 10_000.0)  # its own cell's rate first
+    assert basis == "at the rate measured so far"
