@@ -10,14 +10,17 @@ seeds per process (vmapped), on EnvPool when it is installed (``pip install -e "
   over ``eval_episodes`` test episodes at each evaluation), ``final_return``, ``best_return``,
   ``seconds``, ``commit``, ``machine``, ``env_backend``, ``preset`` and ``settings_id`` (a hash
   of every resolved hyperparameter and run setting, the preset's version);
-- seeds already in the file are skipped, so an interrupted table continues where it stopped
-  (a killed process loses only the seeds it was training; a group's rows are written whole);
-  rows of another preset version or budget in a cell stop the run with an error instead of
-  being mixed in;
+- seeds already in the file are skipped, so an interrupted table continues where it stopped;
+  a group trains in a run directory beside the results file (``<stem>_runs/``, ``jaxrl
+  train``'s runner) and checkpoints about every ``CHECKPOINT_STEPS`` env steps, so a killed or
+  stopped group resumes from its newest checkpoint (on fresh environments, as ``jaxrl train
+  --resume``; its rows say where: ``resumed_at_env_steps``), and a group's rows are written
+  whole when it ends; rows of another preset version or budget in a cell stop the run with an
+  error instead of being mixed in;
 - ``--budget-minutes`` bounds the wall time: no group starts that its cell's earlier groups
-  (or, for a cell without any, the same algorithm's groups on other tasks) say will not fit,
-  a group still training at the deadline is stopped (its seeds are lost), and the run ends by
-  saying what remains.
+  (or, for a cell without any, the same algorithm's groups on other tasks) say will not fit in
+  what is left (less what its checkpoint has done), a group still training at the deadline is
+  checkpointed and stopped, and the run ends by saying what remains.
 
 ``--table`` writes ``mujoco_table.md`` and ``mujoco_table.png`` from the results file: per cell
 Tianshou's statistic (the maximum over evaluations of the mean across seeds, +- the std across
@@ -42,9 +45,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import itertools
 import json
 import math
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
@@ -67,6 +72,7 @@ from common import (
     save_figure,
 )
 
+from jaxrl.io.metrics import learning_curve, read_csv
 from jaxrl.io.published import SOURCE, TASK_VERSIONS, published_tasks, task_of, tianshou_mujoco
 
 RESULTS_FILE = "mujoco_table.jsonl"
@@ -254,14 +260,101 @@ class Deadline(Exception):
     """The wall-time budget ran out while a group was training."""
 
 
+# A group checkpoints about this often (env steps per seed), so that a killed or stopped group
+# resumes from there (DDPG's groups take hours on a small CPU).
+CHECKPOINT_STEPS = 50_000
+
+
+def group_dir(results: Path, cell: Cell, seeds: Sequence[int]) -> Path:
+    """The run directory a group trains in, beside the results file (``<stem>_runs/``),
+    named by its cell, seeds and settings; removed once the group's rows are recorded."""
+    name = f"{cell.algo}-{cell.env}-seeds-{seeds[0]}-{seeds[-1]}-{cell.settings_id}"
+    return results.parent / f"{results.stem}_runs" / name
+
+
+def group_progress(path: Path) -> int:
+    """Env steps per seed that a group's newest checkpoint holds (0: none)."""
+    from jaxrl.io.checkpoints import CheckpointStore
+
+    if not (path / "checkpoints").is_dir():
+        return 0
+    with CheckpointStore(path / "checkpoints") as store:
+        step = store.latest_step()
+        return 0 if step is None else int(store.metadata(step)["env_steps"])
+
+
 def train_group(
-    cell: Cell, seeds: list[int], deadline: float, provenance: dict[str, Any]
-) -> list[dict[str, Any]]:
-    """Train ``seeds`` of ``cell`` together (one vmapped host-driver run); one row per seed.
+    cell: Cell,
+    seeds: list[int],
+    deadline: float,
+    provenance: dict[str, Any],
+    path: Path,
+    stop_after_periods: int | None = None,
+) -> list[dict[str, Any]] | None:
+    """Train ``seeds`` of ``cell`` together (one vmapped host-driver run, ``jaxrl train``'s
+    runner) in the run directory ``path``, checkpointing about every ``CHECKPOINT_STEPS`` env
+    steps and resuming from its newest checkpoint if it has one (on fresh environments, as
+    ``jaxrl train --resume``); one row per seed.
+
+    A group with a resized learning-rate schedule (``--lr-schedule-updates``) runs in one call
+    without checkpoints: the runner builds the algorithm from its configuration alone.
+
+    Returns:
+      The rows, or None when ``stop_after_periods`` ended the call before the group finished
+      (resumable).
 
     Raises:
-      Deadline: the budget ran out before the group finished (nothing is returned).
+      Deadline: the budget ran out first (the group keeps a checkpoint of where it stopped).
     """
+    if cell.schedule_updates is not None:
+        return _train_in_one_call(cell, seeds, deadline, provenance)
+    from jaxrl.envs.host import resolve_env_backend
+    from jaxrl.io.run_dir import RunDir
+    from jaxrl.io.runner import train_run
+
+    every = max(1, round(CHECKPOINT_STEPS / cell.config.eval_every))
+    config = dataclasses.replace(
+        cell.config, seed=seeds[0], num_seeds=len(seeds), checkpoint_every=every
+    )
+    resumed_at = group_progress(path)
+    if resumed_at:
+        print(f"  resuming {cell.algo} {cell.env} seeds {seeds} from {resumed_at:,} env steps")
+    elif path.exists():
+        shutil.rmtree(path)  # a group killed before its first checkpoint starts over
+    run_dir = RunDir(path) if resumed_at else RunDir.create(path)
+    periods = itertools.count(1)
+
+    def stop() -> bool:  # asked after every period but the last
+        if time.time() >= deadline:
+            return True
+        return stop_after_periods is not None and next(periods) >= stop_after_periods
+
+    result = train_run(
+        config,
+        run_dir,
+        resume=bool(resumed_at),
+        stop=stop,
+        on_setup=lambda message: print(f"  {message}", flush=True),
+    )
+    if not result.finished:
+        if time.time() >= deadline:
+            raise Deadline
+        return None
+    steps, returns, _ = learning_curve(run_dir.evals_csv)
+    periodic = steps > 0  # the runner also evaluates the initial policy: not a table point
+    wall = read_csv(run_dir.evals_csv)["wall_time"]
+    seconds = float(np.max(np.asarray(wall, float)))  # over every call of the group
+    backend = resolve_env_backend(cell.env, config.env_backend)
+    rows = _rows(cell, seeds, steps[periodic], returns[periodic].T, seconds, backend, provenance)
+    for row in rows:
+        row["resumed_at_env_steps"] = resumed_at or None
+    return rows
+
+
+def _train_in_one_call(
+    cell: Cell, seeds: list[int], deadline: float, provenance: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """A group trained by the host driver in one call (no checkpoints)."""
     from jaxrl.envs.host import resolve_env_backend
     from jaxrl.io.backends import train_config
     from jaxrl.training.gymnasium_driver import train_gymnasium
@@ -298,21 +391,36 @@ def train_group(
         raise Deadline
     seconds = time.perf_counter() - start
     steps = np.asarray(metrics["eval/env_steps"][0]).astype(int)
+    returns = np.asarray(metrics["eval/return"], float)  # [seeds, evaluations]
+    return _rows(cell, seeds, steps, returns, seconds, backend, provenance)
+
+
+def _rows(
+    cell: Cell,
+    seeds: Sequence[int],
+    steps: np.ndarray,
+    returns: np.ndarray,
+    seconds: float,
+    backend: str,
+    provenance: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """One results row per seed: ``steps [P]`` and ``returns [S, P]`` (the evaluations)."""
+    steps = np.asarray(steps).astype(int)
     rows = []
     for index, seed in enumerate(seeds):
-        returns = np.asarray(metrics["eval/return"][index], float)
+        curve = np.asarray(returns[index], float)
         rows.append(
             {
                 "algo": cell.algo,
                 "env": cell.env,
                 "seed": seed,
-                "total_steps": config.total_steps,
+                "total_steps": cell.config.total_steps,
                 "env_steps": int(steps[-1]),
                 "eval_env_steps": steps.tolist(),
-                "eval_return": returns.tolist(),
-                "final_return": float(returns[-1]),
-                "best_return": float(returns.max()),
-                "eval_episodes": config.eval_episodes,
+                "eval_return": curve.tolist(),
+                "final_return": float(curve[-1]),
+                "best_return": float(curve.max()),
+                "eval_episodes": cell.config.eval_episodes,
                 "seconds": seconds,
                 "seeds_in_process": len(seeds),
                 "env_steps_per_second": len(seeds) * int(steps[-1]) / seconds,
@@ -366,26 +474,36 @@ def run_plan(plan: Plan, args: Any, rows: list[dict[str, Any]]) -> None:
         left = deadline - time.time()
         if left <= 0:
             break
+        path = group_dir(args.results, cell, seeds)
+        done = group_progress(path) / cell.config.total_steps  # a stopped group's share
         guess = estimate_seconds(cell, len(seeds), rows)
-        if guess is not None and guess[0] > left:
+        if guess is not None and guess[0] * (1 - done) > left:
             print(
-                f"skip {cell.algo} {cell.env} seeds {seeds}: ~{guess[0] / 60:.0f} min "
-                f"({guess[1]}) > the budget left ({left / 60:.0f} min)"
+                f"skip {cell.algo} {cell.env} seeds {seeds}: ~{guess[0] * (1 - done) / 60:.0f} "
+                f"min ({guess[1]}) > the budget left ({left / 60:.0f} min)"
             )
             continue
         if guess is None and math.isfinite(left):
             print(
                 f"{cell.algo} {cell.env}: no finished group of {cell.algo} to time it by; if the "
-                "budget ends first, the group is not recorded"
+                "budget ends first, the group continues from its last checkpoint next time"
             )
         print(f"{cell.algo} {cell.env} seeds {seeds} ({cell.config.total_steps:,} steps each)")
         try:
-            new = train_group(cell, seeds, deadline, provenance)
+            new = train_group(cell, seeds, deadline, provenance, path, args.stop_after_periods)
         except Deadline:
-            print(f"budget spent during {cell.algo} {cell.env} seeds {seeds}: not recorded")
+            print(
+                f"budget spent during {cell.algo} {cell.env} seeds {seeds}: not recorded yet; "
+                f"the next run resumes it from its checkpoint at {group_progress(path):,} env "
+                "steps"
+            )
             break
+        if new is None:
+            print(f"  stopped at {group_progress(path):,} env steps (resumable)")
+            continue
         append_rows(args.results, new)
         rows += new
+        shutil.rmtree(path, ignore_errors=True)  # the rows hold what the table needs
         finals = ", ".join(f"{r['final_return']:.1f}" for r in new)
         print(f"  recorded seeds {seeds}: final returns {finals} ({new[0]['seconds']:.0f}s)")
 
@@ -401,6 +519,17 @@ def remaining(cells: Sequence[Cell], seeds: dict[str, list[int]], rows: list[dic
             eta = f", ~{guess[0] / 60:.0f} min {guess[1]}" if guess else ""
             lines.append(f"{cell.algo} {cell.env}: {len(missing)} seeds to go {missing}{eta}")
     return lines
+
+
+def stopped_groups(results: Path) -> list[str]:
+    """One line per group with a checkpoint beside ``results``: where the next run resumes."""
+    runs = results.parent / f"{results.stem}_runs"
+    paths = sorted(runs.iterdir()) if runs.is_dir() else []
+    return [
+        f"{path.name}: resumes from {group_progress(path):,} env steps"
+        for path in paths
+        if group_progress(path)
+    ]
 
 
 # ------------------------------------------------------------------------------ the table
@@ -631,6 +760,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--env-backend", default="auto", choices=["auto", "gymnasium", "envpool"])
     parser.add_argument("--budget-minutes", type=float, default=None)
+    parser.add_argument(
+        "--stop-after-periods",
+        type=int,
+        default=None,
+        help="end each group after this many evaluation periods of this call, checkpointed "
+        "(the next run resumes it); for tests and short slots",
+    )
     parser.add_argument("--results", type=Path, default=None, help="the JSONL results file")
     parser.add_argument("--table", action="store_true", help="only write the table and figure")
     parser.add_argument(
@@ -724,7 +860,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         run_plan(plan, args, rows)
         left = remaining(cells, seeds, rows)
         print("Remaining:" if left else "Every cell asked for is complete.")
-        for line in left:
+        for line in left + stopped_groups(args.results):
             print("  " + line)
     rows = read_rows(args.results)
     if rows:

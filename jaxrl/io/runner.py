@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -261,6 +261,7 @@ def train_run(
     *,
     resume: bool = False,
     stop_after_periods: int | None = None,
+    stop: Callable[[], bool] | None = None,
     progress: bool = True,
     on_setup: Callable[[str], None] | None = None,
 ) -> TrainResult:
@@ -272,6 +273,10 @@ def train_run(
       resume: continue from the newest finalized checkpoint (from scratch if there is none).
       stop_after_periods: end after this many evaluation periods of this call, as an
         interruption would (the run stays resumable from its last checkpoint).
+      stop: asked after every evaluation period but the last; ``True`` ends the call there,
+        after checkpointing that period, so that a later ``resume=True`` call continues from
+        it (a wall-time budget: ``lambda: time.time() > deadline``). In a job of several
+        processes it must answer the same on every process.
       progress: show the progress bar / progress lines on stderr.
       on_setup: called with a message once the run is set up (before compiling).
 
@@ -308,30 +313,58 @@ def train_run(
     )
     if on_setup is not None:
         on_setup(_setup_message(run))
-    periods_done = 0
     try:
         with run.progress, backend.periods(carry, start_steps) as (carry, run_period):
             run.start(agent, carry.state, carry.obs_stats)
-            for collections in layout.periods_after(done):
-                if stop_after_periods is not None and periods_done >= stop_after_periods:
-                    break
-                carry, metrics = run_period(carry, collections)
-                run.period += 1
-                periods_done += 1
-                metrics = backend.gather(metrics)
-                run.end_period(
-                    update_rows(metrics, run.period, first_update=done + 1),
-                    metrics["eval/return"],
-                    int(metrics["eval/env_steps"][0]),
-                )
-                done += collections
-                if run.checkpoint_due():
-                    run.save(backend.to_checkpoint(carry))  # gathered by every process
+            carry = _train_periods(
+                run,
+                backend,
+                carry,
+                run_period,
+                layout.periods_after(done),
+                done,
+                stop_after_periods,
+                stop,
+            )
             run.finish(agent, carry.state, carry.obs_stats)
         run.plot()
     finally:
         run.close()
     return run.result()
+
+
+def _train_periods(
+    run: _Run,
+    backend: Any,
+    carry: Any,
+    run_period: Callable[[Any, int], tuple[Any, dict[str, Any]]],
+    periods: Sequence[int],
+    done: int,
+    stop_after_periods: int | None,
+    stop: Callable[[], bool] | None,
+) -> Any:
+    """The evaluation periods of one :func:`train_run` call (``periods``: the collections of
+    each; ``done``: collections before them): each period trained, its metrics gathered and
+    logged, and checkpointed when due or when ``stop`` ends the call there. Returns the
+    carry after the last period trained."""
+    for count, collections in enumerate(periods):
+        if stop_after_periods is not None and count >= stop_after_periods:
+            break
+        carry, metrics = run_period(carry, collections)
+        run.period += 1
+        metrics = backend.gather(metrics)
+        run.end_period(
+            update_rows(metrics, run.period, first_update=done + 1),
+            metrics["eval/return"],
+            int(metrics["eval/env_steps"][0]),
+        )
+        done += collections
+        stopping = run.period < run.num_periods and stop is not None and stop()
+        if run.checkpoint_due() or stopping:
+            run.save(backend.to_checkpoint(carry))  # gathered by every process
+        if stopping:
+            break
+    return carry
 
 
 __all__ = [

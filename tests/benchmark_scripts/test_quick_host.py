@@ -24,7 +24,9 @@ def _rows(path):
 def test_mujoco_table_resumes_after_a_kill(tmp_path, run_quick, quick_env):
     """The table command killed after its first group continues with the second group only:
     the finished rows are unchanged, the killed group is trained again, and the table is
-    generated from the results file."""
+    generated from the results file. A group stopped after a period (``--stop-after-periods``,
+    as a spent budget stops it) is checkpointed and resumed from there, and its run directory
+    is removed once its rows are recorded."""
     pytest.importorskip("mujoco")
     results = tmp_path / "mujoco_table.jsonl"
     command = [sys.executable, str(BENCH / "mujoco_table.py"), "--quick", "--out", str(tmp_path)]
@@ -45,11 +47,22 @@ def test_mujoco_table_resumes_after_a_kill(tmp_path, run_quick, quick_env):
     assert required <= set(first[0]), required - set(first[0])
     assert first[0]["machine"]["cores"] == os.cpu_count()
 
-    output = run_quick("mujoco_table.py", tmp_path)
+    output = run_quick("mujoco_table.py", tmp_path, "--stop-after-periods", "1")
     assert "1 groups to train" in output  # the finished TRPO seeds are not trained again
+    assert "stopped at 1,024 env steps (resumable)" in output
+    assert "resumes from 1,024 env steps" in output  # said under "Remaining"
+    assert _rows(results) == first  # nothing recorded for a group that has not finished
+    runs = tmp_path / "mujoco_table_runs"
+    assert [p.name.split("-seeds-")[0] for p in runs.iterdir()] == ["ddpg-Hopper-v5"]
+
+    output = run_quick("mujoco_table.py", tmp_path)
+    assert "resuming ddpg Hopper-v5 seeds [0, 1] from 1,024 env steps" in output
     rows = _rows(results)
     assert rows[:2] == first  # finished rows unchanged
     assert sorted((r["algo"], r["seed"]) for r in rows[2:]) == [("ddpg", 0), ("ddpg", 1)]
+    for row in rows[2:]:  # the evaluations before and after the stop, in one row
+        assert row["eval_env_steps"] == [1024, 2048] and row["resumed_at_env_steps"] == 1024
+    assert not any(runs.iterdir())  # the recorded group's run directory is gone
     assert "Every cell asked for is complete." in output
     table = (tmp_path / "mujoco_table.md").read_text()
     assert "| InvertedPendulum (v5; Tianshou v2) | TRPO |" in table

@@ -4,6 +4,7 @@ and DDPG learning through it."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -223,9 +224,22 @@ def test_observation_normalization_in_the_jitted_driver():
 def test_normalized_runs_resume_exactly(tmp_path):
     """The statistics are part of the checkpointed carry: an interrupted and resumed run
     ends bit-identical to an uninterrupted one."""
-    from jaxrl.io import RunConfig, RunDir, load_run, train_run
+    from jaxrl.io import RunDir, load_run, train_run
 
-    config = RunConfig.from_preset(
+    config = _tiny_run_config(num_seeds=2, checkpoint_every=1, normalize_obs=True)
+    whole, cut = RunDir.create(tmp_path / "whole"), RunDir.create(tmp_path / "cut")
+    train_run(config, whole, progress=False)
+    train_run(config, cut, progress=False, stop_after_periods=2)
+    train_run(config, cut, resume=True, progress=False)
+    assert float(load_run(cut.path).carry.obs_stats.count[0]) == 4 + 3 * 32
+    _assert_same_carry(whole, cut)
+
+
+def _tiny_run_config(**run: Any) -> Any:
+    """A 96-step TRPO run on gymnax's Pendulum, 3 evaluation periods of 32 steps."""
+    from jaxrl.io import RunConfig
+
+    return RunConfig.from_preset(
         "trpo",
         "Pendulum-v1",
         backend="jax",
@@ -235,19 +249,41 @@ def test_normalized_runs_resume_exactly(tmp_path):
         total_steps=96,
         eval_every=32,
         eval_episodes=1,
-        num_seeds=2,
-        checkpoint_every=1,
-        normalize_obs=True,
+        **run,
     )
-    whole, cut = RunDir.create(tmp_path / "whole"), RunDir.create(tmp_path / "cut")
-    train_run(config, whole, progress=False)
-    train_run(config, cut, progress=False, stop_after_periods=2)
-    train_run(config, cut, resume=True, progress=False)
-    expected, got = load_run(whole.path).carry, load_run(cut.path).carry
-    assert float(got.obs_stats.count[0]) == 4 + 3 * 32
+
+
+def _assert_same_carry(expected_dir: Any, got_dir: Any) -> None:
+    """The two run directories' final carries are bit-identical."""
+    from jaxrl.io import load_run
+
+    expected, got = load_run(expected_dir.path).carry, load_run(got_dir.path).carry
     for a, b in zip(
         jax.tree_util.tree_leaves(expected), jax.tree_util.tree_leaves(got), strict=True
     ):
         if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
             a, b = jax.random.key_data(a), jax.random.key_data(b)
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_a_run_stopped_by_its_stop_hook_is_checkpointed_there_and_resumes_exactly(tmp_path):
+    """``train_run(stop=...)``: the call ends after the period where ``stop`` says so, with
+    that period checkpointed even when ``checkpoint_every`` would not (0: only at the end),
+    and the resumed run ends bit-identical to an uninterrupted one."""
+    from jaxrl.io import RunDir, train_run
+
+    config = _tiny_run_config(checkpoint_every=0)
+    whole, cut = RunDir.create(tmp_path / "whole"), RunDir.create(tmp_path / "cut")
+    train_run(config, whole, progress=False)
+    asked = []
+
+    def stop() -> bool:
+        asked.append(True)
+        return len(asked) == 2
+
+    stopped = train_run(config, cut, progress=False, stop=stop)
+    assert not stopped.finished and stopped.period == 2 and stopped.env_steps == 64
+    assert stopped.checkpoint == cut.checkpoints / "2"
+    resumed = train_run(config, cut, resume=True, progress=False, stop=lambda: False)
+    assert resumed.finished and resumed.env_steps == 96
+    _assert_same_carry(whole, cut)
