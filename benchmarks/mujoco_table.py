@@ -525,11 +525,8 @@ def stopped_groups(results: Path) -> list[str]:
     """One line per group with a checkpoint beside ``results``: where the next run resumes."""
     runs = results.parent / f"{results.stem}_runs"
     paths = sorted(runs.iterdir()) if runs.is_dir() else []
-    return [
-        f"{path.name}: resumes from {group_progress(path):,} env steps"
-        for path in paths
-        if group_progress(path)
-    ]
+    progress = {path.name: group_progress(path) for path in paths}
+    return [f"{name}: resumes from {n:,} env steps" for name, n in progress.items() if n]
 
 
 # ------------------------------------------------------------------------------ the table
@@ -778,6 +775,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "at 1M); a setting of its own: give these rows their own --results file",
     )
     args = parser.parse_args(argv)
+    if args.stop_after_periods is not None and args.stop_after_periods < 1:
+        parser.error(f"--stop-after-periods must be at least 1, got {args.stop_after_periods}")
     args.hyperparameters = {}
     if args.quick:  # a smoke run: one cheap task, a tiny budget, DDPG mostly warm-up
         args.cells, args.envs = "all", ["InvertedPendulum-v5", "Hopper-v5"]

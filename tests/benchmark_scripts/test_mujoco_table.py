@@ -203,3 +203,10 @@ def test_a_group_is_timed_by_its_cell_else_by_its_algorithms_other_tasks():
     seconds, basis = mt.estimate_seconds(cheetah, 3, rows)
     assert seconds == pytest.approx(3 * 1_000_000 / 10_000.0)  # its own cell's rate first
     assert basis == "at the rate measured so far"
+
+
+@pytest.mark.parametrize("periods", ["0", "-2"])
+def test_stop_after_periods_below_one_is_refused(periods, capsys):
+    with pytest.raises(SystemExit):
+        mt.parse_args(["--stop-after-periods", periods])
+    assert f"--stop-after-periods must be at least 1, got {periods}" in capsys.readouterr().err
