@@ -2,7 +2,7 @@
 
 ::
 
-    jaxrl train trpo --env Pendulum-v1             # Tianshou's tuned settings, 4 seeds
+    jaxrl train trpo --env Pendulum-v1             # the main job: 8 seeds, one program
     jaxrl train ddpg --env Pendulum-v1 --tau 0.01  # any hyperparameter by its name
     jaxrl train trpo --resume runs/trpo-...        # continue from the last checkpoint
     jaxrl sweep trpo --sweep max-kl=0.005,0.01 --num-seeds 8   # settings x seeds, ranked

@@ -228,7 +228,7 @@ class RunSettings:
     )
     num_seeds: int = setting(
         1,
-        "seeds trained together in one program; None: 4 on JAX environments, 1 on host "
+        "seeds trained together in one program; None: 8 on JAX environments, 1 on host "
         "environments",
         minimum=1,
         cli_type=int | None,
