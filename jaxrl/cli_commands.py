@@ -116,8 +116,8 @@ def _new_config(
     """The configuration of a new run: the options' values, the drivers and backends
     resolved (:func:`_backends`), the evaluation interval adapted to a budget given without
     one (:meth:`jaxrl.training.settings.RunSettings.for_budget`)."""
-    from jaxrl.io.config import DEFAULT_NUM_SEEDS, RunConfig, run_defaults
-    from jaxrl.training.settings import RunSettings, settings_fields
+    from jaxrl.io.config import RunConfig, run_defaults
+    from jaxrl.training.settings import DEFAULT_NUM_SEEDS, RunSettings, settings_fields
 
     backend, env_backend, brax_backend = _backends(values)
     settings = {f.name: values[f.name] for f in settings_fields() if f.metadata["cli"]}

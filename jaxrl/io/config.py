@@ -58,9 +58,6 @@ Backend = Literal["jax", "gymnasium"]
 
 # Defaults come from presets (:mod:`jaxrl.algorithms.presets`); the environment picks one.
 DEFAULT_PRESET = "pendulum"
-# 8 seeds on JAX environments (one vmapped program): a verdict over 4 seeds flipped with a
-# CPU's float rounding (benchmarks/RESULTS.md section 21).
-DEFAULT_NUM_SEEDS: dict[str, int] = {"jax": 8, "gymnasium": 1}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -42,6 +42,10 @@ from typing import Any, Literal
 import numpy as np
 
 MIN_EVALUATIONS = 10
+# Seeds a run trains when ``num_seeds`` is not given, by backend. 8 on JAX environments (one
+# vmapped program): a verdict over 4 seeds flipped with a CPU's float rounding
+# (benchmarks/RESULTS.md section 21).
+DEFAULT_NUM_SEEDS: dict[str, int] = {"jax": 8, "gymnasium": 1}
 _NO_DEFAULT: Any = object()
 REQUIRED: Any = dataclasses.MISSING
 """The ``default`` of a :func:`setting` that has none (a required field)."""
@@ -228,8 +232,8 @@ class RunSettings:
     )
     num_seeds: int = setting(
         1,
-        "seeds trained together in one program; None: 8 on JAX environments, 1 on host "
-        "environments",
+        f"seeds trained together in one program; None: {DEFAULT_NUM_SEEDS['jax']} on JAX "
+        f"environments, {DEFAULT_NUM_SEEDS['gymnasium']} on host environments",
         minimum=1,
         cli_type=int | None,
         cli_default=None,
