@@ -37,10 +37,11 @@ def quick_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def run_quick(quick_env: dict[str, str]) -> Callable[..., str]:
-    """``run_quick(script, out, *extra) -> output`` (asserting exit status 0)."""
+    """``run_quick(script, out, *extra, env=None) -> output`` (asserting exit status 0);
+    ``env`` adds variables to the scripts' environment."""
 
-    def run(script: str, out: Path, *extra: str) -> str:
-        env = quick_env
+    def run(script: str, out: Path, *extra: str, env: dict[str, str] | None = None) -> str:
+        env = {**quick_env, **(env or {})}
         command = [sys.executable, str(BENCH / script), "--quick", "--no-tianshou"]
         result = subprocess.run(
             [*command, "--out", str(out), *extra],

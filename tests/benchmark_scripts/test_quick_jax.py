@@ -41,9 +41,11 @@ def test_pendulum_wall_time_quick(tmp_path, run_quick):
 def test_pendulum_wall_time_on_two_cpu_devices(tmp_path, run_quick):
     """--devices 2: the seeds split over two CPU devices (one program, train_sharded's),
     each seed's numbers its own: equal to the one-device run to float rounding (both runs
-    are one update long here)."""
-    one = run_quick("pendulum_wall_time.py", tmp_path / "one")
-    two = run_quick("pendulum_wall_time.py", tmp_path / "two", "--devices", "2")
+    are one update long here). Both runs on the CPU, also where a GPU is the default backend
+    (``--devices`` splits over the default backend's devices; a machine with one GPU has one)."""
+    cpu = {"JAX_PLATFORMS": "cpu"}
+    one = run_quick("pendulum_wall_time.py", tmp_path / "one", env=cpu)
+    two = run_quick("pendulum_wall_time.py", tmp_path / "two", "--devices", "2", env=cpu)
     assert "2 seeds on 2 device(s)" in two and "2 seeds on 1 device(s)" in one
     rows = [
         json.loads((tmp_path / side / "pendulum_wall_time_trpo.json").read_text())["jaxrl"][0]
