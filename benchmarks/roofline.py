@@ -104,6 +104,14 @@ Programs (the algorithms' own jitted code; shapes from the presets, as ``update_
     python benchmarks/roofline.py                     # every program (about 5 minutes on a CPU)
     python benchmarks/roofline.py --quick             # CI smoke run (small sizes, few programs)
     python benchmarks/roofline.py --programs 'trpo-*-pendulum' ddpg-update-mujoco
+    python benchmarks/roofline.py --seeds 4096 --programs 'trpo-*-pendulum'   # on a GPU
+
+**Seeds.** ``--seeds N`` (N > 1) measures every jitted program under ``jax.vmap`` over N
+seeds, as a run of N vmapped seeds executes it (``jaxrl.training``'s seed axis): typed random
+keys are split into N, every other input is repeated N times, so each seed does the same
+arithmetic and the data-dependent loops run as one seed's (their trip counts are read from
+seed 0). The rows are named ``<program>-x<N>`` and written to ``roofline_<backend>_x<N>.*``;
+FLOPs and bytes are the N seeds'. The host step is one seed's and is left out.
 
 On a GPU the same command (a CUDA jaxlib) measures the GPU: ``roofline_gpu.*``. Writes
 ``roofline_<backend>.{json,csv,png}`` (``results/`` or ``results/quick/``) and prints the
@@ -765,6 +773,7 @@ class Program:
     fn: Callable[..., Any]
     args: tuple
     trips: Callable[[Any], dict[str, float]] | None = None
+    num_seeds: int = 1
 
 
 SHAPE_PRESETS = {
@@ -1128,6 +1137,32 @@ def period_program(algo: str, quick: bool) -> Program:
     )
 
 
+def over_seeds(program: Program, num_seeds: int) -> Program:
+    """``program`` vmapped over ``num_seeds`` seeds (see **Seeds** above): typed keys split,
+    every other input repeated; loop trips read from seed 0's outputs."""
+    if num_seeds == 1:
+        return program
+
+    def stack(x: Any) -> jax.Array:
+        x = jnp.asarray(x)
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) and x.shape == ():
+            return jax.random.split(x, num_seeds)
+        return jnp.broadcast_to(x, (num_seeds, *x.shape))
+
+    trips = program.trips
+    return dataclasses.replace(
+        program,
+        name=f"{program.name}-x{num_seeds}",
+        notes=f"jax.vmap over {num_seeds} seeds of: {program.notes}",
+        fn=jax.vmap(program.fn),
+        args=jax.tree_util.tree_map(stack, program.args),
+        trips=None
+        if trips is None
+        else (lambda out: trips(jax.tree_util.tree_map(lambda x: x[0], out))),
+        num_seeds=num_seeds,
+    )
+
+
 # ================================================================================ measuring
 def memory_roof(gbs: float, peaks: dict[str, Any]) -> float:
     """The bandwidth a program's bytes are judged against: the large copy's, or the in-cache
@@ -1166,7 +1201,10 @@ def derived(row: dict[str, Any], peaks: dict[str, Any]) -> dict[str, Any]:
 
 def layer_product_rate(row: dict[str, Any], peaks: dict[str, Any]) -> float | None:
     """GFLOP/s of a product at the shape of the program's layers (``LAYER_PRODUCTS``), or
-    None where no measured shape is the program's (DDPG at the Pendulum shapes)."""
+    None where no measured shape is the program's (DDPG at the Pendulum shapes, and programs
+    over several seeds)."""
+    if row.get("num_seeds", 1) > 1:
+        return None
     if row.get("algo") in ("npg", "trpo"):
         name = "MuJoCo hidden layer" if row.get("shape") == "mujoco" else "Pendulum hidden layer"
     elif row.get("algo") == "ddpg" and row.get("shape") == "mujoco":
@@ -1212,6 +1250,7 @@ def measure_program(program: Program, peaks: dict[str, Any], args: Any) -> dict[
         "group": program.group,
         "algo": program.algo,
         "shape": program.shape,
+        "num_seeds": program.num_seeds,
         "time_median_s": timing["median"],
         "time_q1_s": timing["q1"],
         "time_q3_s": timing["q3"],
@@ -1704,10 +1743,23 @@ def main() -> None:
         help="environment of ddpg-host-step (auto: Hopper-v5 with MuJoCo, "
         "EnvPool if installed; Pendulum-v1 without, and in --quick)",
     )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="measure the jitted programs vmapped over this many seeds (default 1)",
+    )
     args = parser.parse_args()
+    if args.seeds < 1:
+        parser.error(f"--seeds must be >= 1, got {args.seeds}")
     if args.quick:
         args.repetitions, args.seconds = 3, 0.05
     names = selected(args.programs, args.quick)
+    if args.seeds > 1 and "ddpg-host-step" in names:
+        names.remove("ddpg-host-step")
+        print("ddpg-host-step left out: one seed's host step (--seeds vmaps jitted programs)")
+        if not names:
+            parser.error("--seeds > 1 needs a jitted program; ddpg-host-step is one seed's")
     out = output_dir(args)
     info = machine_info()
     info["jax_settings"] = {
@@ -1734,7 +1786,10 @@ def main() -> None:
         if name == "ddpg-host-step":
             new = host_step_rows(peaks, args)
         else:
-            new = [measure_program(p, peaks, args) for p in build(name, args.quick)]
+            new = [
+                measure_program(over_seeds(p, args.seeds), peaks, args)
+                for p in build(name, args.quick)
+            ]
         for row in new:
             rows.append(row)
             print(
@@ -1762,7 +1817,7 @@ def main() -> None:
             f"WARNING: {', '.join(peaks['unsteady'])} differ by more than 15% before and after "
             "the programs: the machine was not quiet, the percentages are not reliable."
         )
-    stem = f"roofline_{backend}"
+    stem = f"roofline_{backend}" + (f"_x{args.seeds}" if args.seeds > 1 else "")
     write_json(
         out / f"{stem}.json",
         {

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from jax import lax
 
@@ -81,3 +82,37 @@ def test_roofline_quick(tmp_path, run_quick):
     )
     assert "| program |" in output and "trpo-update-pendulum:" in output
     assert (tmp_path / f"roofline_{backend}.csv").exists()
+
+
+def test_a_program_over_seeds_does_each_seeds_work():
+    """``--seeds N``: the program vmapped over N seeds does N seeds' matrix products, each
+    seed computes what the program computes alone (the inputs are repeated), its loops run as
+    one seed's, and a typed key is split so that each seed draws its own numbers."""
+    (cg,) = roofline.build("trpo-cg-pendulum", quick=True)
+    many = roofline.over_seeds(cg, 3)
+    assert many.name == "trpo-cg-pendulum-x3" and many.num_seeds == 3
+    assert roofline.over_seeds(cg, 1) is cg
+    one_out = jax.jit(cg.fn)(*cg.args)
+    many_out = jax.jit(many.fn)(*many.args)
+    for seed in (0, 2):
+        jax.tree_util.tree_map(
+            lambda a, b, s=seed: np.testing.assert_allclose(b[s], a, rtol=1e-4, atol=1e-6),
+            one_out,
+            many_out,
+        )
+    trips = cg.trips(one_out)
+    assert trips["conjugate_gradient"] >= 1 and many.trips(many_out) == trips
+    alone = _analysis(cg.fn, *cg.args, dynamic=trips)
+    over = _analysis(many.fn, *many.args, dynamic=trips)
+    assert over["dot_flops"] == pytest.approx(3 * alone["dot_flops"], rel=1e-9)
+    assert over["flops"] == pytest.approx(3 * alone["flops"], rel=0.05)
+
+    def scaled_draw(x, key):
+        return x * jax.random.normal(key, ())
+
+    draws = roofline.Program(
+        "draw", "part", "trpo", "pendulum", "", scaled_draw, (jnp.ones(2), jax.random.key(0))
+    )
+    out = np.asarray(jax.jit(roofline.over_seeds(draws, 4).fn)(*roofline.over_seeds(draws, 4).args))
+    assert out.shape == (4, 2) and len(np.unique(out[:, 0])) == 4
+    np.testing.assert_array_equal(out[:, 0], out[:, 1])  # x repeated, one draw per seed
