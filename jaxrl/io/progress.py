@@ -1,6 +1,13 @@
 """Live progress of a run on stderr: a rich progress bar in a terminal (env steps, steps/s,
 latest evaluation return, elapsed and remaining time), one plain line per evaluation when
-stderr is a file or a pipe (logs, CI)."""
+stderr is a file or a pipe (logs, CI), with the same figures (one line, wrapped here):
+
+    DDPG Hopper-v5 x3 | env steps 195,000/1,000,000 per seed | 52 steps/s per seed
+    (157 in all) | eval return 553.7 +- 145.7 | 1:11:35 | eta 4:17:59
+
+Env steps and their rate count one seed's steps (the seeds advance together), so that the
+remaining time is the remaining steps over the rate; the rate of all seeds together is in
+brackets. Rates are measured over the interval since the previous update."""
 
 from __future__ import annotations
 
@@ -8,14 +15,24 @@ import time
 from typing import Any
 
 
-def _format_rate(rate: float | None) -> str:
-    if rate is None:
-        return "- steps/s"
+def _format_count(rate: float) -> str:
     if rate >= 1e4:
-        return f"{rate / 1e3:,.0f}k steps/s"
+        return f"{rate / 1e3:,.0f}k"
     if rate >= 1e3:
-        return f"{rate / 1e3:,.1f}k steps/s"
-    return f"{rate:,.0f} steps/s"
+        return f"{rate / 1e3:,.1f}k"
+    return f"{rate:,.0f}"
+
+
+def _format_rate(rate_per_seed: float | None, num_seeds: int) -> str:
+    """``"52 steps/s per seed (157 in all)"``; one seed: ``"108 steps/s"``."""
+    if rate_per_seed is None:
+        return "- steps/s"
+    if num_seeds == 1:
+        return f"{_format_count(rate_per_seed)} steps/s"
+    return (
+        f"{_format_count(rate_per_seed)} steps/s per seed "
+        f"({_format_count(rate_per_seed * num_seeds)} in all)"
+    )
 
 
 def _format_elapsed(seconds: float) -> str:
@@ -30,7 +47,8 @@ class RunProgress:
     Args:
       description: what is trained, e.g. ``"TRPO Pendulum-v1 x4"``.
       total_steps: env steps per seed at the end of the run.
-      num_seeds: seeds trained together (steps/s counts the env steps of all of them).
+      num_seeds: seeds trained together (they advance together: steps and steps/s are
+        one seed's; the line adds the rate of all seeds).
       start_steps: env steps per seed already done (a resumed run).
       console: a ``rich.console.Console`` (default: stderr).
     """
@@ -51,7 +69,7 @@ class RunProgress:
         self.num_seeds = num_seeds
         self.steps = start_steps
         self.eval_text = "-"
-        self.rate: float | None = None
+        self.rate: float | None = None  # env steps per second, one seed's
         self._start = time.perf_counter()
         self._last = (self._start, start_steps)
         self._bar: Any = None
@@ -103,7 +121,7 @@ class RunProgress:
         now = time.perf_counter()
         last_time, last_steps = self._last
         if env_steps > last_steps and now > last_time:
-            self.rate = (env_steps - last_steps) * self.num_seeds / (now - last_time)
+            self.rate = (env_steps - last_steps) / (now - last_time)
         self._last = (now, env_steps)
         self.steps = env_steps
         if eval_return is not None:
@@ -112,16 +130,26 @@ class RunProgress:
                 self.eval_text += f" +- {eval_std:,.1f}"
         if self._bar is not None:
             self._bar.update(
-                self._task, completed=env_steps, rate=_format_rate(self.rate), eval=self.eval_text
+                self._task,
+                completed=env_steps,
+                rate=_format_rate(self.rate, self.num_seeds),
+                eval=self.eval_text,
             )
         elif eval_return is not None:
+            per_seed = " per seed" if self.num_seeds > 1 else ""
             self.console.print(
-                f"{self.description} | env steps {env_steps:,}/{self.total:,} | "
-                f"{_format_rate(self.rate)} | eval return {self.eval_text} | "
-                f"{_format_elapsed(now - self._start)}",
+                f"{self.description} | env steps {env_steps:,}/{self.total:,}{per_seed} | "
+                f"{_format_rate(self.rate, self.num_seeds)} | eval return {self.eval_text} | "
+                f"{_format_elapsed(now - self._start)} | eta {self._remaining()}",
                 highlight=False,
                 soft_wrap=True,
             )
+
+    def _remaining(self) -> str:
+        """The remaining env steps over the latest rate, ``H:MM:SS`` (``-`` before a rate)."""
+        if self.rate is None or self.rate <= 0:
+            return "-"
+        return _format_elapsed(max(self.total - self.steps, 0) / self.rate)
 
     def print(self, text: str) -> None:
         """A message above the bar (or a plain line)."""
