@@ -462,17 +462,16 @@ class HostBackend(_Backend):
         config = dataclasses.replace(train_config(self.config), total_steps=remaining)
         # A resumed run continues on fresh environments and keys.
         seeds = self._seeds(offset=start_steps)
+        # The loop counts on from start_steps: a warm-up already done is not run again.
         with HostTrainLoop(
-            self.agent, self.config.env, config, seeds, self.config.env_backend
+            self.agent,
+            self.config.env,
+            config,
+            seeds,
+            self.config.env_backend,
+            start_steps=start_steps,
         ) as loop:
-
-            def step(carry: Any, collections: int) -> tuple[Any, dict[str, Any]]:
-                carry, metrics = loop.run_period(carry, collections)
-                metrics["env_steps"] = metrics["env_steps"] + start_steps
-                metrics["eval/env_steps"] = metrics["eval/env_steps"] + start_steps
-                return carry, metrics
-
-            yield carry, step
+            yield carry, loop.run_period
 
     def evaluate(
         self, state: Any, obs_stats: Any, episodes: int, seed: int, deterministic: bool

@@ -388,6 +388,9 @@ class HostTrainLoop:
       seeds: one integer seed per trained seed; seed ``i``'s environments, keys and
         evaluations are those of a single-seed run with ``seeds[i]``.
       env_backend, env_kwargs: as :func:`train_gymnasium`.
+      start_steps: env steps per seed already trained (a resumed run): the loop counts on
+        from there, so a warm-up (``warmup_steps``) already done is not run again, and its
+        metrics' ``env_steps`` are the run's. ``config.total_steps`` is what is left.
     """
 
     def __init__(
@@ -398,6 +401,7 @@ class HostTrainLoop:
         seeds: list[int],
         env_backend: str = "auto",
         env_kwargs: dict[str, Any] | None = None,
+        start_steps: int = 0,
     ) -> None:
         self.agent, self.config, self.seeds = agent, config, list(seeds)
         self.layout = config.layout
@@ -419,7 +423,7 @@ class HostTrainLoop:
         self._sample: Any = None
         self._obs: Any = None
         self._episode_return = np.zeros((len(self.seeds), config.num_envs))
-        self._env_steps = 0
+        self._env_steps = start_steps
         self._collections = 0
         self._period = 0
 

@@ -67,3 +67,24 @@ def test_gymnasium_run_resumes_its_agent_state_and_replay_buffer(jaxrl, tmp_path
     # holds the transitions of both processes (32 steps of each of the 2 envs), not only the
     # resumed half (16).
     np.testing.assert_array_equal(np.asarray(loaded.carry.buffer.size), [32])
+
+
+def test_a_resumed_host_run_does_not_warm_up_again(jaxrl, tmp_path):
+    """DDPG's random warm-up (``--warmup-steps``, Tianshou's ``start_timesteps``) is the
+    first env steps of the run, not of each process: resumed at 32 env steps after a 24-step
+    warm-up, the run updates from its first resumed collection. 8 collections of 8 steps, 2
+    updates each from the one that starts at 24: 5 x 2 = 10, as uninterrupted (a resumed run
+    that counted from 0 again would skip 3 more collections' updates: 4)."""
+    args = ["train", "ddpg", "--env", "Pendulum-v1", "--backend", "gymnasium"]
+    args += ["--num-envs", "2", "--num-steps", "4", "--total-steps", "64", "--eval-every", "16"]
+    args += ["--eval-episodes", "1", "--hidden-sizes", "8", "--buffer-size", "64"]
+    args += ["--batch-size", "8", "--update-per-step", "0.25", "--warmup-steps", "24"]
+    whole = tmp_path / "whole"
+    jaxrl(*args, "--run-dir", whole).check()
+    run_dir = tmp_path / "resumed"
+    jaxrl(*args, "--run-dir", run_dir, "--stop-after-periods", "2").check()
+    assert int(load_run(run_dir).state.num_updates[0]) == 2
+    jaxrl("train", "ddpg", "--resume", run_dir).check()
+    assert int(load_run(whole).state.num_updates[0]) == 10
+    assert int(load_run(run_dir).state.num_updates[0]) == 10
+    assert read_csv(run_dir / "evals.csv")["env_steps"].tolist() == [0, 16, 32, 48, 64]
