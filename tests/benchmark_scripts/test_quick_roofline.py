@@ -116,3 +116,21 @@ def test_a_program_over_seeds_does_each_seeds_work():
     out = np.asarray(jax.jit(roofline.over_seeds(draws, 4).fn)(*roofline.over_seeds(draws, 4).args))
     assert out.shape == (4, 2) and len(np.unique(out[:, 0])) == 4
     np.testing.assert_array_equal(out[:, 0], out[:, 1])  # x repeated, one draw per seed
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--seeds", "0"], "--seeds must be >= 1, got 0"),
+        (["--seeds", "2", "--programs", "ddpg-host-step"], "--seeds > 1 needs a jitted program"),
+    ],
+)
+def test_bad_seed_counts_are_refused_before_measuring(extra, message):
+    import subprocess
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "roofline.py"
+    result = subprocess.run(
+        [sys.executable, str(script), *extra], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 2 and message in result.stderr
+    assert "Measuring peaks" not in result.stdout
