@@ -546,6 +546,7 @@ class CellResult:
     commits: tuple[str, ...]
     episodes: tuple[int, ...]
     machines: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
 def cell_results(rows: Sequence[dict[str, Any]]) -> list[CellResult]:
@@ -586,9 +587,51 @@ def cell_results(rows: Sequence[dict[str, Any]]) -> list[CellResult]:
                 commits=tuple(sorted({_short_commit(r.get("commit")) for r in runs})),
                 episodes=tuple(sorted({int(r.get("eval_episodes", 10)) for r in runs})),
                 machines=tuple(sorted({_machine_name(r.get("machine")) for r in runs})),
+                notes=_resume_notes(runs),
             )
         )
     return results
+
+
+def _resume_notes(runs: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    """What a cell's rows say of how they were trained: the seeds whose group resumed from a
+    checkpoint, and where (a row records its group's last resume)."""
+    resumed: dict[int, list[int]] = {}
+    for row in runs:
+        if row.get("resumed_at_env_steps"):
+            resumed.setdefault(int(row["resumed_at_env_steps"]), []).append(int(row["seed"]))
+    return tuple(
+        f"seeds {', '.join(map(str, sorted(seeds)))} resumed from a checkpoint at {steps:,} "
+        "env steps (last resume; fresh environments, as `jaxrl train --resume`)"
+        for steps, seeds in sorted(resumed.items())
+    )
+
+
+def read_deviations(source: Path) -> list[dict[str, Any]]:
+    """Known deviations of a results file's rows from the cells' settings, committed beside it
+    (``<stem>_deviations.json``: a list of ``{"algo", "env", "note"}``), for what the rows
+    cannot record (a fault of the code that trained them, found later). None: ``[]``."""
+    path = source.with_name(f"{source.stem}_deviations.json")
+    if not path.exists():
+        return []
+    entries = json.loads(path.read_text())
+    for i, entry in enumerate(entries):
+        missing = {"algo", "env", "note"} - set(entry)
+        if missing:
+            raise SystemExit(f"{path}: entry {i} lacks {sorted(missing)}")
+    return entries
+
+
+def with_deviations(
+    results: Sequence[CellResult], deviations: Sequence[dict[str, Any]]
+) -> list[CellResult]:
+    """``results`` with each deviation's note added to its cell's notes (a deviation of a
+    cell without rows is left out)."""
+    out = []
+    for r in results:
+        extra = tuple(d["note"] for d in deviations if (d["algo"], d["env"]) == (r.algo, r.env))
+        out.append(dataclasses.replace(r, notes=(*extra, *r.notes)) if extra else r)
+    return out
 
 
 def _short_commit(commit: str | None) -> str:
@@ -616,13 +659,18 @@ def _verdict(result: CellResult) -> str:
 
 def table_markdown(results: Sequence[CellResult], source: Path = Path(RESULTS_FILE)) -> str:
     rows = []
+    notes: list[str] = []
     for r in results:
         published = tianshou_mujoco(r.algo, r.env)
         task = task_of(r.env)
+        marks = ""
+        for note in r.notes:
+            notes.append(f"[{len(notes) + 1}] {r.algo.upper()} {r.env}: {note}")
+            marks += f" [{len(notes)}]"
         rows.append(
             [
                 f"{task} ({r.env.rsplit('-', 1)[1]}; Tianshou {TASK_VERSIONS.get(task, '?')})",
-                r.algo.upper(),
+                r.algo.upper() + marks,
                 f"{r.max_of_mean:.1f} +- {r.std_at_max:.1f}",
                 str(published) if published else "-",
                 _verdict(r),
@@ -661,6 +709,8 @@ def table_markdown(results: Sequence[CellResult], source: Path = Path(RESULTS_FI
             "",
             markdown_table(headers, rows),
             "",
+            *(f"{note}  " for note in notes),
+            *([""] if notes else []),
             f"Machines: {'; '.join(machines)}. Commits: {', '.join(commits)}.",
             "",
         ]
@@ -727,7 +777,7 @@ def write_table(
     """The table and figure of ``rows`` (read from the results file ``source``), named
     after it: ``mujoco_table.{md,png}`` for the table's own file, so a results file of
     another setting (``--lr-schedule-updates``) never overwrites them."""
-    results = cell_results(rows)
+    results = with_deviations(cell_results(rows), read_deviations(source))
     text = table_markdown(results, source)
     (out / f"{source.stem}.md").write_text(text)
     print(f"wrote {out / f'{source.stem}.md'}")

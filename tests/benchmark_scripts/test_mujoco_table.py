@@ -71,6 +71,42 @@ def test_table_reports_max_over_evaluations_of_the_mean(tmp_path):
     assert (tmp_path / "mujoco_table.md").read_text() == text
 
 
+def test_table_footnotes_resumed_groups_and_known_deviations(tmp_path):
+    """A cell whose rows resumed from a checkpoint, or that a committed deviations file names,
+    is marked in the table and its note printed under it; other cells are not marked."""
+    rows = [
+        _row("ddpg", "Hopper-v5", 0, [100.0, 900.0], resumed_at_env_steps=350_000),
+        _row("ddpg", "Hopper-v5", 1, [100.0, 700.0], resumed_at_env_steps=350_000),
+        _row("ddpg", "Hopper-v5", 2, [100.0, 800.0], resumed_at_env_steps=None),
+        *FIXTURE,
+    ]
+    source = tmp_path / "rows.jsonl"
+    text = mt.write_table(rows, tmp_path, source)
+    assert "| Hopper (v5; Tianshou v3) | DDPG [1] |" in text
+    assert "| TRPO |" in text and "| NPG |" in text  # unmarked
+    assert "[1] DDPG Hopper-v5: seeds 0, 1 resumed from a checkpoint at 350,000 env steps" in text
+    assert "[2]" not in text
+    deviation = {"algo": "ddpg", "env": "Hopper-v5", "note": "warm-up ran twice"}
+    other = {"algo": "npg", "env": "Ant-v5", "note": "a cell without rows"}
+    (tmp_path / "rows_deviations.json").write_text(json.dumps([deviation, other]))
+    text = mt.write_table(rows, tmp_path, source)
+    assert "| DDPG [1] [2] |" in text
+    assert "[1] DDPG Hopper-v5: warm-up ran twice" in text
+    assert "[2] DDPG Hopper-v5: seeds 0, 1 resumed" in text
+    assert "a cell without rows" not in text
+    (tmp_path / "rows_deviations.json").write_text(json.dumps([{"algo": "ddpg", "env": "x"}]))
+    with pytest.raises(SystemExit, match=r"rows_deviations.json: entry 0 lacks \['note'\]"):
+        mt.write_table(rows, tmp_path, source)
+
+
+def test_the_committed_deviations_name_cells_of_the_table():
+    """Each entry of the table's own deviations file names a cell the table can have."""
+    source = Path(mt.__file__).parent / "results" / mt.RESULTS_FILE
+    entries = mt.read_deviations(source)
+    cells = {(a, e) for a, e in mt.select_cells(mt.parse_args(["--cells", "all"]))}
+    assert entries and all((d["algo"], d["env"]) in cells for d in entries)
+
+
 def test_table_refuses_a_cell_of_two_settings():
     rows = [*FIXTURE, _row("trpo", "Hopper-v5", 2, [1.0, 2.0, 3.0], settings_id="other")]
     with pytest.raises(SystemExit, match="trpo on Hopper-v5: rows from 2 settings"):
