@@ -95,6 +95,7 @@ def _measure(name: str, fn: Any, *args: Any) -> dict[str, Any]:
         # Each fusion is a kernel XLA's CPU backend compiles (MLIR, then LLVM): the part of
         # the compile time that grows with the program (section 18).
         "fused_kernels": len(_FUSION.findall(compiled.as_text())),
+        **distinct_kernels(compiled.as_text()),
         **attribute_random(compiled.as_text()),
     }
     if EXECUTE:  # what a compile-time option costs at run time: two runs, the faster one
@@ -114,6 +115,62 @@ _GENERIC_PARTS = ("while", "body", "cond", "closed_call", "vmap()", "jvp()", "tr
 _INSTRUCTION = re.compile(r"\s+(ROOT )?%?[\w.\-]+ = ")
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
 _FUSION = re.compile(r" = \S+ fusion\(")
+
+
+# A computation of optimized HLO text: its name, parameters, result type, body.
+_COMPUTATION = re.compile(r"^%?([\w.\-]+) (\(.*?\)) -> (.*?) \{\n(.*?)^\}", re.M | re.S)
+_FUSION_CALL = re.compile(r" fusion\(.*calls=%?([\w.\-]+)")
+# What a kernel computes, by the op_name of its fusion instruction (the first rule that
+# matches); section 23 of RESULTS.md.
+KERNEL_CATEGORIES = (
+    ("random numbers", ("threefry", "_normal", "_uniform", "random_bits", "fold_in")),
+    ("outputs written per loop step", ("dynamic_update_index_in_dim",)),
+    ("environment", ("jit(reset)", "jit(step)", "reset_jax_envs", "step_env")),
+    ("actor network", ("GaussianActor", "DeterministicActor")),
+    ("critic network", ("ValueCritic", "QCritic")),
+    ("trust region", ("KullbackLeibler", "conjugate", "line_search")),
+)
+
+
+def _canonical(params: str, result: str, body: str) -> str:
+    """A fused computation with its names and metadata taken out: two kernels that compute
+    the same thing on the same shapes have the same canonical text."""
+    body = re.sub(r", metadata=\{[^}]*\}", "", body)
+    body = re.sub(r"%[\w.\-]+", "%v", body)
+    return re.sub(r"[\w.\-]+:", "p:", params) + result + body
+
+
+def distinct_kernels(hlo: str) -> dict[str, Any]:
+    """How many of an optimized HLO module's fused kernels are distinct. XLA's CPU backend
+    compiles a kernel once for all the fusions whose computation is the same (section 23:
+    60 identical kernels compile in 0.12 s, 60 that differ by a constant in 1.1 s), so
+    compile time follows the distinct ones. Also each category's kernels and distinct
+    kernels (:data:`KERNEL_CATEGORIES`, by the fusion's op_name; the rest "other")."""
+    bodies = {name: _canonical(*rest) for name, *rest in _COMPUTATION.findall(hlo)}
+    seen: set[str] = set()
+    counts: dict[str, list[int]] = {}
+    for line in hlo.splitlines():
+        call = _FUSION_CALL.search(line)
+        if not call or call.group(1) not in bodies:
+            continue
+        found = _OP_NAME.search(line)
+        op_name = found.group(1) if found else ""
+        category = next(
+            (name for name, keys in KERNEL_CATEGORIES if any(k in op_name for k in keys)),
+            "other",
+        )
+        body = bodies[call.group(1)]
+        tally = counts.setdefault(category, [0, 0])
+        tally[0] += 1
+        if body not in seen:
+            seen.add(body)
+            tally[1] += 1
+    return {
+        "distinct_kernels": len(seen),
+        "kernel_categories": {
+            name: {"kernels": n, "distinct": d} for name, (n, d) in counts.items()
+        },
+    }
 
 
 def attribute_random(hlo: str, top: int = 8) -> dict[str, Any]:
@@ -269,9 +326,16 @@ def _cli_program() -> dict[str, Any]:
             "stablehlo_lines",
             "optimized_hlo_lines",
             "fused_kernels",
+            "distinct_kernels",
         )
     }
-    return {"program": "cli-trpo", **total, "parts": parts}
+    categories: dict[str, dict[str, int]] = {}
+    for part in parts:  # three programs, each compiling its own kernels
+        for name, counts in part["kernel_categories"].items():
+            merged = categories.setdefault(name, {"kernels": 0, "distinct": 0})
+            for key in merged:
+                merged[key] += counts[key]
+    return {"program": "cli-trpo", **total, "kernel_categories": categories, "parts": parts}
 
 
 def child(name: str) -> dict[str, Any]:
@@ -355,6 +419,17 @@ def main() -> None:
         )
         for part in row.get("parts", []):
             print(f"    {part['program']}: {part['lower_s']:.2f} + {part['compile_s']:.2f} s")
+        if "distinct_kernels" in row:
+            parts = ", ".join(
+                f"{name} {c['distinct']}/{c['kernels']}"
+                for name, c in sorted(
+                    row["kernel_categories"].items(), key=lambda item: -item[1]["distinct"]
+                )
+            )
+            print(
+                f"    kernels: {row['distinct_kernels']:,d} distinct of "
+                f"{row['fused_kernels']:,d}; by what they compute (distinct/all): {parts}"
+            )
         if "random_instructions" in row:
             sites = ", ".join(f"{site} {n}" for site, n in row["random_sites"].items())
             print(
@@ -371,6 +446,7 @@ def main() -> None:
             "StableHLO lines",
             "optimized HLO lines",
             "fused kernels",
+            "distinct kernels",
         ],
         [
             [
@@ -381,6 +457,7 @@ def main() -> None:
                 r["stablehlo_lines"],
                 r["optimized_hlo_lines"],
                 r.get("fused_kernels", ""),
+                r.get("distinct_kernels", ""),
             ]
             for r in rows
         ],

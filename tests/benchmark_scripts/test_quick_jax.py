@@ -75,6 +75,32 @@ def test_random_numbers_are_attributed_to_their_call_site():
     assert none["random_instructions"] == 0 and none["instructions"] > 0
 
 
+def test_distinct_kernels_counts_a_kernel_once_for_its_identical_fusions():
+    """compile_time's kernel count: a chain of 12 products, each followed by the same
+    elementwise kernel, has its 12 elementwise kernels counted once (and the products, fused
+    or not, once); with a different constant after each product, 11 more distinct kernels.
+    Named scopes put kernels in their categories."""
+    import compile_time
+
+    def chain(constants):
+        def f(x, w):
+            for c in constants:
+                with jax.named_scope("GaussianActor"):
+                    x = jnp.tanh(x @ w) * c + 0.5
+            return x
+
+        x, w = jnp.ones((8, 8)), jnp.full((8, 8), 0.1)
+        return compile_time.distinct_kernels(jax.jit(f).lower(x, w).compile().as_text())
+
+    same, different = chain([1.5] * 12), chain([1.0 + 0.01 * i for i in range(12)])
+    assert 1 <= same["distinct_kernels"] <= 2  # the elementwise kernel, the product's
+    assert different["distinct_kernels"] == same["distinct_kernels"] + 11
+    counts = {r["kernel_categories"]["actor network"]["kernels"] for r in (same, different)}
+    assert counts in ({12}, {24})  # the products fused into kernels of their own, or not
+    assert list(same["kernel_categories"]) == ["actor network"]
+    assert same["kernel_categories"]["actor network"]["distinct"] == same["distinct_kernels"]
+
+
 @pytest.mark.slow
 def test_compile_time_quick(tmp_path, run_quick):
     output = run_quick("compile_time.py", tmp_path)
@@ -84,4 +110,8 @@ def test_compile_time_quick(tmp_path, run_quick):
         assert row["lower_s"] > 0 and row["compile_s"] > 0 and row["optimized_hlo_lines"] > 0
         assert 0 <= row["random_instructions"] <= row["instructions"]
         assert 0 < row["fused_kernels"] < row["instructions"]
-    assert "| program |" in output and "fused kernels" in output
+        assert 0 < row["distinct_kernels"] <= row["fused_kernels"]
+        categories = row["kernel_categories"].values()
+        assert sum(c["kernels"] for c in categories) == row["fused_kernels"]
+        assert sum(c["distinct"] for c in categories) == row["distinct_kernels"]
+    assert "| program |" in output and "distinct kernels" in output
