@@ -85,18 +85,19 @@ def _measure(name: str, fn: Any, *args: Any) -> dict[str, Any]:
     traced = time.perf_counter()
     compiled = lowered.compile()
     done = time.perf_counter()
+    hlo = compiled.as_text()  # the optimized HLO, printed once for every count below
     row = {
         "program": name,
         "lower_s": traced - start,
         "compile_s": done - traced,
         "total_s": done - start,
         "stablehlo_lines": lowered.as_text().count("\n"),
-        "optimized_hlo_lines": compiled.as_text().count("\n"),
+        "optimized_hlo_lines": hlo.count("\n"),
         # Each fusion is a kernel XLA's CPU backend compiles (MLIR, then LLVM): the part of
         # the compile time that grows with the program (section 18).
-        "fused_kernels": len(_FUSION.findall(compiled.as_text())),
-        **distinct_kernels(compiled.as_text()),
-        **attribute_random(compiled.as_text()),
+        "fused_kernels": len(_FUSION.findall(hlo)),
+        **distinct_kernels(hlo),
+        **attribute_random(hlo),
     }
     if EXECUTE:  # what a compile-time option costs at run time: two runs, the faster one
         runs = []
