@@ -107,6 +107,42 @@ def test_the_committed_deviations_name_cells_of_the_table():
     assert entries and all((d["algo"], d["env"]) in cells for d in entries)
 
 
+def test_the_readme_and_results_show_the_table_of_the_committed_results():
+    """README.md and RESULTS.md section 12 show, between their marker lines, exactly the
+    table ``--table`` generates from the committed results file and deviations: a row added
+    without regenerating the table, or a table edited by hand, fails here."""
+    source = mt.BENCH_DIR / "results" / mt.RESULTS_FILE
+    results = mt.with_deviations(mt.cell_results(mt.read_rows(source)), mt.read_deviations(source))
+    block = mt.table_block(results)
+    assert "| Hopper (v5; Tianshou v3) | TRPO |" in block
+    for document in mt.SHOWN_IN:
+        assert mt.shown_block(document) == block.strip("\n"), (
+            f"{document} shows another table: run python benchmarks/mujoco_table.py --table"
+        )
+
+
+def test_the_table_is_rewritten_between_its_markers_only(tmp_path, capsys):
+    """``write_table`` puts the table's block between a document's markers, keeps the rest of
+    the document, leaves a current document as it is, and refuses a document without them."""
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in FIXTURE))
+    rows = mt.read_rows(tmp_path / "rows.jsonl")
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"# Title\n\nbefore\n\n{mt.BLOCK_BEGIN}\nold table\n{mt.BLOCK_END}\n\nafter\n")
+    mt.write_table(rows, tmp_path, tmp_path / "rows.jsonl", documents=[doc])
+    text = doc.read_text()
+    block = mt.table_block(mt.cell_results(rows))
+    assert text.startswith(f"# Title\n\nbefore\n\n{mt.BLOCK_BEGIN}\n\n| task | algo |")
+    assert text.endswith(f"Commits: 0123456789.\n\n{mt.BLOCK_END}\n\nafter\n")
+    assert "old table" not in text and mt.shown_block(doc) == block.strip("\n")
+    assert "| Hopper (v5; Tianshou v3) | TRPO | 2000.0 +- 600.0 |" in text
+    assert "updated: the table in" in capsys.readouterr().out
+    mt.write_table(rows, tmp_path, tmp_path / "rows.jsonl", documents=[doc])
+    assert doc.read_text() == text and "unchanged: the table in" in capsys.readouterr().out
+    doc.write_text(f"no markers\n{mt.BLOCK_END}\n")
+    with pytest.raises(SystemExit, match=r"doc.md: needs the table's markers once each"):
+        mt.write_table(rows, tmp_path, tmp_path / "rows.jsonl", documents=[doc])
+
+
 def test_table_refuses_a_cell_of_two_settings():
     rows = [*FIXTURE, _row("trpo", "Hopper-v5", 2, [1.0, 2.0, 3.0], settings_id="other")]
     with pytest.raises(SystemExit, match="trpo on Hopper-v5: rows from 2 settings"):
