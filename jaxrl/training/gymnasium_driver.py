@@ -158,13 +158,10 @@ class _Programs:
 
         self.observe_and_act = jax.jit(observe_and_act, donate_argnums=0)
 
-        def segment(steps: list) -> Any:
-            return jnp.stack(steps, axis=1)  # [T] x [S, N, ...] -> [S, T, N, ...]
-
         if off_policy:
 
             def add_and_learn(carry: HostCarry, fields: tuple, steps, learn: bool) -> tuple:
-                transitions = Transition(*(segment(list(f)) for f in fields))
+                transitions = Transition(*fields)
                 buffer = jax.vmap(ReplayBuffer.extend)(carry.buffer, transitions)
                 if not learn:
                     return carry._replace(buffer=buffer), {}
@@ -185,7 +182,7 @@ class _Programs:
                 the updated policy (the action sampled after the collection's last step came
                 from the policy before the update, and the next rollout must be on-policy),
                 with the same key as that action."""
-                rollout = Rollout(*(segment(list(f)) for f in fields))
+                rollout = Rollout(*fields)
 
                 def one_seed(state, rollout, obs, learn_key, explore_key):
                     state, stats = agent.update(
@@ -509,15 +506,16 @@ class HostTrainLoop:
                 finished[i].extend(episode_return[i][done[i]].tolist())
             episode_return[done] = 0.0
         self._sample, self._obs = sample, obs
+        segment = tuple(collect.stack_steps(field, axis=1) for field in fields)
         env_steps = self._env_steps
         collection_start = env_steps - self.layout.steps_per_collect
         learn = not self.off_policy or bool(updates_take_effect(self.agent, collection_start))
         # Off-policy: the updates of a collection that starts inside DDPG's random warm-up
         # would be discarded, so only the transitions are stored.
         if self.off_policy:
-            carry, stats = programs.learn(carry, fields, collection_start, learn)
+            carry, stats = programs.learn(carry, segment, collection_start, learn)
         else:
-            carry, stats, self._sample = programs.learn(carry, fields, env_steps, learn, obs)
+            carry, stats, self._sample = programs.learn(carry, segment, env_steps, learn, obs)
         train_return = np.asarray([np.mean(f) if f else np.nan for f in finished])
         return carry, {"env_steps": env_steps, "train_return": train_return, **stats}
 

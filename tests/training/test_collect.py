@@ -362,3 +362,22 @@ def test_a_loop_of_collect_and_jitted_update_improves_the_pendulum_return():
     returns = pendulum_research_loop((0, 1, 2))
     first, last = returns[:, 1], returns[:, -5:].mean(axis=1)
     assert (last - first >= 400).all() and last.mean() >= -600, (first, last)
+
+
+def test_stack_steps_stacks_host_and_device_steps_on_the_host():
+    """A host collection's steps of one field, host (numpy) and device arrays mixed, become
+    one host array with the step axis where asked: ``[T] x [S, N, ...] -> [S, T, N, ...]``
+    for the host driver's learning program (one argument, not one per step), ``[T, N, ...]``
+    for the research collector; values, dtype and order kept."""
+    from jaxrl.training.collect import stack_steps
+
+    rng = np.random.default_rng(0)
+    steps = [rng.normal(size=(2, 3, 4)).astype(np.float32) for _ in range(5)]
+    mixed = [jax.numpy.asarray(s) if i % 2 else s for i, s in enumerate(steps)]
+    by_seed = stack_steps(mixed, axis=1)
+    assert isinstance(by_seed, np.ndarray) and by_seed.dtype == np.float32
+    assert by_seed.shape == (2, 5, 3, 4)
+    for t, step in enumerate(steps):
+        np.testing.assert_array_equal(by_seed[:, t], step)
+    flags = [np.array([True, False]), jax.numpy.array([False, True])]
+    np.testing.assert_array_equal(stack_steps(flags), [[True, False], [False, True]])
