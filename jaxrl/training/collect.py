@@ -256,15 +256,16 @@ def observe_and_act(
 def stack_steps(steps: Sequence[Any], axis: int = 0) -> np.ndarray:
     """One field of a host collection's vector steps (host or device arrays of one shape:
     ``[T] x [N, ...]``, or ``[T] x [S, N, ...]`` with seeds), stacked on the host into one
-    array with the step axis at ``axis``; device arrays are fetched together first.
+    array with the step axis at ``axis``.
 
     A host collection keeps each step's arrays apart until it ends. Passed to a jitted
-    program one by one, they are an argument each: ``T = 512`` steps of six fields took 7.5 s
-    more to compile and 28 ms more per call than six stacked arrays (``benchmarks/RESULTS.md``
-    section 24); an eager ``jnp.stack`` of host arrays compiles a program per shape (0.8 s)
-    and copies the arrays one by one.
+    program one by one, they are an argument each: for ``T = 512`` steps of six fields,
+    7.4 s more to compile and 8 ms more per call than six arrays stacked here; an eager
+    ``jnp.stack`` compiles a program per shape and copies host arrays one by one. Each
+    array is taken with ``np.asarray`` (no copy on a CPU; ``jax.device_get`` of the list cost
+    25-35 us per array there). ``benchmarks/RESULTS.md`` section 24.
     """
-    return np.stack(jax.device_get(list(steps)), axis=axis)
+    return np.stack([np.asarray(step) for step in steps], axis=axis)
 
 
 def host_step(

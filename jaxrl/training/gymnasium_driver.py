@@ -140,12 +140,25 @@ def init_host_carry(
     return HostCarry(state, buffer, stats)
 
 
-class _Programs:
-    """The jitted, seed-vmapped programs of one run (compiled once per run)."""
+# A collection of more vector steps than this reaches the learning program stacked on the
+# host, one argument per field: as one argument per step and field it costs about 15 ms more
+# compile and 16 us more per call for each step (512 steps: 7.4 s and 8 ms). A shorter one
+# (DDPG's: one step) goes as its steps, whose device arrays need not be waited for: stacked
+# on the host, a one-step collection cost 0.1-0.3 ms more per env step (RESULTS.md, 24).
+STACK_ON_HOST_AFTER = 8
 
-    def __init__(self, agent: Any, seeds: list[int], num_updates: int) -> None:
+
+class _Programs:
+    """The jitted, seed-vmapped programs of one run (compiled once per run), for collections
+    of ``num_steps`` vector steps."""
+
+    def __init__(self, agent: Any, seeds: list[int], num_updates: int, num_steps: int) -> None:
         _, explore_keys, learn_keys = _seed_keys(seeds)
         off_policy = is_off_policy(agent)
+        self.stack_on_host = num_steps > STACK_ON_HOST_AFTER
+
+        def segment(field: Any) -> Any:  # [S, T, N, ...], or [T] x [S, N, ...] to stack
+            return field if self.stack_on_host else jnp.stack(list(field), axis=1)
 
         def observe_and_act(carry: HostCarry, raw, raw_final, steps) -> tuple:
             """Normalize what the last env step returned, then act on it (one dispatch):
@@ -161,7 +174,7 @@ class _Programs:
         if off_policy:
 
             def add_and_learn(carry: HostCarry, fields: tuple, steps, learn: bool) -> tuple:
-                transitions = Transition(*fields)
+                transitions = Transition(*(segment(f) for f in fields))
                 buffer = jax.vmap(ReplayBuffer.extend)(carry.buffer, transitions)
                 if not learn:
                     return carry._replace(buffer=buffer), {}
@@ -182,7 +195,7 @@ class _Programs:
                 the updated policy (the action sampled after the collection's last step came
                 from the policy before the update, and the next rollout must be on-policy),
                 with the same key as that action."""
-                rollout = Rollout(*fields)
+                rollout = Rollout(*(segment(f) for f in fields))
 
                 def one_seed(state, rollout, obs, learn_key, explore_key):
                     state, stats = agent.update(
@@ -414,7 +427,7 @@ class HostTrainLoop:
         self.off_policy = is_off_policy(agent)
         steps_per_collect = self.layout.steps_per_collect
         num_updates = updates_per_collect(agent, steps_per_collect) if self.off_policy else 1
-        self._programs = _Programs(agent, self.seeds, num_updates)
+        self._programs = _Programs(agent, self.seeds, num_updates, config.num_steps)
         # Between periods: the policy's latest action, its observation, the running
         # episode returns, env steps and periods so far (None before the first reset).
         self._sample: Any = None
@@ -506,16 +519,17 @@ class HostTrainLoop:
                 finished[i].extend(episode_return[i][done[i]].tolist())
             episode_return[done] = 0.0
         self._sample, self._obs = sample, obs
-        segment = tuple(collect.stack_steps(field, axis=1) for field in fields)
+        if programs.stack_on_host:
+            fields = tuple(collect.stack_steps(field, axis=1) for field in fields)
         env_steps = self._env_steps
         collection_start = env_steps - self.layout.steps_per_collect
         learn = not self.off_policy or bool(updates_take_effect(self.agent, collection_start))
         # Off-policy: the updates of a collection that starts inside DDPG's random warm-up
         # would be discarded, so only the transitions are stored.
         if self.off_policy:
-            carry, stats = programs.learn(carry, segment, collection_start, learn)
+            carry, stats = programs.learn(carry, fields, collection_start, learn)
         else:
-            carry, stats, self._sample = programs.learn(carry, segment, env_steps, learn, obs)
+            carry, stats, self._sample = programs.learn(carry, fields, env_steps, learn, obs)
         train_return = np.asarray([np.mean(f) if f else np.nan for f in finished])
         return carry, {"env_steps": env_steps, "train_return": train_return, **stats}
 

@@ -192,3 +192,33 @@ def test_mujoco_hopper_runs_end_to_end():
     assert np.isfinite(metrics["eval/return"]).all() and metrics["eval/return"][0] > 0
     for name in ("actor_loss", "vf_loss", "kl"):
         assert np.isfinite(metrics[name]).all()
+
+
+@pytest.mark.parametrize("algo", ["trpo", "ddpg"])
+def test_a_collection_stacked_on_the_host_learns_as_its_steps_do(algo, monkeypatch):
+    """A collection longer than ``STACK_ON_HOST_AFTER`` steps reaches the learning program
+    as one host array per field, a shorter one as its steps (RESULTS.md section 24): the
+    same run both ways ends with the same numbers, on-policy and off-policy (replay)."""
+    import jax
+
+    from jaxrl.training import gymnasium_driver
+
+    if algo == "trpo":
+        agent = jaxrl.TRPO(hidden_sizes=(8,))
+    else:
+        agent = jaxrl.DDPG(hidden_sizes=(8,), batch_size=8, buffer_size=256, warmup_steps=32)
+    config = dict(num_envs=2, num_steps=16, total_steps=96, eval_every=64, eval_episodes=1)
+    assert config["num_steps"] > gymnasium_driver.STACK_ON_HOST_AFTER
+    runs = []
+    for threshold in (gymnasium_driver.STACK_ON_HOST_AFTER, 16):  # stacked, then per step
+        monkeypatch.setattr(gymnasium_driver, "STACK_ON_HOST_AFTER", threshold)
+        runs.append(train_gymnasium(agent, "Pendulum-v1", seed=3, **config))
+    (state, metrics), (state_by_step, metrics_by_step) = runs
+    assert int(state.num_updates) > 0
+    assert metrics.keys() == metrics_by_step.keys()
+    for name in metrics:
+        np.testing.assert_array_equal(metrics[name], metrics_by_step[name], err_msg=name)
+    for leaf, other in zip(
+        jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(state_by_step), strict=True
+    ):
+        np.testing.assert_array_equal(leaf, other)

@@ -6,7 +6,8 @@ them inside jit: T x 6 arguments. This compiles and calls the same stacking prog
 the steps as arguments, and with the six fields stacked on the host first (what the driver
 does since session 18, ``jaxrl.training.collect.stack_steps``). Shapes: 3 seeds x 16
 environments, Pendulum's observation and action; T = 64 (the ``mujoco`` preset's collection)
-and 512 (the ``pendulum`` preset's). Run: python per_step_arguments.py
+and 512 (the ``pendulum`` preset's); 1 and 8 (DDPG's collections: one vector step).
+Run: python per_step_arguments.py
 """
 
 import os
@@ -28,10 +29,15 @@ SHAPES = [
 
 
 def fields(steps: int) -> tuple:
+    """Observations, actions and next observations on the device (the policy's outputs), the
+    rest host arrays (the environment's), as the driver holds them."""
     rng = np.random.default_rng(0)
-    return tuple(
+    made = [
         [rng.random((SEEDS, ENVS, *shape)).astype(dtype) for _ in range(steps)]
         for shape, dtype in SHAPES
+    ]
+    return tuple(
+        [jnp.asarray(x) for x in field] if i in (0, 1, 5) else field for i, field in enumerate(made)
     )
 
 
@@ -43,11 +49,15 @@ def stacked(fields):
     return [f.astype(jnp.float32).sum() for f in fields]
 
 
-def host_stack(fields):
+def host_stack(fields):  # first tried: the device arrays fetched together
     return tuple(np.stack(jax.device_get(f), axis=1) for f in fields)
 
 
-def measure(name, program, make_args, calls=20):
+def host_stack_each(fields):  # adopted: each array as a host array (on a CPU, no copy)
+    return tuple(np.stack([np.asarray(x) for x in f], axis=1) for f in fields)
+
+
+def measure(name, program, make_args, calls=200):
     args = make_args()
     start = time.perf_counter()
     compiled = jax.jit(program).lower(args).compile()
@@ -63,7 +73,10 @@ def measure(name, program, make_args, calls=20):
 
 if __name__ == "__main__":
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}; load {os.getloadavg()[0]:.2f}")
-    for steps in (64, 512):
+    for steps in (1, 8, 64, 512):
         data = fields(steps)
         measure(f"T={steps}: {6 * steps} per-step arguments", per_step, lambda d=data: d)
-        measure(f"T={steps}: 6 stacked on the host", stacked, lambda d=data: host_stack(d))
+        measure(f"T={steps}: 6 stacked, jax.device_get", stacked, lambda d=data: host_stack(d))
+        measure(
+            f"T={steps}: 6 stacked, np.asarray each", stacked, lambda d=data: host_stack_each(d)
+        )
