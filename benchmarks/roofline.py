@@ -275,9 +275,14 @@ class HloAnalysis:
     counts and matrix-product FLOPs, and XLA's cost analysis of any computation (the
     computation as the entry of a module parsed from the same text)."""
 
-    def __init__(self, text: str, client: Any) -> None:
+    def __init__(self, text: str, client: Any, host_client: Any = None) -> None:
         self.text = _COMMENT.sub("", text)
-        self.client = client
+        # Cost models to try, in order: the device's, then the host CPU's (a GPU's PJRT C
+        # API client has none; the CPU's reads the same HLO). cost_model: the one that ran.
+        self.clients = [("device", client)]
+        if host_client is not None and host_client is not client:
+            self.clients.append(("host CPU", host_client))
+        self.cost_model = ""
         self.computations: dict[str, Computation] = {}
         self.entry = ""
         self.prefix, blocks = self._split(self.text)
@@ -483,6 +488,34 @@ class HloAnalysis:
                 over += max(0.0, _bytes(param.shape) - read)
         return over
 
+    def library_call_bytes(self, dynamic: dict[str, float], name: str | None = None) -> float:
+        """Operand and result bytes of every custom call (a GPU's cuBLAS products), loops
+        unrolled: what the host CPU's cost model, which cannot see inside a custom call,
+        leaves out when it costs a GPU's program."""
+        computation = self.computations[name or self.entry]
+        total = 0.0
+        for inst in computation.instructions:
+            if inst.opcode == "while":
+                callees = dict(_CALLEE.findall(inst.attributes))
+                trips = self._while_trips(inst, dynamic)
+                total += trips * self.library_call_bytes(dynamic, callees["body"])
+            elif inst.opcode == "custom-call":
+                # Its operands and its first result: a cuBLAS call's tuple result also holds
+                # a scratch workspace, which is not data it reads or writes in full.
+                shapes = [
+                    inst.shape.lstrip("("),
+                    *(computation.shapes.get(o) for o in inst.operands),
+                ]
+                total += sum(_bytes(shape) for shape in shapes if shape)
+            elif inst.opcode in ("call", "conditional"):
+                called = [
+                    self.library_call_bytes(dynamic, callee)
+                    for _, callee in self._callees(inst)
+                    if callee in self.computations
+                ]
+                total += max(called, default=0.0) if inst.opcode == "conditional" else sum(called)
+        return total
+
     def _product_flops(self, computation: Computation, inst: Instruction) -> float:
         out = math.prod(_dims(inst.shape))
         if not inst.operands:
@@ -508,7 +541,15 @@ class HloAnalysis:
                 block = re.sub(r"^ENTRY ", "", other.text)
                 parts.append(("ENTRY " + block) if other.name == name else block)
             module = hlo.hlo_module_from_text("\n\n".join(parts))
-            cost = _jax.hlo_module_cost_analysis(self.client, module)
+            for i, (model, client) in enumerate(self.clients):
+                try:
+                    cost = _jax.hlo_module_cost_analysis(client, module)
+                except Exception:
+                    if i == len(self.clients) - 1:
+                        raise
+                    continue
+                self.clients, self.cost_model = self.clients[i:], model
+                break
             self._cost_cache[name] = {
                 "flops": float(cost.get("flops", 0.0)),
                 "bytes": float(cost.get("bytes accessed", 0.0)),
@@ -571,11 +612,18 @@ class HloAnalysis:
         result["gather_overcount_bytes"] = self.gather_overcount(dynamic)
         try:
             cost = self.corrected_cost(dynamic)
+            flops, moved, how = cost["flops"], cost["bytes"], "xla per body"
+            if self.cost_model != "device":
+                # The CPU's model does not look inside a GPU's library calls (cuBLAS custom
+                # calls): their FLOPs are the products' own count, their bytes added here.
+                flops = max(flops, result["dot_flops"])
+                moved += self.library_call_bytes(dynamic)
+                how = f"xla per body, the {self.cost_model}'s cost model (the device has none)"
             result.update(
-                flops=cost["flops"],
-                bytes=cost["bytes"] - result["gather_overcount_bytes"],
+                flops=flops,
+                bytes=moved - result["gather_overcount_bytes"],
                 transcendentals=cost["transcendentals"],
-                loop_correction="xla per body",
+                loop_correction=how,
             )
         except Exception as error:  # private XLA bindings missing: XLA's figure as it comes
             result.update(loop_correction=f"unavailable ({type(error).__name__}: {error})")
@@ -1217,7 +1265,11 @@ def layer_product_rate(row: dict[str, Any], peaks: dict[str, Any]) -> float | No
 
 def analyse_compiled(compiled: Any, dynamic: dict[str, float]) -> dict[str, Any]:
     client = jax.devices()[0].client
-    analysis = HloAnalysis(compiled.as_text(), client).analyse(dynamic)
+    try:
+        host = jax.devices("cpu")[0].client
+    except RuntimeError:  # JAX_PLATFORMS without the CPU
+        host = None
+    analysis = HloAnalysis(compiled.as_text(), client, host).analyse(dynamic)
     once = xla_cost_once(compiled)
     analysis["xla_flops_once"] = once["flops"]
     analysis["xla_bytes_once"] = once["bytes"]
