@@ -432,46 +432,63 @@ class HloAnalysis:
                 loops += inst.opcode == "while"
         return {"hlo_ops": ops, "hlo_fusions": fusions, "hlo_while_loops": loops}
 
-    def dot_flops(self, dynamic: dict[str, float], name: str | None = None) -> float:
-        """``2 x output size x contracted size`` of every matrix product, loops unrolled."""
+    def _unrolled(
+        self,
+        dynamic: dict[str, float],
+        name: str | None,
+        own: Callable[[Computation, Instruction], float],
+    ) -> float:
+        """The sum of ``own(computation, instruction)`` over one call of ``name`` (default:
+        the entry), loops unrolled: a while loop's body counted per trip, a call's callees
+        once each, a conditional's costliest branch."""
         computation = self.computations[name or self.entry]
         total = 0.0
         for inst in computation.instructions:
             if inst.opcode == "while":
-                callees = dict(_CALLEE.findall(inst.attributes))
-                total += self._while_trips(inst, dynamic) * self.dot_flops(dynamic, callees["body"])
-            elif inst.opcode == "dot" or (
+                body = dict(_CALLEE.findall(inst.attributes))["body"]
+                total += self._while_trips(inst, dynamic) * self._unrolled(dynamic, body, own)
+            elif inst.opcode in ("call", "conditional"):
+                called = [
+                    self._unrolled(dynamic, callee, own)
+                    for _, callee in self._callees(inst)
+                    if callee in self.computations
+                ]
+                total += max(called, default=0.0) if inst.opcode == "conditional" else sum(called)
+            else:
+                total += own(computation, inst)
+        return total
+
+    def dot_flops(self, dynamic: dict[str, float], name: str | None = None) -> float:
+        """``2 x output size x contracted size`` of every matrix product, loops unrolled."""
+
+        def own(computation: Computation, inst: Instruction) -> float:
+            if inst.opcode == "dot" or (
                 inst.opcode == "custom-call"
                 and re.search(r'custom_call_target="__cublas\$(lt\$matmul|gemm)', inst.attributes)
             ):
-                total += self._product_flops(computation, inst)
-            else:
-                for kind, callee in self._callees(inst):
-                    if kind in ("calls", "to_apply") and callee in self.computations:
-                        if inst.opcode in ("fusion", "call", "async-start"):
-                            total += self.dot_flops(dynamic, callee)
-        return total
+                return self._product_flops(computation, inst)
+            if inst.opcode in ("fusion", "async-start"):
+                return sum(
+                    self.dot_flops(dynamic, callee)
+                    for kind, callee in self._callees(inst)
+                    if kind in ("calls", "to_apply") and callee in self.computations
+                )
+            return 0.0
+
+        return self._unrolled(dynamic, name, own)
 
     def gather_overcount(self, dynamic: dict[str, float], name: str | None = None) -> float:
         """Bytes XLA's cost model counts for whole arrays that a fusion only gathers from: a
         fused gather's operand counts in full (sampling 256 rows of a replay buffer counts the
         whole buffer), though only the gathered rows are read. Per call, loops unrolled."""
-        computation = self.computations[name or self.entry]
-        total = 0.0
-        for inst in computation.instructions:
-            if inst.opcode == "while":
-                callees = dict(_CALLEE.findall(inst.attributes))
-                trips = self._while_trips(inst, dynamic)
-                total += trips * self.gather_overcount(dynamic, callees["body"])
-            elif inst.opcode == "fusion":
-                fused = dict(_CALLEE.findall(inst.attributes)).get("calls")
-                if fused in self.computations:
-                    total += self._fused_gather_overcount(fused)
-            elif inst.opcode == "call":
-                for _, callee in self._callees(inst):
-                    if callee in self.computations:
-                        total += self.gather_overcount(dynamic, callee)
-        return total
+
+        def own(_: Computation, inst: Instruction) -> float:
+            fused = dict(_CALLEE.findall(inst.attributes)).get("calls")
+            if inst.opcode == "fusion" and fused in self.computations:
+                return self._fused_gather_overcount(fused)
+            return 0.0
+
+        return self._unrolled(dynamic, name, own)
 
     def _fused_gather_overcount(self, fused: str) -> float:
         """Per parameter of a fused computation that only gathers read: its size less the
@@ -492,29 +509,16 @@ class HloAnalysis:
         """Operand and result bytes of every custom call (a GPU's cuBLAS products), loops
         unrolled: what the host CPU's cost model, which cannot see inside a custom call,
         leaves out when it costs a GPU's program."""
-        computation = self.computations[name or self.entry]
-        total = 0.0
-        for inst in computation.instructions:
-            if inst.opcode == "while":
-                callees = dict(_CALLEE.findall(inst.attributes))
-                trips = self._while_trips(inst, dynamic)
-                total += trips * self.library_call_bytes(dynamic, callees["body"])
-            elif inst.opcode == "custom-call":
-                # Its operands and its first result: a cuBLAS call's tuple result also holds
-                # a scratch workspace, which is not data it reads or writes in full.
-                shapes = [
-                    inst.shape.lstrip("("),
-                    *(computation.shapes.get(o) for o in inst.operands),
-                ]
-                total += sum(_bytes(shape) for shape in shapes if shape)
-            elif inst.opcode in ("call", "conditional"):
-                called = [
-                    self.library_call_bytes(dynamic, callee)
-                    for _, callee in self._callees(inst)
-                    if callee in self.computations
-                ]
-                total += max(called, default=0.0) if inst.opcode == "conditional" else sum(called)
-        return total
+
+        def own(computation: Computation, inst: Instruction) -> float:
+            if inst.opcode != "custom-call":
+                return 0.0
+            # Its operands and its first result: a cuBLAS call's tuple result also holds a
+            # scratch workspace, which is not data it reads or writes in full.
+            shapes = [inst.shape.lstrip("("), *(computation.shapes.get(o) for o in inst.operands)]
+            return sum(_bytes(shape) for shape in shapes if shape)
+
+        return self._unrolled(dynamic, name, own)
 
     def _product_flops(self, computation: Computation, inst: Instruction) -> float:
         out = math.prod(_dims(inst.shape))
