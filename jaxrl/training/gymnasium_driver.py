@@ -157,7 +157,7 @@ class _Programs:
         off_policy = is_off_policy(agent)
         self.stack_on_host = num_steps > STACK_ON_HOST_AFTER
 
-        def segment(field: Any) -> Any:  # [S, T, N, ...], or [T] x [S, N, ...] to stack
+        def segment(field: Any) -> Any:  # what collection() passed: [S, T, N, ...], or steps
             return field if self.stack_on_host else jnp.stack(list(field), axis=1)
 
         def observe_and_act(carry: HostCarry, raw, raw_final, steps) -> tuple:
@@ -212,6 +212,14 @@ class _Programs:
                 return carry._replace(state=state), stats, sample
 
             self.learn = jax.jit(learn, donate_argnums=0, static_argnums=3)
+
+    def collection(self, fields: tuple[list, ...]) -> tuple:
+        """A collection's fields (one list of ``[S, N, ...]`` steps each) as ``learn`` takes
+        them: each field's steps stacked on the host into ``[S, T, N, ...]`` when there are
+        more than :data:`STACK_ON_HOST_AFTER`, else the lists, stacked inside the program."""
+        if self.stack_on_host:
+            return tuple(collect.stack_steps(field, axis=1) for field in fields)
+        return fields
 
 
 def evaluate_gymnasium(
@@ -519,8 +527,7 @@ class HostTrainLoop:
                 finished[i].extend(episode_return[i][done[i]].tolist())
             episode_return[done] = 0.0
         self._sample, self._obs = sample, obs
-        if programs.stack_on_host:
-            fields = tuple(collect.stack_steps(field, axis=1) for field in fields)
+        fields = programs.collection(fields)
         env_steps = self._env_steps
         collection_start = env_steps - self.layout.steps_per_collect
         learn = not self.off_policy or bool(updates_take_effect(self.agent, collection_start))
