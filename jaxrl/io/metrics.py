@@ -4,7 +4,15 @@ evaluation) and TensorBoard event files (one run per seed).
 ``updates.csv`` columns: ``seed, period, update, env_steps, train_return`` and the means of
 the agent's statistics (``actor_loss``, ``vf_loss``, ``kl``, ...). ``evals.csv`` columns:
 ``seed, period, env_steps, eval_return, wall_time``. ``seed`` is the index of the seed in
-the run, ``period`` the evaluation period (1-based) the row belongs to.
+the run, ``period`` the evaluation period (1-based) the row belongs to. A statistic that first
+appears after the first rows (DDPG's losses, after a random warm-up longer than a period)
+becomes a column then; the earlier rows' cells are empty.
+
+TensorBoard (``tensorboard/seed_<i>``) holds ``eval/return`` at every evaluation and the
+update statistics ``train/<name>`` at most once per :data:`TENSORBOARD_ENV_STEPS` env steps
+of a seed: the mean of that window's finite values (Tianshou's logger writes them every
+1,000 gradient steps, its ``update_interval``). ``updates.csv`` keeps every row: DDPG has one
+per env step, a million per seed at Tianshou's MuJoCo budget.
 
 ``evals.csv`` holds the evaluations *during training* (the first, at step 0, is the initial
 policy's): its last rows are the run's *last evaluation*, the row with the best mean across
@@ -27,6 +35,8 @@ from jaxrl.io.run_dir import RunDir
 
 UPDATE_COLUMNS = ("seed", "period", "update", "env_steps", "train_return")
 EVAL_COLUMNS = ("seed", "period", "env_steps", "eval_return", "wall_time")
+TENSORBOARD_ENV_STEPS = 1_000
+"""Env steps of a seed per TensorBoard point of the update statistics."""
 
 
 def summary_writer_class() -> type:
@@ -91,8 +101,9 @@ def truncate_csv(path: Path, last_period: int) -> None:
 
 
 class CsvTable:
-    """An append-only CSV file whose columns are fixed by the first row written (or by the
-    existing header when the file exists)."""
+    """An append-only CSV file: ``leading`` columns first, then every other name its rows
+    carry, sorted. A name first seen after rows were written becomes a column then: the file
+    is rewritten once with the wider header, the earlier rows' cells empty."""
 
     def __init__(self, path: Path, leading: Sequence[str]) -> None:
         self.path = Path(path)
@@ -103,14 +114,16 @@ class CsvTable:
                 self.columns = tuple(next(csv.reader(file)))
 
     def append(self, rows: Iterable[dict[str, Any]]) -> None:
-        """Append rows (dicts); columns not in the header are dropped, missing ones empty."""
+        """Append rows (dicts); a row's missing columns are empty cells."""
         rows = list(rows)
         if not rows:
             return
+        names = set().union(*rows)
         new_file = self.columns is None
-        if new_file:
-            extra = sorted(set(rows[0]) - set(self.leading))
-            self.columns = (*self.leading, *extra)
+        if self.columns is None:
+            self.columns = (*self.leading, *sorted(names - set(self.leading)))
+        elif not names <= set(self.columns):
+            self._widen(sorted(names - set(self.columns)))
         with open(self.path, "a", newline="") as file:
             writer = csv.writer(file)
             if new_file:
@@ -118,10 +131,53 @@ class CsvTable:
             for row in rows:
                 writer.writerow([_cell(row.get(name, "")) for name in self.columns])
 
+    def _widen(self, extra: Sequence[str]) -> None:
+        """Add columns ``extra`` to the file's header, empty in the rows written so far."""
+        assert self.columns is not None
+        with open(self.path, newline="") as file:
+            rows = list(csv.reader(file))
+        self.columns = (*self.columns, *extra)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w", newline="") as file:
+            writer = csv.writer(file)
+            writer.writerow(self.columns)
+            writer.writerows(row + [""] * len(extra) for row in rows[1:])
+        tmp.replace(self.path)
+
+
+def tensorboard_points(
+    rows: Iterable[dict[str, Any]], env_steps: int = TENSORBOARD_ENV_STEPS
+) -> list[tuple[int, int, dict[str, float]]]:
+    """Update rows (``seed``, ``env_steps`` and statistics) as TensorBoard points
+    ``(seed, env_steps, {name: mean})``: a seed's rows grouped by the window of ``env_steps``
+    env steps they end in (``(0, w]``, ``(w, 2w]``, ...), each group one point at its last
+    row's env steps, every statistic the mean of its finite values (left out where none is).
+    Rows of one collection per window (on-policy runs) come out one point each."""
+    sums: dict[tuple[int, int], dict[str, list[float]]] = {}
+    last: dict[tuple[int, int], int] = {}
+    for row in rows:
+        seed, step = int(row["seed"]), int(row["env_steps"])
+        key = (seed, -(-step // env_steps))
+        last[key] = max(step, last.get(key, step))
+        totals = sums.setdefault(key, {})
+        for name, value in row.items():
+            if name in ("seed", "period", "update", "env_steps"):
+                continue
+            value = float(value)
+            if math.isfinite(value):
+                total = totals.setdefault(name, [0.0, 0])
+                total[0] += value
+                total[1] += 1
+    return [
+        (seed, last[seed, window], {name: t / n for name, (t, n) in totals.items()})
+        for (seed, window), totals in sums.items()
+    ]
+
 
 class MetricsLogger:
     """Writes a run's metrics: ``updates.csv``, ``evals.csv`` and TensorBoard events under
-    ``tensorboard/seed_<i>`` (scalars ``train/<name>`` and ``eval/return`` against env steps).
+    ``tensorboard/seed_<i>`` (scalars ``eval/return`` and ``train/<name>`` against env steps,
+    the latter one point per :data:`TENSORBOARD_ENV_STEPS`: :func:`tensorboard_points`).
 
     Args:
       directory: the run directory.
@@ -163,17 +219,14 @@ class MetricsLogger:
 
     def log_updates(self, rows: Sequence[dict[str, Any]]) -> None:
         """Rows with ``seed``, ``period``, ``update``, ``env_steps``, ``train_return`` and
-        the agent's statistics."""
+        the agent's statistics: every row to ``updates.csv``, their windows' means to
+        TensorBoard (:func:`tensorboard_points`)."""
         self.updates.append(rows)
-        for row in rows:
-            if not self.writers:
-                break
-            writer, step = self.writers[int(row["seed"])], int(row["env_steps"])
-            for name, value in row.items():
-                if name not in ("seed", "period", "update", "env_steps"):
-                    value = float(value)
-                    if math.isfinite(value):
-                        writer.add_scalar(f"train/{name}", value, step)
+        if not self.writers:
+            return
+        for seed, step, means in tensorboard_points(rows):
+            for name, value in means.items():
+                self.writers[seed].add_scalar(f"train/{name}", value, step)
 
     def log_evals(self, rows: Sequence[dict[str, Any]]) -> None:
         """Rows with ``seed``, ``period``, ``env_steps``, ``eval_return``, ``wall_time``."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import struct
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +83,26 @@ def error_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("jaxrl: error: "), err
     return err.strip()
+
+
+def tensorboard_scalars(directory: Path) -> dict[str, list[tuple[int, float]]]:
+    """``{tag: [(step, value), ...]}`` from the TFRecord event files in ``directory``."""
+    from jaxrl.io.metrics import summary_writer_class
+
+    summary_writer_class()  # imports tensorboardX (and its protos) without torch
+    from tensorboardX.proto import event_pb2
+
+    scalars: dict[str, list[tuple[int, float]]] = {}
+    files = sorted(directory.glob("events.out.tfevents.*"))
+    assert files, f"no event file in {directory}"
+    for file in files:
+        data = file.read_bytes()
+        offset = 0
+        while offset < len(data):
+            (length,) = struct.unpack("<Q", data[offset : offset + 8])
+            record = data[offset + 12 : offset + 12 + length]
+            offset += 12 + length + 4
+            event = event_pb2.Event.FromString(record)
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+    return scalars

@@ -88,3 +88,11 @@ def test_a_resumed_host_run_does_not_warm_up_again(jaxrl, tmp_path):
     assert int(load_run(whole).state.num_updates[0]) == 10
     assert int(load_run(run_dir).state.num_updates[0]) == 10
     assert read_csv(run_dir / "evals.csv")["env_steps"].tolist() == [0, 16, 32, 48, 64]
+    # The first period is all warm-up, without losses; updates.csv still has them, empty
+    # for the 3 warm-up collections.
+    for directory in (whole, run_dir):
+        updates = read_csv(directory / "updates.csv")
+        for name in ("actor_loss", "critic_loss"):
+            warm_up, learning = updates[name][:3], updates[name][3:]
+            assert np.isnan(warm_up).all() and np.isfinite(learning).all(), (directory, name)
+            assert len(learning) == 5

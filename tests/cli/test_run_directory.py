@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import struct
 from pathlib import Path
 
 import jax
@@ -15,34 +14,13 @@ import pytest
 from jaxrl.io import CheckpointStore, RunConfig, load_run, read_csv
 from jaxrl.io.metrics import EVAL_COLUMNS, UPDATE_COLUMNS
 
+from .helpers import tensorboard_scalars
+
 
 def read_png(path: Path) -> np.ndarray:
     import matplotlib.image
 
     return matplotlib.image.imread(path)
-
-
-def tensorboard_scalars(directory: Path) -> dict[str, list[tuple[int, float]]]:
-    """``{tag: [(step, value), ...]}`` from the TFRecord event files in ``directory``."""
-    from jaxrl.io.metrics import summary_writer_class
-
-    summary_writer_class()  # imports tensorboardX (and its protos) without torch
-    from tensorboardX.proto import event_pb2
-
-    scalars: dict[str, list[tuple[int, float]]] = {}
-    files = sorted(directory.glob("events.out.tfevents.*"))
-    assert files, f"no event file in {directory}"
-    for file in files:
-        data = file.read_bytes()
-        offset = 0
-        while offset < len(data):
-            (length,) = struct.unpack("<Q", data[offset : offset + 8])
-            record = data[offset + 12 : offset + 12 + length]
-            offset += 12 + length + 4
-            event = event_pb2.Event.FromString(record)
-            for value in event.summary.value:
-                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
-    return scalars
 
 
 def test_train_writes_a_complete_run_directory(trpo_run):
