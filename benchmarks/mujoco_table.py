@@ -17,10 +17,11 @@ seeds per process (vmapped), on EnvPool when it is installed (``pip install -e "
   --resume``; its rows say where: ``resumed_at_env_steps``), and a group's rows are written
   whole when it ends; rows of another preset version or budget in a cell stop the run with an
   error instead of being mixed in;
-- ``--budget-minutes`` bounds the wall time: no group starts that its cell's earlier groups
-  (or, for a cell without any, the same algorithm's groups on other tasks) say will not fit in
-  what is left (less what its checkpoint has done), a group still training at the deadline is
-  checkpointed and stopped, and the run ends by saying what remains.
+- ``--budget-minutes`` bounds the wall time: a group that its cell's earlier groups (or, for a
+  cell without any, the same algorithm's groups on other tasks) say will not fit in what is
+  left (less what its checkpoint has done) waits until the groups that fit have run, then
+  starts if budget is left; a group still training at the deadline is checkpointed and
+  stopped, and the run ends by saying what remains.
 
 ``--table`` writes ``mujoco_table.md`` and ``mujoco_table.png`` from the results file: per cell
 Tianshou's statistic (the maximum over evaluations of the mean across seeds, +- the std across
@@ -464,48 +465,81 @@ def estimate_seconds(
 
 
 def run_plan(plan: Plan, args: Any, rows: list[dict[str, Any]]) -> None:
+    """Train the plan's groups in order within the budget. A group that its cell's earlier
+    groups say will not fit in the budget left waits while the others run; if budget is
+    left after them, the first of those starts anyway (a group checkpoints as it goes and
+    at the deadline, and the next run resumes it), so a cell longer than any one session's
+    budget still advances."""
     deadline = time.time() + 60 * args.budget_minutes if args.budget_minutes else math.inf
     info = machine_info()
     print_machine(info)
     machine = {k: info[k] for k in ("cpu", "cores", "memory_gib", "jax", "jax_backend")}
     machine["accelerator"] = None if info["jax_backend"] == "cpu" else info["jax_devices"]
     provenance = {"commit": git_commit(), "machine": machine, "command": command_line()}
+    later = []
     for cell, seeds in plan.groups:
         left = deadline - time.time()
         if left <= 0:
-            break
+            return
         path = group_dir(args.results, cell, seeds)
         done = group_progress(path) / cell.config.total_steps  # a stopped group's share
         guess = estimate_seconds(cell, len(seeds), rows)
         if guess is not None and guess[0] * (1 - done) > left:
             print(
-                f"skip {cell.algo} {cell.env} seeds {seeds}: ~{guess[0] * (1 - done) / 60:.0f} "
+                f"later: {cell.algo} {cell.env} seeds {seeds}: ~{guess[0] * (1 - done) / 60:.0f} "
                 f"min ({guess[1]}) > the budget left ({left / 60:.0f} min)"
             )
+            if cell.schedule_updates is None:  # it can checkpoint
+                later.append((cell, seeds))
             continue
         if guess is None and math.isfinite(left):
             print(
                 f"{cell.algo} {cell.env}: no finished group of {cell.algo} to time it by; if the "
                 "budget ends first, the group continues from its last checkpoint next time"
             )
-        print(f"{cell.algo} {cell.env} seeds {seeds} ({cell.config.total_steps:,} steps each)")
-        try:
-            new = train_group(cell, seeds, deadline, provenance, path, args.stop_after_periods)
-        except Deadline:
-            print(
-                f"budget spent during {cell.algo} {cell.env} seeds {seeds}: not recorded yet; "
-                f"the next run resumes it from its checkpoint at {group_progress(path):,} env "
-                "steps"
-            )
-            break
-        if new is None:
-            print(f"  stopped at {group_progress(path):,} env steps (resumable)")
-            continue
-        append_rows(args.results, new)
-        rows += new
-        shutil.rmtree(path, ignore_errors=True)  # the rows hold what the table needs
-        finals = ", ".join(f"{r['final_return']:.1f}" for r in new)
-        print(f"  recorded seeds {seeds}: final returns {finals} ({new[0]['seconds']:.0f}s)")
+        if not run_group(cell, seeds, deadline, provenance, args, rows):
+            return
+    for cell, seeds in later:
+        if deadline - time.time() <= 0:
+            return
+        print(
+            f"nothing else fits: {cell.algo} {cell.env} starts, checkpointed at the deadline "
+            "and resumed by the next run"
+        )
+        if not run_group(cell, seeds, deadline, provenance, args, rows):
+            return
+
+
+def run_group(
+    cell: Cell,
+    seeds: list[int],
+    deadline: float,
+    provenance: dict[str, Any],
+    args: Any,
+    rows: list[dict[str, Any]],
+) -> bool:
+    """Train one group (:func:`train_group`) and record its rows when it finishes (in the
+    results file and in ``rows``). Returns False when the budget ran out during it."""
+    path = group_dir(args.results, cell, seeds)
+    print(f"{cell.algo} {cell.env} seeds {seeds} ({cell.config.total_steps:,} steps each)")
+    try:
+        new = train_group(cell, seeds, deadline, provenance, path, args.stop_after_periods)
+    except Deadline:
+        print(
+            f"budget spent during {cell.algo} {cell.env} seeds {seeds}: not recorded yet; "
+            f"the next run resumes it from its checkpoint at {group_progress(path):,} env "
+            "steps"
+        )
+        return False
+    if new is None:
+        print(f"  stopped at {group_progress(path):,} env steps (resumable)")
+        return True
+    append_rows(args.results, new)
+    rows += new
+    shutil.rmtree(path, ignore_errors=True)  # the rows hold what the table needs
+    finals = ", ".join(f"{r['final_return']:.1f}" for r in new)
+    print(f"  recorded seeds {seeds}: final returns {finals} ({new[0]['seconds']:.0f}s)")
+    return True
 
 
 def remaining(cells: Sequence[Cell], seeds: dict[str, list[int]], rows: list[dict]) -> list[str]:

@@ -4,6 +4,7 @@ Tianshou's statistic (the maximum over evaluations of the mean across seeds)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -282,3 +283,47 @@ def test_stop_after_periods_below_one_is_refused(periods, capsys):
     with pytest.raises(SystemExit):
         mt.parse_args(["--stop-after-periods", periods])
     assert f"--stop-after-periods must be at least 1, got {periods}" in capsys.readouterr().err
+
+
+def _plan_calls(monkeypatch, tmp_path, minutes, out_of_budget=()):
+    """Run ``run_plan`` over three groups without training: HalfCheetah estimated at 300
+    minutes, Hopper at 30, Walker2d (a resized schedule, which cannot checkpoint) at 300.
+    Returns the groups ``train_group`` was called for, in order."""
+    hopper, cheetah = _cell(env="Hopper-v5"), _cell(env="HalfCheetah-v5")
+    walker = dataclasses.replace(_cell(env="Walker2d-v5"), schedule_updates=3_000)
+    minutes_of = {"Hopper-v5": 30, "HalfCheetah-v5": 300, "Walker2d-v5": 300}
+    calls = []
+
+    def train_group(cell, seeds, deadline, provenance, path, stop_after_periods):
+        calls.append(cell.env)
+        if cell.env in out_of_budget:
+            raise mt.Deadline()
+        return None  # stopped, resumable
+
+    monkeypatch.setattr(mt, "train_group", train_group)
+    monkeypatch.setattr(mt, "estimate_seconds", lambda c, n, r: (60 * minutes_of[c.env], "x"))
+    monkeypatch.setattr(mt, "machine_info", lambda: {"cpu": "Test", "cores": 2,
+                        "memory_gib": 1, "jax": "0", "jax_backend": "cpu"})  # fmt: skip
+    monkeypatch.setattr(mt, "print_machine", lambda info: None)
+    plan = mt.Plan(groups=[(cheetah, [0, 1, 2]), (hopper, [0, 1, 2]), (walker, [0, 1, 2])])
+    args = SimpleNamespace(
+        budget_minutes=minutes, results=tmp_path / "rows.jsonl", stop_after_periods=None
+    )
+    mt.run_plan(plan, args, [])
+    return calls
+
+
+def test_a_group_longer_than_the_budget_waits_for_those_that_fit_then_starts(
+    monkeypatch, tmp_path, capsys
+):
+    """A cell longer than any session's budget still advances: it starts once the groups
+    that fit have run (it checkpoints at the deadline); one that cannot checkpoint does not."""
+    assert _plan_calls(monkeypatch, tmp_path, 120) == ["Hopper-v5", "HalfCheetah-v5"]
+    out = capsys.readouterr().out
+    assert "later: ddpg" not in out and "later: trpo HalfCheetah-v5 seeds [0, 1, 2]" in out
+    assert "nothing else fits: trpo HalfCheetah-v5 starts" in out
+    # Without a budget every group runs in order; a spent budget stops the run.
+    assert _plan_calls(monkeypatch, tmp_path, None) == [
+        "HalfCheetah-v5", "Hopper-v5", "Walker2d-v5"
+    ]  # fmt: skip
+    assert _plan_calls(monkeypatch, tmp_path, 120, out_of_budget=("Hopper-v5",)) == ["Hopper-v5"]
