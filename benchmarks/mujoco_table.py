@@ -555,6 +555,22 @@ def remaining(cells: Sequence[Cell], seeds: dict[str, list[int]], rows: list[dic
     return lines
 
 
+def remove_recorded_groups(results: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Remove the run directories of groups whose every seed has its row: a group's rows are
+    written before its directory is removed, and a run killed between the two leaves it."""
+    runs = results.parent / f"{results.stem}_runs"
+    recorded = {(r["algo"], r["env"], r.get("settings_id"), r["seed"]) for r in rows}
+    for path in sorted(runs.iterdir()) if runs.is_dir() else []:
+        head, _, tail = path.name.partition("-seeds-")
+        algo, _, env = head.partition("-")
+        first, last, settings_id = [*tail.split("-", 2), "", "", ""][:3]
+        if not (first.isdigit() and last.isdigit()):
+            continue
+        seeds = range(int(first), int(last) + 1)
+        if all((algo, env, settings_id, seed) in recorded for seed in seeds):
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def stopped_groups(results: Path) -> list[str]:
     """One line per group with a checkpoint beside ``results``: where the next run resumes."""
     runs = results.parent / f"{results.stem}_runs"
@@ -991,6 +1007,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             for algo, n in DEFAULT_SEEDS.items()
         }
         rows = read_rows(args.results)
+        remove_recorded_groups(args.results, rows)
         plan = make_plan(cells, seeds, rows, args)
         print(f"{len(plan.groups)} groups to train; results in {args.results}")
         run_plan(plan, args, rows)

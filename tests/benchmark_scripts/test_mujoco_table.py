@@ -327,3 +327,16 @@ def test_a_group_longer_than_the_budget_waits_for_those_that_fit_then_starts(
         "HalfCheetah-v5", "Hopper-v5", "Walker2d-v5"
     ]  # fmt: skip
     assert _plan_calls(monkeypatch, tmp_path, 120, out_of_budget=("Hopper-v5",)) == ["Hopper-v5"]
+
+
+def test_a_run_killed_after_a_groups_rows_removes_its_directory_next_time(tmp_path):
+    """Rows are written before the group's run directory is removed; a kill between the two
+    leaves the directory, which the next run removes (a group still missing seeds keeps it)."""
+    results, runs = tmp_path / "rows.jsonl", tmp_path / "rows_runs"
+    done, open_ = "trpo-InvertedPendulum-v5-seeds-0-1-abc", "ddpg-Hopper-v5-seeds-0-2-abc"
+    for name in (done, open_):
+        (runs / name).mkdir(parents=True)
+    rows = [_row("trpo", "InvertedPendulum-v5", s, [1.0]) for s in (0, 1)]
+    rows += [_row("ddpg", "Hopper-v5", 0, [1.0])]
+    mt.remove_recorded_groups(results, rows)
+    assert [p.name for p in runs.iterdir()] == [open_]
