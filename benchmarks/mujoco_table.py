@@ -21,7 +21,9 @@ seeds per process (vmapped), on EnvPool when it is installed (``pip install -e "
   cell without any, the same algorithm's groups on other tasks) say will not fit in what is
   left (less what its checkpoint has done) waits until the groups that fit have run, then
   starts if budget is left; a group still training at the deadline is checkpointed and
-  stopped, and the run ends by saying what remains.
+  stopped, and the run ends by saying what remains;
+- ``--jobs N`` trains up to N groups at once, each in a process of its own pinned to its share
+  of the CPUs (``machine.process_cpus`` in its rows).
 
 ``--table`` writes ``mujoco_table.md`` and ``mujoco_table.png`` from the results file: per cell
 Tianshou's statistic (the maximum over evaluations of the mean across seeds, +- the std across
@@ -53,7 +55,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,7 @@ from common import (
     BENCH_DIR,
     base_parser,
     command_line,
+    cpu_shares,
     loadavg,
     machine_info,
     markdown_table,
@@ -71,10 +74,17 @@ from common import (
     print_machine,
     pyplot,
     save_figure,
+    start_on,
+    usable_cpus,
 )
 
 from jaxrl.io.metrics import learning_curve, read_csv
 from jaxrl.io.published import SOURCE, TASK_VERSIONS, published_tasks, task_of, tianshou_mujoco
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: appends there are not locked
+    fcntl = None
 
 RESULTS_FILE = "mujoco_table.jsonl"
 ON_POLICY = ("trpo", "npg")
@@ -235,9 +245,12 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def append_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    """Append ``rows`` as whole lines in one write, flushed to disk."""
+    """Append ``rows`` as whole lines in one write, flushed to disk, under an exclusive lock of
+    the file where the system has one (``fcntl``)."""
     text = "".join(json.dumps(row) + "\n" for row in rows)
     with path.open("a") as f:
+        if fcntl is not None:  # the groups of --jobs append from several processes
+            fcntl.flock(f, fcntl.LOCK_EX)
         if f.tell() and not path.read_text().endswith("\n"):
             text = "\n" + text  # a line cut short by a kill stays on its own line
         f.write(text)
@@ -246,13 +259,18 @@ def append_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def git_commit() -> str:
+    """The checkout's commit, ``+dirty`` when a tracked file of ``jaxrl/`` or ``benchmarks/``
+    (but its ``results/``) differs from it."""
+
     def git(*argv: str) -> str:
         return subprocess.run(
             ["git", *argv], cwd=BENCH_DIR, capture_output=True, text=True, check=False
         ).stdout.strip()
 
     commit = git("rev-parse", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--untracked-files=no", "--", "jaxrl", "benchmarks")
+    # The code that trains (paths from the repository's top; the results it writes aside).
+    code = (":(top)jaxrl", ":(top)benchmarks", ":(top,exclude)benchmarks/results")
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", *code)
     return commit + ("+dirty" if dirty else "")
 
 
@@ -465,17 +483,33 @@ def estimate_seconds(
 
 
 def run_plan(plan: Plan, args: Any, rows: list[dict[str, Any]]) -> None:
-    """Train the plan's groups in order within the budget. A group that its cell's earlier
-    groups say will not fit in the budget left waits while the others run; if budget is
-    left after them, the first of those starts anyway (a group checkpoints as it goes and
-    at the deadline, and the next run resumes it), so a cell longer than any one session's
-    budget still advances."""
+    """Train the plan's groups in :func:`group_order` within the budget: one after another
+    in this process, or with ``--jobs N`` up to N at once (:func:`run_in_processes`)."""
     deadline = time.time() + 60 * args.budget_minutes if args.budget_minutes else math.inf
     info = machine_info()
     print_machine(info)
     machine = {k: info[k] for k in ("cpu", "cores", "memory_gib", "jax", "jax_backend")}
     machine["accelerator"] = None if info["jax_backend"] == "cpu" else info["jax_devices"]
     provenance = {"commit": git_commit(), "machine": machine, "command": command_line()}
+    groups = group_order(plan, deadline, args, rows)
+    if args.jobs > 1:
+        run_in_processes(groups, deadline, provenance, args, rows)
+        return
+    machine["process_cpus"] = len(usable_cpus())
+    for cell, seeds in groups:
+        if not run_group(cell, seeds, deadline, provenance, args, rows):
+            return
+
+
+def group_order(
+    plan: Plan, deadline: float, args: Any, rows: list[dict[str, Any]]
+) -> Iterator[tuple[Cell, list[int]]]:
+    """The plan's groups in the order they start, each asked for when it can start (so the
+    budget left and the rows recorded are those of that moment). A group that its cell's
+    earlier groups say will not fit in the budget left waits while the others run; if budget
+    is left after them, it starts anyway (a group checkpoints as it goes and at the deadline,
+    and the next run resumes it), so a cell longer than any one session's budget still
+    advances. None starts once the budget is spent."""
     later = []
     for cell, seeds in plan.groups:
         left = deadline - time.time()
@@ -497,8 +531,7 @@ def run_plan(plan: Plan, args: Any, rows: list[dict[str, Any]]) -> None:
                 f"{cell.algo} {cell.env}: no finished group of {cell.algo} to time it by; if the "
                 "budget ends first, the group continues from its last checkpoint next time"
             )
-        if not run_group(cell, seeds, deadline, provenance, args, rows):
-            return
+        yield cell, seeds
     for cell, seeds in later:
         if deadline - time.time() <= 0:
             return
@@ -506,8 +539,87 @@ def run_plan(plan: Plan, args: Any, rows: list[dict[str, Any]]) -> None:
             f"nothing else fits: {cell.algo} {cell.env} starts, checkpointed at the deadline "
             "and resumed by the next run"
         )
-        if not run_group(cell, seeds, deadline, provenance, args, rows):
-            return
+        yield cell, seeds
+
+
+# ------------------------------------------------------------------------ several processes
+BUDGET_SPENT = 3  # exit status of a group's process stopped by the deadline
+
+
+def run_in_processes(
+    groups: Iterator[tuple[Cell, list[int]]],
+    deadline: float,
+    provenance: dict[str, Any],
+    args: Any,
+    rows: list[dict[str, Any]],
+) -> None:
+    """``--jobs N``: up to N groups at once, each in a process of its own pinned to its own
+    share of the CPUs (:func:`cpu_shares`; XLA sizes its thread pool to the CPUs a process may
+    use). On a small CPU, XLA's threads use two cores less well than two processes use one
+    each (RESULTS 28). Each process records its group's rows itself (the appends are locked),
+    and this one reads them back when a group ends. A group that fails stops new ones from
+    starting; the others finish, and the run then exits with an error naming it."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    context = multiprocessing.get_context("spawn")
+    free, running, failed = cpu_shares(args.jobs), {}, []
+    while True:
+        while free and not failed and (group := next(groups, None)) is not None:
+            cpus = free.pop(0)
+            process = start_pinned(context, cpus, (*group, deadline, provenance, args))
+            label = f"{group[0].algo} {group[0].env} seeds {group[1]}"
+            running[process.sentinel] = (process, cpus, label)
+        if not running:
+            break
+        for sentinel in wait(list(running)):
+            process, cpus, label = running.pop(sentinel)
+            process.join()
+            free.append(cpus)
+            if process.exitcode not in (0, BUDGET_SPENT):
+                failed.append(f"{label} (exit status {process.exitcode})")
+        rows[:] = read_rows(args.results)
+    if failed:
+        raise SystemExit(
+            f"failed: {'; '.join(failed)} (tracebacks above); the other groups' rows are "
+            "recorded, and a failed group resumes from its last checkpoint"
+        )
+
+
+def start_pinned(context: Any, cpus: list[int], work: tuple[Any, ...]) -> Any:
+    """Start :func:`group_process` on ``work`` in a new process born on ``cpus``
+    (:func:`common.start_on`)."""
+    process = context.Process(target=group_process, args=(*work, os.getpid()))
+    start_on(cpus, process.start)
+    return process
+
+
+def group_process(
+    cell: Cell,
+    seeds: list[int],
+    deadline: float,
+    provenance: dict[str, Any],
+    args: Any,
+    parent: int,
+) -> None:
+    """One group in a process of ``--jobs``: its rows record how many CPUs it had. It exits
+    with :data:`BUDGET_SPENT` at the deadline, and when the table's process is gone (killed),
+    as a group of a killed run in one process stops: its checkpoint is what the next run
+    resumes."""
+    import sys
+    import threading
+
+    def exit_with_parent() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(1)
+
+    threading.Thread(target=exit_with_parent, daemon=True).start()
+    sys.stdout.reconfigure(line_buffering=True)  # lines of several processes, whole
+    machine = {**provenance["machine"], "process_cpus": len(usable_cpus())}
+    provenance = {**provenance, "machine": machine}
+    if not run_group(cell, seeds, deadline, provenance, args, read_rows(args.results)):
+        sys.exit(BUDGET_SPENT)
 
 
 def run_group(
@@ -693,7 +805,11 @@ def _machine_name(machine: dict[str, Any] | None) -> str:
     if not machine:
         return "unknown"
     accel = machine.get("accelerator")
-    return f"{machine['cpu']} ({machine['cores']} cores)" + (f", {accel[0]}" if accel else "")
+    share = machine.get("process_cpus")  # rows of --jobs: a process had a share of the CPUs
+    cores = f"{machine['cores']} cores" + (
+        f", {share} per process" if share and share < machine["cores"] else ""
+    )
+    return f"{machine['cpu']} ({cores})" + (f", {accel[0]}" if accel else "")
 
 
 def _verdict(result: CellResult) -> str:
@@ -911,6 +1027,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--env-backend", default="auto", choices=["auto", "gymnasium", "envpool"])
     parser.add_argument("--budget-minutes", type=float, default=None)
     parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="groups trained at once, each in a process of its own on its own share of the "
+        "CPUs (default 1: one after another in this process)",
+    )
+    parser.add_argument(
         "--stop-after-periods",
         type=int,
         default=None,
@@ -928,6 +1051,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "at 1M); a setting of its own: give these rows their own --results file",
     )
     args = parser.parse_args(argv)
+    cpus = len(usable_cpus())
+    if not 1 <= args.jobs <= cpus:
+        parser.error(f"--jobs must be from 1 to this process' {cpus} CPUs, got {args.jobs}")
     if args.stop_after_periods is not None and args.stop_after_periods < 1:
         parser.error(f"--stop-after-periods must be at least 1, got {args.stop_after_periods}")
     args.hyperparameters = {}

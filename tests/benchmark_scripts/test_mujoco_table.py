@@ -307,7 +307,7 @@ def _plan_calls(monkeypatch, tmp_path, minutes, out_of_budget=()):
     monkeypatch.setattr(mt, "print_machine", lambda info: None)
     plan = mt.Plan(groups=[(cheetah, [0, 1, 2]), (hopper, [0, 1, 2]), (walker, [0, 1, 2])])
     args = SimpleNamespace(
-        budget_minutes=minutes, results=tmp_path / "rows.jsonl", stop_after_periods=None
+        budget_minutes=minutes, results=tmp_path / "rows.jsonl", stop_after_periods=None, jobs=1
     )
     mt.run_plan(plan, args, [])
     return calls
@@ -340,3 +340,67 @@ def test_a_run_killed_after_a_groups_rows_removes_its_directory_next_time(tmp_pa
     rows += [_row("ddpg", "Hopper-v5", 0, [1.0])]
     mt.remove_recorded_groups(results, rows)
     assert [p.name for p in runs.iterdir()] == [open_]
+
+
+def test_cpu_shares_are_disjoint_and_as_even_as_they_divide(monkeypatch):
+    """``--jobs N`` deals this process' CPUs into N shares, one per group's process."""
+    import common
+
+    monkeypatch.setattr(common, "usable_cpus", lambda: [0, 1, 2, 3, 4, 5])
+    assert mt.cpu_shares(4) == [[0], [1, 2], [3], [4, 5]]
+    assert mt.cpu_shares(1) == [[0, 1, 2, 3, 4, 5]]
+    assert mt.cpu_shares(6) == [[c] for c in range(6)]
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_jobs_outside_one_to_the_cpus_are_refused(extra, capsys):
+    cpus = len(mt.usable_cpus())
+    jobs = 0 if extra == 0 else cpus + 1
+    with pytest.raises(SystemExit):
+        mt.parse_args(["--jobs", str(jobs)])
+    assert f"--jobs must be from 1 to this process' {cpus} CPUs, got {jobs}" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_row_of_a_process_with_a_share_of_the_cpus_says_so():
+    machine = {"cpu": "Test CPU", "cores": 4, "accelerator": None}
+    assert mt._machine_name({**machine, "process_cpus": 2}) == "Test CPU (4 cores, 2 per process)"
+    assert mt._machine_name({**machine, "process_cpus": 4}) == "Test CPU (4 cores)"
+    assert mt._machine_name(machine) == "Test CPU (4 cores)"  # rows from before --jobs
+
+
+def test_the_commit_is_dirty_when_the_training_code_differs_not_the_results(
+    tmp_path, monkeypatch
+):
+    """Rows record ``<commit>+dirty`` when a tracked file of jaxrl/ or benchmarks/ differs
+    from the commit; the results the table writes (benchmarks/results/) and other files do
+    not count. (The paths were once taken from benchmarks/ itself, so it never said so.)"""
+    import subprocess
+
+    files = {
+        "jaxrl/a.py": "a = 1\n",
+        "benchmarks/b.py": "b = 1\n",
+        "benchmarks/results/r.jsonl": "{}\n",
+        "README.md": "x\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+
+    def git(*argv):
+        identity = ["-c", "user.name=t", "-c", "user.email=t@t"]
+        subprocess.run(["git", *identity, *argv], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "fixture")
+    monkeypatch.setattr(mt, "BENCH_DIR", tmp_path / "benchmarks")
+    assert len(mt.git_commit()) == 40  # clean
+    (tmp_path / "benchmarks/results/r.jsonl").write_text("{}\n{}\n")
+    (tmp_path / "README.md").write_text("y\n")
+    assert len(mt.git_commit()) == 40  # results and other files do not count
+    for name in ("benchmarks/b.py", "jaxrl/a.py"):
+        (tmp_path / name).write_text("changed = 2\n")
+        assert mt.git_commit().endswith("+dirty"), name
+        git("checkout", "--", name)

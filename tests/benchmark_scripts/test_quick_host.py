@@ -69,6 +69,92 @@ def test_mujoco_table_resumes_after_a_kill(tmp_path, run_quick, quick_env):
     assert (tmp_path / "mujoco_table.png").stat().st_size > 0
 
 
+def _children(pid):
+    """The pids of ``pid``'s child processes (from Linux's /proc)."""
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == pid:
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+def _alive(pid):
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+def test_mujoco_table_trains_groups_at_once_each_on_its_own_cpus(tmp_path, run_quick, quick_env):
+    """``--jobs 2``: the quick table's two groups train at once, each in a process of its own
+    pinned to its share of the CPUs, which its rows record. Killing the table's process stops
+    its groups' processes too (a killed group resumes next time, as in one process), and the
+    next run trains only the group that had not finished."""
+    pytest.importorskip("mujoco")
+    if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs CPU affinity (Linux) and 2 CPUs")
+    cpus = len(os.sched_getaffinity(0))
+    results = tmp_path / "mujoco_table.jsonl"
+    command = [sys.executable, str(BENCH / "mujoco_table.py"), "--quick", "--jobs", "2"]
+    process = subprocess.Popen(
+        [*command, "--out", str(tmp_path)],
+        cwd=ROOT,
+        env=quick_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 600
+    while not (results.exists() and results.read_text().endswith("\n")):
+        assert process.poll() is None, process.stdout.read().decode()[-3000:]
+        assert time.monotonic() < deadline, "no row within 600 s"
+        time.sleep(0.2)
+    children = _children(process.pid)  # the DDPG group's process, still training
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)
+    first = _rows(results)
+    assert [(r["algo"], r["seed"]) for r in first] == [("trpo", 0), ("trpo", 1)]
+    assert children, "no group process left when the first group's rows were written"
+    gone = time.monotonic() + 30
+    while any(_alive(pid) for pid in children) and time.monotonic() < gone:
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in children), "a group's process outlived the table's"
+
+    output = run_quick("mujoco_table.py", tmp_path, "--jobs", "2")
+    assert "1 groups to train" in output
+    rows = _rows(results)
+    assert rows[:2] == first
+    assert sorted((r["algo"], r["seed"]) for r in rows[2:]) == [("ddpg", 0), ("ddpg", 1)]
+    for row in rows:
+        assert row["machine"]["process_cpus"] == cpus // 2
+    assert f"({cpus} cores, {cpus // 2} per process)" in (tmp_path / "mujoco_table.md").read_text()
+
+
+def test_table_jobs_quick(tmp_path, run_quick):
+    """``table_jobs.py``: one group on all the CPUs against groups side by side, each process
+    on its own share of them (what it measured with is in its record)."""
+    if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs CPU affinity (Linux) and 2 CPUs")
+    output = run_quick("table_jobs.py", tmp_path)
+    data = json.loads((tmp_path / "table_jobs.json").read_text())
+    (measured,) = data["rounds"]
+    assert measured["one"]["processes"][0]["cpus"] == len(os.sched_getaffinity(0))
+    shares = data["shares"]
+    assert len(shares) == 2 and not set(shares[0]) & set(shares[1])
+    assert [p["cpus"] for p in measured["jobs"]["processes"]] == [len(s) for s in shares]
+    for part in ("one", "jobs"):
+        assert all(p["env_steps_per_second"] > 0 for p in measured[part]["processes"])
+    assert measured["jobs"]["total"] == pytest.approx(
+        sum(p["env_steps_per_second"] for p in measured["jobs"]["processes"])
+    )
+    assert "| 2 groups, a share each |" in output and "ratio, per round" in output
+
+
 @pytest.mark.slow
 def test_host_throughput_quick(tmp_path, run_quick):
     output = run_quick("host_throughput.py", tmp_path)
