@@ -147,34 +147,6 @@ def print_machine(info: dict[str, Any]) -> None:
     )
 
 
-def usable_cpus() -> list[int]:
-    """The CPUs this process may run on (its affinity; all of them where that is unknown)."""
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
-
-
-def cpu_shares(jobs: int) -> list[list[int]]:
-    """This process' CPUs dealt into ``jobs`` disjoint shares, as even as they divide."""
-    cpus = usable_cpus()
-    return [cpus[i * len(cpus) // jobs : (i + 1) * len(cpus) // jobs] for i in range(jobs)]
-
-
-def start_on(cpus: Sequence[int] | None, start: Callable[[], Any]) -> Any:
-    """``start()`` (which starts a process) with this thread pinned to ``cpus`` for that
-    moment only, so that the new process is born on them (a child inherits the affinity of
-    the thread that starts it; unlike ``preexec_fn``, safe beside other threads). ``None``, or
-    a system without affinity (macOS, Windows): started unpinned."""
-    if cpus is None or not hasattr(os, "sched_setaffinity"):
-        return start()
-    own = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, cpus)
-    try:
-        return start()
-    finally:
-        os.sched_setaffinity(0, own)
-
-
 def command_line() -> str:
     return "python " + " ".join([os.path.relpath(sys.argv[0], BENCH_DIR.parent), *sys.argv[1:]])
 

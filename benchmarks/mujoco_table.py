@@ -65,7 +65,6 @@ from common import (
     BENCH_DIR,
     base_parser,
     command_line,
-    cpu_shares,
     loadavg,
     machine_info,
     markdown_table,
@@ -74,11 +73,10 @@ from common import (
     print_machine,
     pyplot,
     save_figure,
-    start_on,
-    usable_cpus,
 )
 
 from jaxrl.io.metrics import learning_curve, read_csv
+from jaxrl.io.processes import check_jobs, usable_cpus
 from jaxrl.io.published import SOURCE, TASK_VERSIONS, published_tasks, task_of, tianshou_mujoco
 
 try:
@@ -554,31 +552,30 @@ def run_in_processes(
     rows: list[dict[str, Any]],
 ) -> None:
     """``--jobs N``: up to N groups at once, each in a process of its own pinned to its own
-    share of the CPUs (:func:`cpu_shares`; XLA sizes its thread pool to the CPUs a process may
-    use). On a small CPU, XLA's threads use two cores less well than two processes use one
-    each (RESULTS 28). Each process records its group's rows itself (the appends are locked),
-    and this one reads them back when a group ends. A group that fails stops new ones from
-    starting; the others finish, and the run then exits with an error naming it."""
-    import multiprocessing
-    from multiprocessing.connection import wait
+    share of the CPUs (:func:`jaxrl.io.processes.run_in_processes`; two groups on a core
+    each train faster together than one on both, RESULTS 28). Each process records its
+    group's rows itself (the appends are locked), and this one reads them back when a group
+    ends. A group that fails stops new ones from starting; the others finish, and the run
+    then exits with an error naming it."""
+    from jaxrl.io.processes import Task
+    from jaxrl.io.processes import run_in_processes as run_tasks
 
-    context = multiprocessing.get_context("spawn")
-    free, running, failed = cpu_shares(args.jobs), {}, []
-    while True:
-        while free and not failed and (group := next(groups, None)) is not None:
-            cpus = free.pop(0)
-            process = start_pinned(context, cpus, (*group, deadline, provenance, args))
-            label = f"{group[0].algo} {group[0].env} seeds {group[1]}"
-            running[process.sentinel] = (process, cpus, label)
-        if not running:
-            break
-        for sentinel in wait(list(running)):
-            process, cpus, label = running.pop(sentinel)
-            process.join()
-            free.append(cpus)
-            if process.exitcode not in (0, BUDGET_SPENT):
-                failed.append(f"{label} (exit status {process.exitcode})")
+    tasks = (
+        Task(f"{cell.algo} {cell.env} seeds {seeds}", group_process,
+             (cell, seeds, deadline, provenance, args))
+        for cell, seeds in groups
+    )  # fmt: skip
+
+    def reread(_: Any) -> None:
         rows[:] = read_rows(args.results)
+
+    ok = (0, BUDGET_SPENT)
+    ends = run_tasks(tasks, args.jobs, ok=ok, on_end=reread)
+    failed = [
+        f"{end.task.label} (exit status {end.exit_status})"
+        for end in ends
+        if end.exit_status not in ok
+    ]
     if failed:
         raise SystemExit(
             f"failed: {'; '.join(failed)} (tracebacks above); the other groups' rows are "
@@ -586,40 +583,16 @@ def run_in_processes(
         )
 
 
-def start_pinned(context: Any, cpus: list[int], work: tuple[Any, ...]) -> Any:
-    """Start :func:`group_process` on ``work`` in a new process born on ``cpus``
-    (:func:`common.start_on`)."""
-    process = context.Process(target=group_process, args=(*work, os.getpid()))
-    start_on(cpus, process.start)
-    return process
-
-
 def group_process(
-    cell: Cell,
-    seeds: list[int],
-    deadline: float,
-    provenance: dict[str, Any],
-    args: Any,
-    parent: int,
-) -> None:
-    """One group in a process of ``--jobs``: its rows record how many CPUs it had. It exits
-    with :data:`BUDGET_SPENT` at the deadline, and when the table's process is gone (killed),
-    as a group of a killed run in one process stops: its checkpoint is what the next run
-    resumes."""
-    import sys
-    import threading
-
-    def exit_with_parent() -> None:
-        while os.getppid() == parent:
-            time.sleep(1)
-        os._exit(1)
-
-    threading.Thread(target=exit_with_parent, daemon=True).start()
-    sys.stdout.reconfigure(line_buffering=True)  # lines of several processes, whole
+    cell: Cell, seeds: list[int], deadline: float, provenance: dict[str, Any], args: Any
+) -> int:
+    """One group in a process of ``--jobs``: its rows record how many CPUs it had. Returns
+    :data:`BUDGET_SPENT` (its exit status) when the deadline stopped it."""
     machine = {**provenance["machine"], "process_cpus": len(usable_cpus())}
     provenance = {**provenance, "machine": machine}
     if not run_group(cell, seeds, deadline, provenance, args, read_rows(args.results)):
-        sys.exit(BUDGET_SPENT)
+        return BUDGET_SPENT
+    return 0
 
 
 def run_group(
@@ -1051,9 +1024,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "at 1M); a setting of its own: give these rows their own --results file",
     )
     args = parser.parse_args(argv)
-    cpus = len(usable_cpus())
-    if not 1 <= args.jobs <= cpus:
-        parser.error(f"--jobs must be from 1 to this process' {cpus} CPUs, got {args.jobs}")
+    try:
+        check_jobs(args.jobs)
+    except ValueError as error:
+        parser.error(str(error))
     if args.stop_after_periods is not None and args.stop_after_periods < 1:
         parser.error(f"--stop-after-periods must be at least 1, got {args.stop_after_periods}")
     args.hyperparameters = {}

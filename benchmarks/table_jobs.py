@@ -9,8 +9,8 @@ warm-up of random actions is set to 0 here so that every step updates, as after 
 
 - ``one``: one group in a process on all of this process' CPUs (``--jobs 1``);
 - ``jobs``: ``--jobs`` groups at once, each in a process pinned to its share of the CPUs
-  (:func:`common.cpu_shares`), started together; each is timed over the same steps and the
-  throughputs are summed.
+  (:func:`jaxrl.io.processes.cpu_shares`), started together; each is timed over the same
+  steps and the throughputs are summed.
 
 Throughput is env steps per second summed over the seeds (and, for ``jobs``, the processes).
 Evaluation is left out: it is a small part of a DDPG table run (10 test episodes every 5,000
@@ -34,18 +34,17 @@ from typing import Any
 from common import (
     base_parser,
     command_line,
-    cpu_shares,
     loadavg,
     machine_info,
     markdown_table,
     mujoco_available,
     output_dir,
     print_machine,
-    start_on,
     summarize,
-    usable_cpus,
     write_json,
 )
+
+from jaxrl.io.processes import check_jobs, cpu_shares, start_on, usable_cpus
 
 
 def measure(algo: str, env_id: str, seeds: int, warmup: int, calls: int) -> dict[str, Any]:
@@ -129,9 +128,11 @@ def parse_args() -> argparse.Namespace:
     args = parser.parse_args()
     if args.child:
         return args
-    cpus = len(usable_cpus())
-    if not 2 <= args.jobs <= cpus:
-        parser.error(f"--jobs must be from 2 to this process' {cpus} CPUs, got {args.jobs}")
+    try:
+        if check_jobs(args.jobs) < 2:
+            parser.error(f"--jobs must be at least 2 (against one group), got {args.jobs}")
+    except ValueError as error:
+        parser.error(str(error))
     if args.quick:
         args.seeds, args.warmup, args.calls, args.rounds = 2, 3, 30, 1
     if args.env is None:

@@ -372,7 +372,10 @@ def sweep(args: Any, argv: list[str]) -> int:
                 print(said[0], file=sys.stderr, flush=True)
             print(line, file=sys.stderr, flush=True)
 
-        result = run_sweep(base, grid, path, stop_after_groups=args.stop_after_groups, on_group=say)
+        result = run_sweep(
+            base, grid, path, stop_after_groups=args.stop_after_groups, on_group=say,
+            jobs=args.jobs,
+        )  # fmt: skip
     except SweepError as error:  # names the field as --sweep wrote it
         if error.cause is None:
             raise UsageError(str(error)) from None

@@ -114,6 +114,13 @@ _COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
             None,
             "stop after this many groups, as an interruption would (for testing)",
         ),
+        (
+            "jobs",
+            int,
+            1,
+            "on a host environment (gymnasium, EnvPool), settings trained at once, each in a "
+            "process of its own on its share of the CPUs",
+        ),
     ],
 }
 

@@ -30,7 +30,7 @@ import json
 import shutil
 import time
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -340,6 +340,7 @@ def sweep(
     *,
     stop_after_groups: int | None = None,
     on_group: Callable[[str], None] | None = None,
+    jobs: int = 1,
 ) -> SweepResult:
     """Train every setting of ``grid`` over ``base`` (each with ``base``'s seeds) in
     ``sweep_dir``, or the settings an earlier call did not finish, and write the sweep's
@@ -351,25 +352,32 @@ def sweep(
         :func:`parse_grid` reads command-line strings).
       sweep_dir: the sweep directory (created, or resumed when it holds this sweep).
       stop_after_groups: stop after training this many groups, as an interruption would.
-      on_group: called with a line before each group trains.
+      on_group: called with a line before each group trains (with ``jobs``, as each setting
+        starts and ends).
+      jobs: on a host environment, train up to this many settings at once, each in a
+        process of its own on its own share of the CPUs (:mod:`jaxrl.io.processes`; a
+        setting's numbers are then those of a run on as many CPUs). A JAX environment's
+        settings train in one program: ``jobs`` must be 1 there.
 
     Raises:
-      SweepError: an invalid grid or a directory holding another sweep, before anything
-        compiles.
+      SweepError: an invalid grid, ``jobs``, or a directory holding another sweep, before
+        anything compiles.
+      RuntimeError: with ``jobs``, a setting's process failed (its traceback is printed; the
+        others finished, and the sweep resumes it).
     """
     if not grid:
         raise SweepError("the grid is empty: give at least one --sweep FIELD=VALUE,...")
+    _check_jobs(jobs, base)
     settings = resolve_settings(base, grid)
     path = Path(sweep_dir)
     _open_sweep_dir(path, _describe(base, grid))
-    todo = [s for s in settings if not _finished(path / "runs" / s.name)]
-    for number, group in enumerate(groups(todo)):
-        if stop_after_groups is not None and number >= stop_after_groups:
-            break
-        run_dirs = []
-        for setting in group:
-            shutil.rmtree(path / "runs" / setting.name, ignore_errors=True)
-            run_dirs.append(RunDir.create(path / "runs" / setting.name))
+    todo = groups([s for s in settings if not _finished(path / "runs" / s.name)])
+    todo = todo if stop_after_groups is None else todo[:stop_after_groups]
+    if jobs > 1:
+        _train_side_by_side([s for group in todo for s in group], path, jobs, on_group)
+        return write_summary(path, settings, list(grid))
+    for number, group in enumerate(todo):
+        run_dirs = [_fresh_run_dir(path, setting) for setting in group]
         if on_group is not None:
             names = "; ".join(s.name for s in group)
             on_group(
@@ -381,6 +389,68 @@ def sweep(
         if on_group is not None:
             on_group(f"  group {number + 1} done in {time.perf_counter() - start:.1f} s ({note})")
     return write_summary(path, settings, list(grid))
+
+
+def _check_jobs(jobs: int, base: RunConfig) -> None:
+    from jaxrl.io.processes import check_jobs
+
+    try:
+        check_jobs(jobs)
+    except ValueError as error:
+        raise SweepError(str(error)) from None
+    if jobs > 1 and base.backend == "jax":
+        raise SweepError(
+            f"--jobs {jobs}: a sweep on a JAX environment trains its settings in one program "
+            "(mapped or vmapped); --jobs is for host environments (gymnasium, EnvPool)"
+        )
+
+
+def _fresh_run_dir(path: Path, setting: Setting) -> RunDir:
+    """The setting's run directory, made anew (an unfinished one is trained again)."""
+    shutil.rmtree(path / "runs" / setting.name, ignore_errors=True)
+    return RunDir.create(path / "runs" / setting.name)
+
+
+def _train_side_by_side(
+    settings: Sequence[Setting],
+    path: Path,
+    jobs: int,
+    on_group: Callable[[str], None] | None,
+) -> None:
+    """Host settings, up to ``jobs`` at once, each in a process of its own on its share of
+    the CPUs (:func:`jaxrl.io.processes.run_in_processes`)."""
+    from jaxrl.io.processes import Task, TaskEnd, run_in_processes
+
+    say = on_group or (lambda line: None)
+    started: dict[str, float] = {}
+
+    def tasks() -> Iterator[Task]:
+        for setting in settings:
+            run_dir = _fresh_run_dir(path, setting)
+            started[setting.name] = time.perf_counter()
+            say(f"{setting.name}: {setting.config.num_seeds} seeds, started")
+            yield Task(setting.name, _train_setting, (setting.config, str(run_dir.path)))
+
+    def ended(end: TaskEnd) -> None:
+        seconds = time.perf_counter() - started[end.task.label]
+        how = "done" if end.exit_status == 0 else f"FAILED (exit status {end.exit_status})"
+        say(f"  {end.task.label}: {how} in {seconds:.1f} s on CPUs {list(end.cpus)}")
+
+    ends = run_in_processes(tasks(), jobs, on_end=ended)
+    failed = [end.task.label for end in ends if end.exit_status != 0]
+    if failed:
+        raise RuntimeError(
+            f"setting(s) {', '.join(failed)} failed (tracebacks above); the other settings "
+            "finished, and the same command resumes the sweep"
+        )
+
+
+def _train_setting(config: RunConfig, run_dir: str) -> int:
+    """One host setting, in a process of ``jobs`` (:func:`_train_side_by_side`)."""
+    from jaxrl.io.runner import train_run
+
+    train_run(config, RunDir(Path(run_dir)), progress=False)
+    return 0
 
 
 def _row(setting: Setting, run_dir: Path, fields: Sequence[str]) -> list[dict[str, Any]]:

@@ -342,23 +342,13 @@ def test_a_run_killed_after_a_groups_rows_removes_its_directory_next_time(tmp_pa
     assert [p.name for p in runs.iterdir()] == [open_]
 
 
-def test_cpu_shares_are_disjoint_and_as_even_as_they_divide(monkeypatch):
-    """``--jobs N`` deals this process' CPUs into N shares, one per group's process."""
-    import common
-
-    monkeypatch.setattr(common, "usable_cpus", lambda: [0, 1, 2, 3, 4, 5])
-    assert mt.cpu_shares(4) == [[0], [1, 2], [3], [4, 5]]
-    assert mt.cpu_shares(1) == [[0, 1, 2, 3, 4, 5]]
-    assert mt.cpu_shares(6) == [[c] for c in range(6)]
-
-
 @pytest.mark.parametrize("extra", [0, 1])
 def test_jobs_outside_one_to_the_cpus_are_refused(extra, capsys):
     cpus = len(mt.usable_cpus())
     jobs = 0 if extra == 0 else cpus + 1
     with pytest.raises(SystemExit):
         mt.parse_args(["--jobs", str(jobs)])
-    assert f"--jobs must be from 1 to this process' {cpus} CPUs, got {jobs}" in (
+    assert f"--jobs must be from 1 to this process's {cpus} CPUs, got {jobs}" in (
         capsys.readouterr().err
     )
 

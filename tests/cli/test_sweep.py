@@ -125,3 +125,40 @@ def test_a_host_sweep_trains_its_settings_as_train_does(jaxrl: Callable[..., Res
     plain = tmp_path / "plain"
     jaxrl("train", "trpo", *host, "--max-kl", "0.02", "--run-dir", plain).check()
     _assert_close(_per_seed_evals(sweep_dir / "runs" / "max_kl=0.02"), _per_seed_evals(plain))
+
+
+def test_a_host_sweep_with_jobs_trains_its_settings_side_by_side(jaxrl, tmp_path):
+    """``--jobs 2`` on the host driver: the settings train at once, each in a process of its
+    own on its share of the CPUs, and the sweep is complete and ranked as without it."""
+    import os
+
+    if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs CPU affinity (Linux) and 2 CPUs")
+    host = ["--backend", "gymnasium", *TINY, *BUDGET]
+    sweep_dir = tmp_path / "sweep"
+    result = jaxrl(
+        "sweep", "trpo", *host, "--sweep", "max-kl=0.005,0.02", "--jobs", "2",
+        "--sweep-dir", sweep_dir,
+    ).check()  # fmt: skip
+    done = [line for line in result.stderr.splitlines() if ": done in " in line]
+    assert len(done) == 2, result.stderr
+    shares = {line.rsplit("on CPUs ", 1)[1] for line in done}
+    assert len(shares) == 2, done  # each setting on its own share
+    rows = _rows(sweep_dir / "sweep.csv")
+    assert sorted({r["setting"] for r in rows}) == ["max_kl=0.005", "max_kl=0.02"]
+    assert len(rows) == 4 and all(np.isfinite(float(r["final_return"])) for r in rows)
+    for name in ("max_kl=0.005", "max_kl=0.02"):
+        assert (sweep_dir / "runs" / name / "final_eval.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--jobs", "2"], "--jobs 2: a sweep on a JAX environment trains its settings in one"),
+        (["--jobs", "0"], "--jobs must be from 1 to this process's"),
+    ],
+)
+def test_jobs_a_sweep_cannot_use_are_refused_in_one_line(jaxrl, tmp_path, extra, expected):
+    result = jaxrl("sweep", "trpo", *TINY, *GRID, *extra, "--sweep-dir", tmp_path / "s")
+    assert expected in single_error_line(result)
+    assert not (tmp_path / "s" / "runs").exists()
