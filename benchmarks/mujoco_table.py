@@ -23,7 +23,8 @@ seeds per process (vmapped), on EnvPool when it is installed (``pip install -e "
   starts if budget is left; a group still training at the deadline is checkpointed and
   stopped, and the run ends by saying what remains;
 - ``--jobs N`` trains up to N groups at once, each in a process of its own pinned to its share
-  of the CPUs (``machine.process_cpus`` in its rows).
+  of the CPUs (``machine.process_cpus`` in its rows); with fewer groups to train, the CPUs
+  are dealt into as many shares, and a group left alone trains in the table's process.
 
 ``--table`` writes ``mujoco_table.md`` and ``mujoco_table.png`` from the results file: per cell
 Tianshou's statistic (the maximum over evaluations of the mean across seeds, +- the std across
@@ -490,8 +491,9 @@ def run_plan(plan: Plan, args: Any, rows: list[dict[str, Any]]) -> None:
     machine["accelerator"] = None if info["jax_backend"] == "cpu" else info["jax_devices"]
     provenance = {"commit": git_commit(), "machine": machine, "command": command_line()}
     groups = group_order(plan, deadline, args, rows)
-    if args.jobs > 1:
-        run_in_processes(groups, deadline, provenance, args, rows)
+    jobs = min(args.jobs, len(plan.groups))  # a group left alone gets all the CPUs
+    if jobs > 1:
+        run_in_processes(groups, jobs, deadline, provenance, args, rows)
         return
     machine["process_cpus"] = len(usable_cpus())
     for cell, seeds in groups:
@@ -546,12 +548,13 @@ BUDGET_SPENT = 3  # exit status of a group's process stopped by the deadline
 
 def run_in_processes(
     groups: Iterator[tuple[Cell, list[int]]],
+    jobs: int,
     deadline: float,
     provenance: dict[str, Any],
     args: Any,
     rows: list[dict[str, Any]],
 ) -> None:
-    """``--jobs N``: up to N groups at once, each in a process of its own pinned to its own
+    """``--jobs``: up to ``jobs`` groups at once, each in a process of its own pinned to its own
     share of the CPUs (:func:`jaxrl.io.processes.run_in_processes`; two groups on a core
     each train faster together than one on both, RESULTS 28). Each process records its
     group's rows itself (the appends are locked), and this one reads them back when a group
@@ -570,7 +573,7 @@ def run_in_processes(
         rows[:] = read_rows(args.results)
 
     ok = (0, BUDGET_SPENT)
-    ends = run_tasks(tasks, args.jobs, ok=ok, on_end=reread)
+    ends = run_tasks(tasks, jobs, ok=ok, on_end=reread)
     failed = [
         f"{end.task.label} (exit status {end.exit_status})"
         for end in ends

@@ -356,8 +356,10 @@ def sweep(
         starts and ends).
       jobs: on a host environment, train up to this many settings at once, each in a
         process of its own on its own share of the CPUs (:mod:`jaxrl.io.processes`; a
-        setting's numbers are then those of a run on as many CPUs). A JAX environment's
-        settings train in one program: ``jobs`` must be 1 there.
+        setting's numbers are then those of a run on as many CPUs); the CPUs are dealt
+        into ``min(jobs, settings to train)`` shares, and a single setting trains in this
+        process. A JAX environment's settings train in one program: ``jobs`` must be 1
+        there.
 
     Raises:
       SweepError: an invalid grid, ``jobs``, or a directory holding another sweep, before
@@ -373,8 +375,9 @@ def sweep(
     _open_sweep_dir(path, _describe(base, grid))
     todo = groups([s for s in settings if not _finished(path / "runs" / s.name)])
     todo = todo if stop_after_groups is None else todo[:stop_after_groups]
-    if jobs > 1:
-        _train_side_by_side([s for group in todo for s in group], path, jobs, on_group)
+    flat = [s for group in todo for s in group]
+    if min(jobs, len(flat)) > 1:  # one setting left trains here, on all the CPUs
+        _train_side_by_side(flat, path, min(jobs, len(flat)), on_group)
         return write_summary(path, settings, list(grid))
     for number, group in enumerate(todo):
         run_dirs = [_fresh_run_dir(path, setting) for setting in group]

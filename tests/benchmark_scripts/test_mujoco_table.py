@@ -285,7 +285,7 @@ def test_stop_after_periods_below_one_is_refused(periods, capsys):
     assert f"--stop-after-periods must be at least 1, got {periods}" in capsys.readouterr().err
 
 
-def _plan_calls(monkeypatch, tmp_path, minutes, out_of_budget=()):
+def _plan_calls(monkeypatch, tmp_path, minutes, out_of_budget=(), jobs=1, only=None):
     """Run ``run_plan`` over three groups without training: HalfCheetah estimated at 300
     minutes, Hopper at 30, Walker2d (a resized schedule, which cannot checkpoint) at 300.
     Returns the groups ``train_group`` was called for, in order."""
@@ -306,8 +306,10 @@ def _plan_calls(monkeypatch, tmp_path, minutes, out_of_budget=()):
                         "memory_gib": 1, "jax": "0", "jax_backend": "cpu"})  # fmt: skip
     monkeypatch.setattr(mt, "print_machine", lambda info: None)
     plan = mt.Plan(groups=[(cheetah, [0, 1, 2]), (hopper, [0, 1, 2]), (walker, [0, 1, 2])])
+    if only is not None:
+        plan.groups = [g for g in plan.groups if g[0].env in only]
     args = SimpleNamespace(
-        budget_minutes=minutes, results=tmp_path / "rows.jsonl", stop_after_periods=None, jobs=1
+        budget_minutes=minutes, results=tmp_path / "rows.jsonl", stop_after_periods=None, jobs=jobs
     )
     mt.run_plan(plan, args, [])
     return calls
@@ -394,3 +396,14 @@ def test_the_commit_is_dirty_when_the_training_code_differs_not_the_results(
         (tmp_path / name).write_text("changed = 2\n")
         assert mt.git_commit().endswith("+dirty"), name
         git("checkout", "--", name)
+
+
+def test_a_group_left_alone_trains_in_the_tables_process_on_every_cpu(monkeypatch, tmp_path):
+    """``--jobs 2`` with one group to train: no process of its own, no share (the group in
+    a process pinned to half the CPUs would leave the rest idle); it trains here."""
+    started = []
+    monkeypatch.setattr(mt, "run_in_processes", lambda *a, **k: started.append(a))
+    assert _plan_calls(monkeypatch, tmp_path, None, jobs=2, only=("Hopper-v5",)) == ["Hopper-v5"]
+    assert started == []
+    assert _plan_calls(monkeypatch, tmp_path, None, jobs=2) == []  # three: side by side
+    assert len(started) == 1 and started[0][1] == 2  # at most 2 at once

@@ -162,3 +162,23 @@ def test_jobs_a_sweep_cannot_use_are_refused_in_one_line(jaxrl, tmp_path, extra,
     result = jaxrl("sweep", "trpo", *TINY, *GRID, *extra, "--sweep-dir", tmp_path / "s")
     assert expected in single_error_line(result)
     assert not (tmp_path / "s" / "runs").exists()
+
+
+def test_a_lone_setting_of_a_host_sweep_with_jobs_trains_here(monkeypatch, tmp_path):
+    """More ``jobs`` than settings to train: the CPUs are dealt into as many shares as there
+    are settings, and a lone setting trains in this process, on every CPU."""
+    import os
+
+    from jaxrl.io import studies
+    from jaxrl.io.config import RunConfig
+
+    if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs CPU affinity (Linux) and 2 CPUs")
+    here, apart = [], []
+    monkeypatch.setattr(studies, "_train_host_group", lambda g, d: here.append(len(g)) or "x")
+    monkeypatch.setattr(studies, "_train_side_by_side", lambda *a: apart.append(a[2]))
+    base = RunConfig.from_preset("trpo", "Pendulum-v1", backend="gymnasium", num_seeds=2)
+    studies.sweep(base, {"max_kl": [0.01]}, tmp_path / "one", jobs=2)
+    assert here == [1] and apart == []
+    studies.sweep(base, {"max_kl": [0.01, 0.02]}, tmp_path / "two", jobs=2)
+    assert here == [1] and apart == [2]  # two settings: side by side, a share each
