@@ -57,7 +57,9 @@ def measure(algo: str, env_id: str, seeds: int, warmup: int, calls: int) -> dict
     from jaxrl.training import gymnasium_driver
     from jaxrl.training.gymnasium_driver import HostTrainLoop
 
-    hyper = {"warmup_steps": 0, "buffer_size": 100_000} if algo == "ddpg" else {}
+    preset = RunConfig.from_preset(algo, env_id, "mujoco").hyperparameters
+    replay = {"warmup_steps": 0, "buffer_size": 100_000}  # a replay learner's: learn at once
+    hyper = {name: value for name, value in replay.items() if name in preset}
     config = RunConfig.from_preset(algo, env_id, "mujoco", hyperparameters=hyper)
     config = dataclasses.replace(config, num_seeds=seeds)
     group = list(range(seeds))
