@@ -1,39 +1,14 @@
 """jaxrl: functional JAX implementations of Tianshou's NPG, TRPO and DDPG."""
 
-from jaxrl import core, replay
-from jaxrl.algorithms import (
-    DDPG,
-    NPG,
-    TRPO,
-    ActionSample,
-    DDPGState,
-    GaussianNoise,
-    OnPolicyBatch,
-    OnPolicyState,
-    OUNoise,
-    load_plugin,
-)
-from jaxrl.replay import NStepBatch, ReplayBuffer, Transition
-from jaxrl.rollout import Rollout
+import lazy_loader
+
+# The exported names are declared once, in __init__.pyi (type checkers read it too), and
+# imported on first use: `jaxrl plot` and `jaxrl --help` start without JAX.
+__getattr__, _, __all__ = lazy_loader.attach_stub(__name__, __file__)
 
 __version__ = "0.1.0"
+__all__ = [*__all__, "__version__"]
 
-__all__ = [
-    "DDPG",
-    "NPG",
-    "TRPO",
-    "ActionSample",
-    "DDPGState",
-    "GaussianNoise",
-    "NStepBatch",
-    "OUNoise",
-    "OnPolicyBatch",
-    "OnPolicyState",
-    "ReplayBuffer",
-    "Rollout",
-    "Transition",
-    "__version__",
-    "core",
-    "load_plugin",
-    "replay",
-]
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -25,6 +25,7 @@ each command does) -> :mod:`jaxrl.cli_parse` (reading the command line) ->
 
 from __future__ import annotations
 
+import os
 import sys
 
 from jaxrl import cli_commands
@@ -88,6 +89,11 @@ def main(argv: list[str] | None = None) -> int:
         message = " ".join(str(error).split())
         sys.stderr.write(f"{PROG}: error: {message}\n")
         return 2
+    except BrokenPipeError:
+        # The reader of the output went away (`jaxrl --help | head -3`): stop quietly, as
+        # other commands do; what is still buffered for stdout goes nowhere at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -222,10 +222,28 @@ class CompareCommand:
     json: Annotated[bool, _arg("print the table as JSON")] = False
 
 
-def _command_type(preset: str) -> Any:
-    """The whole command line as a tyro type: subcommands train ALGO, evaluate, plot, compare."""
+@dataclasses.dataclass(frozen=True)
+class _TrainingNotRead:
+    """Stands for the ``train`` and ``sweep`` subcommands on a command line that names neither
+    (``jaxrl plot``, ``jaxrl --help``): their options come from the algorithms' classes, and
+    importing those imports JAX (seconds) for nothing."""
+
+
+def _names_no_training(argv: list[str]) -> bool:
+    """Whether ``argv`` names ``evaluate``, ``plot`` or ``compare``, or only asks for the
+    top-level help: then :func:`parse` reads it without the algorithms."""
+    head = argv[0] if argv else ""
+    return head in _SUBCOMMANDS or (bool(argv) and all(t in ("-h", "--help") for t in argv))
+
+
+def _command_type(preset: str, training: bool = True) -> Any:
+    """The whole command line as a tyro type: subcommands train ALGO, sweep ALGO, evaluate,
+    plot, compare. ``training=False``: ``train`` and ``sweep`` are listed (the top-level
+    help is the same) but have no options, and no algorithm is imported."""
 
     def algorithms(command: str) -> Any:
+        if not training:
+            return _TrainingNotRead
         return Union[  # noqa: UP007 (tyro reads the subcommands from a typing.Union)
             tuple(
                 Annotated[
@@ -385,7 +403,7 @@ def parse(argv: list[str]) -> Any:
     _precheck(argv)
     argv = rewrite_aliases(argv)
     preset = preset_in_force(argv)
-    command_type = _command_type(preset)
+    command_type = _command_type(preset, training=not _names_no_training(argv))
 
     if any(token in ("-h", "--help") for token in argv):
         return tyro.cli(command_type, prog=PROG, args=argv)  # prints the help, exits 0

@@ -19,8 +19,10 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from jaxrl.algorithms import registry
+if TYPE_CHECKING:
+    from jaxrl.algorithms import registry
 
 ENV_VAR = "JAXRL_PLUGINS"
 
@@ -68,6 +70,8 @@ def load_plugin(spec: str | os.PathLike) -> tuple[str, ...]:
       PluginError: naming ``spec``, when the file is missing, raises on import, or
         registers no algorithm.
     """
+    from jaxrl.algorithms import registry  # the built-in algorithms: JAX (not for plugins_from_env)
+
     text = os.fspath(spec)
     is_file = isinstance(spec, os.PathLike) or _is_file(text)
     key = str(Path(text).resolve()) if is_file else text

@@ -9,43 +9,8 @@ command (:mod:`jaxrl.cli`) is built on it; research code can use it directly::
     study = sweep(config, {"max_kl": [0.005, 0.01]}, "sweeps/max-kl")  # jaxrl.io.studies
 """
 
-from jaxrl.io.checkpoints import CheckpointError, CheckpointStore
-from jaxrl.io.config import ALGORITHMS, RunConfig, hyperparameters
-from jaxrl.io.metrics import MetricsLogger, read_csv
-from jaxrl.io.plots import plot_runs
-from jaxrl.io.run_dir import RunDir, RunDirError, default_run_path
-from jaxrl.io.runner import (
-    LoadedRun,
-    TrainResult,
-    check_config,
-    evaluate_run,
-    load_run,
-    resolve_backend,
-    train_run,
-)
-from jaxrl.io.studies import SweepError, SweepResult, parse_grid, sweep
+import lazy_loader
 
-__all__ = [
-    "ALGORITHMS",
-    "CheckpointError",
-    "CheckpointStore",
-    "LoadedRun",
-    "MetricsLogger",
-    "RunConfig",
-    "RunDir",
-    "RunDirError",
-    "SweepError",
-    "SweepResult",
-    "TrainResult",
-    "check_config",
-    "default_run_path",
-    "evaluate_run",
-    "hyperparameters",
-    "load_run",
-    "parse_grid",
-    "plot_runs",
-    "read_csv",
-    "resolve_backend",
-    "sweep",
-    "train_run",
-]
+# The exported names are declared once, in __init__.pyi (type checkers read it too), and
+# imported on first use: `jaxrl plot` and `jaxrl --help` start without JAX.
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -157,3 +157,14 @@ def test_host_throughput_vs_raw_quick(tmp_path, run_quick):
     assert sum(share.values()) == pytest.approx(1.0)
     assert sum(groups.values()) == pytest.approx(result["timed_run_us_per_env_step"])
     assert "run / raw =" in output and result["sentence"] in output
+
+
+def test_cli_startup_quick(tmp_path, run_quick):
+    output = run_quick("cli_startup.py", tmp_path)
+    records = json.loads((tmp_path / "cli_startup.json").read_text())["results"]
+    heavy = {r["command"]: r["heavy_modules"] for r in records}
+    assert heavy["--help"] == [] and heavy["usage error (trian)"] == []
+    assert "jax" in heavy["train trpo --help"]  # it reads the algorithms' classes
+    assert [r["status"] for r in records] == [0, 2, 0]
+    assert all(r["seconds"]["median"] > 0 for r in records)
+    assert "| jaxrl --help |" in output

@@ -1,0 +1,26 @@
+"""Type stub of jaxrl.io: the names it exports, each from the module that defines it.
+The package imports each on first use (lazy_loader reads this file).
+"""
+
+from .checkpoints import CheckpointError as CheckpointError
+from .checkpoints import CheckpointStore as CheckpointStore
+from .config import ALGORITHMS as ALGORITHMS
+from .config import RunConfig as RunConfig
+from .config import hyperparameters as hyperparameters
+from .metrics import MetricsLogger as MetricsLogger
+from .metrics import read_csv as read_csv
+from .plots import plot_runs as plot_runs
+from .run_dir import RunDir as RunDir
+from .run_dir import RunDirError as RunDirError
+from .run_dir import default_run_path as default_run_path
+from .runner import LoadedRun as LoadedRun
+from .runner import TrainResult as TrainResult
+from .runner import check_config as check_config
+from .runner import evaluate_run as evaluate_run
+from .runner import load_run as load_run
+from .runner import resolve_backend as resolve_backend
+from .runner import train_run as train_run
+from .studies import SweepError as SweepError
+from .studies import SweepResult as SweepResult
+from .studies import parse_grid as parse_grid
+from .studies import sweep as sweep
