@@ -8,11 +8,13 @@ only; distrax objects never cross a ``jit`` boundary (distrax 0.1.9 breaks when 
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import distrax
 import jax
 import jax.numpy as jnp
+
+if TYPE_CHECKING:
+    import distrax
 
 Array = jax.Array
 
@@ -37,6 +39,11 @@ DistributionParams = GaussianParams | CategoricalParams
 
 
 def _to_distrax(params: DistributionParams) -> distrax.Distribution:
+    # distrax (with TensorFlow Probability's JAX substrate) takes 2-3 s to import: it is
+    # imported by the first trace that builds a distribution, so that what never builds one
+    # (DDPG, `jaxrl train ALGO --help`, the command's usage errors) does not wait for it.
+    import distrax
+
     if isinstance(params, GaussianParams):
         scale = jnp.exp(jnp.broadcast_to(params.log_std, jnp.shape(params.mean)))
         return distrax.MultivariateNormalDiag(params.mean, scale)
