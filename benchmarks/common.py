@@ -272,6 +272,14 @@ PENDULUM_EPOCHS = 5
 PENDULUM_EVAL_EPISODES = {"npg": 10, "trpo": 10, "ddpg": 100}
 
 
+def import_distributions() -> None:
+    """Import distrax (and TensorFlow Probability's JAX substrate) now. jaxrl imports it in
+    the first trace that builds a distribution (1-3 s, more on a fresh install with no
+    bytecode cached); a figure of tracing or compile time calls this first, so that it does
+    not count a module import."""
+    import distrax  # noqa: F401
+
+
 def pendulum_agent(algo: str) -> Any:
     import jaxrl
 

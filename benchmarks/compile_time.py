@@ -51,6 +51,7 @@ from common import (
     PENDULUM_EPOCHS,
     base_parser,
     command_line,
+    import_distributions,
     loadavg,
     machine_info,
     markdown_table,
@@ -80,6 +81,7 @@ SEED_AXIS = "auto"  # --seed-axis: how a program runs its seeds (jaxrl.training.
 def _measure(name: str, fn: Any, *args: Any) -> dict[str, Any]:
     import jax
 
+    import_distributions()
     start = time.perf_counter()
     lowered = jax.jit(fn).lower(*args)
     traced = time.perf_counter()

@@ -139,6 +139,7 @@ from common import (
     base_parser,
     calls_for,
     command_line,
+    import_distributions,
     loadavg,
     machine_info,
     markdown_table,
@@ -1291,6 +1292,7 @@ def analyse_compiled(compiled: Any, dynamic: dict[str, float]) -> dict[str, Any]
 
 def measure_program(program: Program, peaks: dict[str, Any], args: Any) -> dict[str, Any]:
     load_before = loadavg()
+    import_distributions()
     start = time.perf_counter()
     compiled = jax.jit(program.fn).lower(*program.args).compile()
     compile_s = time.perf_counter() - start

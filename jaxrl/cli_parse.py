@@ -229,11 +229,13 @@ class _TrainingNotRead:
     importing those imports JAX (seconds) for nothing."""
 
 
-def _names_no_training(argv: list[str]) -> bool:
-    """Whether ``argv`` names ``evaluate``, ``plot`` or ``compare``, or only asks for the
-    top-level help: then :func:`parse` reads it without the algorithms."""
+def _needs_training(argv: list[str]) -> bool:
+    """Whether :func:`parse` must build ``train`` and ``sweep`` from the algorithms to read
+    ``argv``: not when it names ``evaluate``, ``plot`` or ``compare``, or only asks for the
+    top-level help."""
     head = argv[0] if argv else ""
-    return head in _SUBCOMMANDS or (bool(argv) and all(t in ("-h", "--help") for t in argv))
+    only_help = bool(argv) and all(t in ("-h", "--help") for t in argv)
+    return head not in _SUBCOMMANDS and not only_help
 
 
 def _command_type(preset: str, training: bool = True) -> Any:
@@ -403,7 +405,7 @@ def parse(argv: list[str]) -> Any:
     _precheck(argv)
     argv = rewrite_aliases(argv)
     preset = preset_in_force(argv)
-    command_type = _command_type(preset, training=not _names_no_training(argv))
+    command_type = _command_type(preset, training=_needs_training(argv))
 
     if any(token in ("-h", "--help") for token in argv):
         return tyro.cli(command_type, prog=PROG, args=argv)  # prints the help, exits 0

@@ -122,7 +122,7 @@ def _help(training: bool, argv: list[str]) -> str:
 )
 def test_help_without_the_algorithms_is_the_full_help(argv, monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
-    assert cli_parse._names_no_training(argv)
+    assert not cli_parse._needs_training(argv)
     light = _help(False, argv)
     assert light == _help(True, argv)
     assert "usage: jaxrl" in light
@@ -130,8 +130,8 @@ def test_help_without_the_algorithms_is_the_full_help(argv, monkeypatch):
 
 def test_training_commands_are_read_with_the_algorithms():
     for argv in (["train", "trpo", "--help"], ["sweep", "ddpg"], ["train", "--help"], []):
-        assert not cli_parse._names_no_training(argv)
-    assert not cli_parse._names_no_training(["-h", "train"])
+        assert cli_parse._needs_training(argv)
+    assert cli_parse._needs_training(["-h", "train"])
 
 
 @pytest.mark.parametrize("package", ["jaxrl", "jaxrl.algorithms", "jaxrl.io"])
