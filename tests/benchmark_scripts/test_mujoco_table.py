@@ -278,6 +278,50 @@ def test_a_group_is_timed_by_its_cell_else_by_its_algorithms_other_tasks():
     assert basis == "at the rate measured so far"
 
 
+def test_a_group_is_timed_by_groups_of_its_size_first():
+    """A group's rate in all grows with its seeds, not in proportion: a 1-seed group is
+    timed by the 1-seed groups when there are some."""
+    cheetah = _cell(env="HalfCheetah-v5")
+
+    def timed(rate, seeds_in_process):
+        row = _row("trpo", "HalfCheetah-v5", 0, [1.0], settings_id=cheetah.settings_id)
+        return {**row, "env_steps_per_second": rate, "seeds_in_process": seeds_in_process}
+
+    rows = [timed(300.0, 3), timed(180.0, 1)]
+    seconds, basis = mt.estimate_seconds(cheetah, 1, rows)
+    assert seconds == pytest.approx(1_000_000 / 180.0)
+    assert basis == "at the rate measured so far, groups of 1"
+    seconds, basis = mt.estimate_seconds(cheetah, 3, rows)
+    assert seconds == pytest.approx(3 * 1_000_000 / 300.0)
+    seconds, basis = mt.estimate_seconds(cheetah, 2, rows)  # no group of 2: all of them
+    assert seconds == pytest.approx(2 * 1_000_000 / 240.0)
+    assert basis == "at the rate measured so far"
+
+
+def test_a_stopped_group_is_timed_by_its_own_recent_rate(tmp_path):
+    """A group that resumes is timed by its own evaluations on this machine (the last
+    RATE_WINDOW periods, so a fast warm-up or another machine's rows do not count); the
+    rows of earlier groups only when it has fewer than two periods."""
+    cheetah = _cell(env="HalfCheetah-v5")
+    row = _row("trpo", "HalfCheetah-v5", 0, [1.0], settings_id=cheetah.settings_id)
+    rows = [{**row, "env_steps_per_second": 10_000.0, "seeds_in_process": 2}]
+    # Two seeds, one row each per period: 1,000 env steps per second per seed in the first
+    # 3 periods (a warm-up), then 100 for RATE_WINDOW periods.
+    walls = [0.5 + 5.0 * p for p in range(4)]
+    walls += [walls[-1] + 50.0 * p for p in range(1, mt.RATE_WINDOW + 1)]
+    lines = ["seed,period,env_steps,eval_return,wall_time"]
+    lines += [f"{s},{p},{5000 * p},1.0,{wall}" for p, wall in enumerate(walls) for s in (0, 1)]
+    (tmp_path / "evals.csv").write_text("\n".join(lines[:5]) + "\n")
+    assert mt.group_rate(tmp_path) is None  # one period after the initial evaluation
+    assert mt.estimate_seconds(cheetah, 2, rows, tmp_path)[0] == pytest.approx(200.0)
+    (tmp_path / "evals.csv").write_text("\n".join(lines) + "\n")
+    assert mt.group_rate(tmp_path) == (pytest.approx(100.0), 5000 * mt.RATE_WINDOW)
+    seconds, basis = mt.estimate_seconds(cheetah, 2, rows, tmp_path)
+    assert seconds == pytest.approx(1_000_000 / 100.0)
+    assert basis == f"at its own rate over {5000 * mt.RATE_WINDOW:,} env steps"
+    assert mt.group_rate(tmp_path / "missing") is None
+
+
 @pytest.mark.parametrize("periods", ["0", "-2"])
 def test_stop_after_periods_below_one_is_refused(periods, capsys):
     with pytest.raises(SystemExit):
@@ -301,7 +345,9 @@ def _plan_calls(monkeypatch, tmp_path, minutes, out_of_budget=(), jobs=1, only=N
         return None  # stopped, resumable
 
     monkeypatch.setattr(mt, "train_group", train_group)
-    monkeypatch.setattr(mt, "estimate_seconds", lambda c, n, r: (60 * minutes_of[c.env], "x"))
+    monkeypatch.setattr(
+        mt, "estimate_seconds", lambda c, n, r, path=None: (60 * minutes_of[c.env], "x")
+    )
     monkeypatch.setattr(mt, "machine_info", lambda: {"cpu": "Test", "cores": 2,
                         "memory_gib": 1, "jax": "0", "jax_backend": "cpu"})  # fmt: skip
     monkeypatch.setattr(mt, "print_machine", lambda info: None)
