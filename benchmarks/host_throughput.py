@@ -329,10 +329,10 @@ PARTS: tuple[tuple[str, str, str], ...] = (
     ("adapter", "env: adapter (action cast, observation copies)", "env adapter"),
     ("checks", "env: checked_step (shapes, finiteness, dtype casts)", "env adapter"),
     ("h2d", "copies host->device: observations (probe estimate)", "acting"),
-    ("acting", "acting: jitted observe_and_act of all seeds", "acting"),
+    ("acting", "acting: jitted observe_and_act of all seeds (last step: observe)", "acting"),
     ("d2h", "copy device->host: actions (and host_step's glue)", "acting"),
     ("bookkeeping", "driver Python per step: rollout lists, episode returns", "driver Python"),
-    ("learning", "learning: jitted update of all seeds (rollout stacking in it)", "learning"),
+    ("learning", "learning: jitted update of all seeds, then acting (stacking in it)", "learning"),
     ("eval_envs", "evaluation: making and closing its environments", "evaluation"),
     ("eval_physics", "evaluation: env stepping (its steps not counted)", "evaluation"),
     ("eval_rest", "evaluation: acting and its loop", "evaluation"),
@@ -492,6 +492,7 @@ def breakdown(
         programs = loop._programs
         act = programs.observe_and_act
         programs.observe_and_act = timer.wrap("act", act, wait=True)
+        programs.observe = timer.wrap("act", programs.observe, wait=True)  # a collection's last
         programs.learn = timer.wrap("learn", programs.learn, wait=True)
         loop._collect_and_learn = timer.wrap("collect_and_learn", loop._collect_and_learn)
         carry = loop.init_carry()

@@ -96,8 +96,8 @@ Programs (the algorithms' own jitted code; shapes from the presets, as ``update_
 * ``ddpg-host-step``: one host-driver DDPG step with the ``mujoco`` preset (1 env, 1 update
   per env step, updates from the first step): send the action, step the environment
   (EnvPool or gymnasium Hopper-v5 when MuJoCo is installed, else gymnasium Pendulum-v1),
-  observe and act (one jitted call, ``ddpg-host-act``), add to the replay buffer and update
-  (one jitted call, ``ddpg-host-learn``), timed as the driver runs it
+  observe (one jitted call, ``ddpg-host-observe``), add to the replay buffer, update and act
+  with the updated policy (one jitted call, ``ddpg-host-learn``), timed as the driver runs it
   (``HostTrainLoop._collect_and_learn``), and again with each jitted call blocked to split
   the step into the environment, act and learn.
 
@@ -1359,8 +1359,9 @@ def host_step_rows(peaks: dict[str, Any], args: Any) -> list[dict[str, Any]]:
         raw = gymnasium_driver._split_seeds(loop.env.reset(), 1)
         carry, loop._sample, loop._obs, _ = programs.observe_and_act(carry, raw, raw, 0)
         captured: dict[str, Any] = {}
-        originals = {"act": programs.observe_and_act, "learn": programs.learn}
-        split: dict[str, list[float]] = {"act": [], "learn": []}
+        # One env step per collection: each step observes, then learns and acts.
+        originals = {"observe": programs._observe_seeds, "learn": programs.learn}
+        split: dict[str, list[float]] = {"observe": [], "learn": []}
 
         def spec(tree: Any) -> Any:
             return jax.tree_util.tree_map(
@@ -1399,17 +1400,17 @@ def host_step_rows(peaks: dict[str, Any], args: Any) -> list[dict[str, Any]]:
             steps(per_step)
             whole.append((time.perf_counter() - start) / per_step)
         # The same steps with each jitted call blocked and timed: the step's parts.
-        programs.observe_and_act, programs.learn = timed("act"), timed("learn")
+        programs._observe_seeds, programs.learn = timed("observe"), timed("learn")
         blocked = []
         for _ in range(args.repetitions):
-            split["act"].clear()
+            split["observe"].clear()
             split["learn"].clear()
             start = time.perf_counter()
             steps(per_step)
             blocked.append((time.perf_counter() - start) / per_step)
-            split.setdefault("act_reps", []).append(float(np.mean(split["act"])))
+            split.setdefault("observe_reps", []).append(float(np.mean(split["observe"])))
             split.setdefault("learn_reps", []).append(float(np.mean(split["learn"])))
-        programs.observe_and_act, programs.learn = originals["act"], originals["learn"]
+        programs._observe_seeds, programs.learn = originals["observe"], originals["learn"]
 
     # The driver's programs as they were compiled (from the arguments of their first call).
     analyses = {
@@ -1419,10 +1420,12 @@ def host_step_rows(peaks: dict[str, Any], args: Any) -> list[dict[str, Any]]:
     timing = {
         "step": summarize(whole),
         "step_blocked": summarize(blocked),
-        "act": summarize(split["act_reps"]),
+        "observe": summarize(split["observe_reps"]),
         "learn": summarize(split["learn_reps"]),
     }
-    env_s = timing["step_blocked"]["median"] - timing["act"]["median"] - timing["learn"]["median"]
+    env_s = (
+        timing["step_blocked"]["median"] - timing["observe"]["median"] - timing["learn"]["median"]
+    )
     where = (
         f"{env_id} ({backend}), mujoco preset DDPG (hidden {list(agent.hidden_sizes)}, "
         f"batch {agent.batch_size}), 1 env, 1 update per env step, {capacity:,}-transition buffer"
@@ -1430,22 +1433,24 @@ def host_step_rows(peaks: dict[str, Any], args: Any) -> list[dict[str, Any]]:
     parts = {
         "ddpg-host-step": (
             timing["step"],
-            ("act", "learn"),
-            f"HostTrainLoop._collect_and_learn, one env step + act + add + update, as the "
-            f"driver runs it; {where}; with each jitted call blocked: "
+            ("observe", "learn"),
+            f"HostTrainLoop._collect_and_learn, one env step + observe + add + update + act, "
+            f"as the driver runs it; {where}; with each jitted call blocked: "
             f"{timing['step_blocked']['median'] * 1e3:.2f} ms = env and host "
-            f"{env_s * 1e3:.2f} + act {timing['act']['median'] * 1e3:.2f} + learn "
+            f"{env_s * 1e3:.2f} + observe {timing['observe']['median'] * 1e3:.2f} + learn "
             f"{timing['learn']['median'] * 1e3:.2f} ms",
         ),
-        "ddpg-host-act": (
-            timing["act"],
-            ("act",),
-            f"the step's jitted observe_and_act (normalize, explore), blocked; {where}",
+        "ddpg-host-observe": (
+            timing["observe"],
+            ("observe",),
+            f"the step's jitted observe (the observations as the agent sees them), blocked; "
+            f"{where}",
         ),
         "ddpg-host-learn": (
             timing["learn"],
             ("learn",),
-            f"the step's jitted add_and_learn (add to buffer, sample, update), blocked; {where}",
+            f"the step's jitted add_and_learn (add to buffer, sample, update, act with the "
+            f"updated policy), blocked; {where}",
         ),
     }
     summed = (

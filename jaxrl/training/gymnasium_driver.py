@@ -4,10 +4,12 @@ functions on the accelerator (CleanRL/sbx style), for any number of seeds at onc
 ``train_gymnasium(agent, env_id, num_seeds=S)`` trains ``S`` seeds in one process: seed ``i``
 has its own ``num_envs`` environments and its own PRNG key, and all seeds act and learn in
 one jitted, vmapped call (one compilation; one dispatch per env step for acting, one per
-collection for learning). Seed ``i`` of a run with base ``seed`` is the single-seed run with
-seed ``seed + i`` (to float rounding). NPG/TRPO update on each fresh rollout; DDPG keeps one
-jittable replay buffer per seed on the device and runs ``update_per_step`` updates per
-collected env step.
+collection for learning). Every action comes from the policy as the last update left it, as in
+Tianshou and the jitted driver: a collection's last step only observes, and the learning call
+acts on its observations after the updates. Seed ``i`` of a run with base ``seed`` is the
+single-seed run with seed ``seed + i`` (to float rounding). NPG/TRPO update on each fresh
+rollout; DDPG keeps one jittable replay buffer per seed on the device and runs
+``update_per_step`` updates per collected env step.
 
 Environments come from :func:`jaxrl.envs.make_host_env`: EnvPool for the ids it has when it
 is installed, gymnasium's vector env otherwise (``env_backend`` forces one). Both auto-reset
@@ -150,68 +152,79 @@ STACK_ON_HOST_AFTER = 8
 
 class _Programs:
     """The jitted, seed-vmapped programs of one run (compiled once per run), for collections
-    of ``num_steps`` vector steps."""
+    of ``num_steps`` vector steps: ``observe_and_act`` after each env step of a collection but
+    the last, ``observe`` after the last, then ``learn``, which updates and acts on the last
+    observations with the updated policy (so every action comes from the policy the last
+    update left, as in Tianshou and the jitted driver)."""
 
     def __init__(self, agent: Any, seeds: list[int], num_updates: int, num_steps: int) -> None:
-        _, explore_keys, learn_keys = _seed_keys(seeds)
-        off_policy = is_off_policy(agent)
+        _, self._explore_keys, self._learn_keys = _seed_keys(seeds)
+        self.agent, self.num_updates = agent, num_updates
         self.stack_on_host = num_steps > STACK_ON_HOST_AFTER
+        self.observe_and_act = jax.jit(self._observe_and_act, donate_argnums=0)
+        self._observe_seeds = jax.jit(jax.vmap(collect.observe))
+        learn = self._add_and_learn if is_off_policy(agent) else self._update
+        self.learn = jax.jit(learn, donate_argnums=0, static_argnums=3)
 
-        def segment(field: Any) -> Any:  # what collection() passed: [S, T, N, ...], or steps
-            return field if self.stack_on_host else jnp.stack(list(field), axis=1)
+    def _segment(self, field: Any) -> Any:
+        """A field as ``collection`` passed it: ``[S, T, N, ...]``, or its steps to stack."""
+        return field if self.stack_on_host else jnp.stack(list(field), axis=1)
 
-        def observe_and_act(carry: HostCarry, raw, raw_final, steps) -> tuple:
-            """Normalize what the last env step returned, then act on it (one dispatch):
-            :func:`jaxrl.training.collect.observe_and_act` of every seed."""
-            state, stats, sample, obs, final = jax.vmap(
-                functools.partial(collect.observe_and_act, agent),
-                in_axes=(0, 0, 0, 0, 0, None),
-            )(carry.state, carry.obs_stats, raw, raw_final, explore_keys, steps)
-            return carry._replace(state=state, obs_stats=stats), sample, obs, final
+    def _observe_and_act(self, carry: HostCarry, raw, raw_final, steps) -> tuple:
+        """Normalize what the last env step returned, then act on it (one dispatch):
+        :func:`jaxrl.training.collect.observe_and_act` of every seed."""
+        state, stats, sample, obs, final = jax.vmap(
+            functools.partial(collect.observe_and_act, self.agent),
+            in_axes=(0, 0, 0, 0, 0, None),
+        )(carry.state, carry.obs_stats, raw, raw_final, self._explore_keys, steps)
+        return carry._replace(state=state, obs_stats=stats), sample, obs, final
 
-        self.observe_and_act = jax.jit(observe_and_act, donate_argnums=0)
+    def observe(self, carry: HostCarry, raw, raw_final, steps) -> tuple:
+        """What a collection's last env step returned, normalized: ``observe_and_act``
+        without the action (``learn`` takes it, after the updates)."""
+        stats, obs, final = self._observe_seeds(carry.obs_stats, raw, raw_final)
+        return carry._replace(obs_stats=stats), None, obs, final
 
-        if off_policy:
+    def _act(self, state: Any, obs: jax.Array, steps) -> tuple[Any, Any]:
+        """Every seed's training actions on ``obs`` after ``steps`` env steps, with the key
+        ``fold_in(explore_key, steps)`` (``observe_and_act``'s)."""
 
-            def add_and_learn(carry: HostCarry, fields: tuple, steps, learn: bool) -> tuple:
-                transitions = Transition(*(segment(f) for f in fields))
-                buffer = jax.vmap(ReplayBuffer.extend)(carry.buffer, transitions)
-                if not learn:
-                    return carry._replace(buffer=buffer), {}
+        def one_seed(state, obs, explore_key):
+            key = jax.random.fold_in(explore_key, steps)
+            return self.agent.explore(state, obs, key, steps)
 
-                def one_seed(state, buffer, learn_key):
-                    key = jax.random.fold_in(learn_key, steps)
-                    state, stats = off_policy_updates(agent, state, buffer, key, num_updates, steps)
-                    return state, mean_stats(stats)
+        return jax.vmap(one_seed)(state, obs, self._explore_keys)
 
-                state, stats = jax.vmap(one_seed)(carry.state, buffer, learn_keys)
-                return carry._replace(state=state, buffer=buffer), stats
+    def _add_and_learn(self, carry: HostCarry, fields: tuple, start, learn: bool, obs, steps):
+        """Off-policy: add the collection (started at ``start`` env steps) to the replay
+        buffer, run its updates (none when ``learn`` is False: inside the warm-up), then act
+        on ``obs`` after ``steps`` env steps with the updated policy."""
+        transitions = Transition(*(self._segment(f) for f in fields))
+        buffer = jax.vmap(ReplayBuffer.extend)(carry.buffer, transitions)
+        state, stats = carry.state, {}
+        if learn:
 
-            self.learn = jax.jit(add_and_learn, donate_argnums=0, static_argnums=3)
-        else:
+            def one_seed(state, buffer, learn_key):
+                key = jax.random.fold_in(learn_key, start)
+                agent, updates = self.agent, self.num_updates
+                state, stats = off_policy_updates(agent, state, buffer, key, updates, start)
+                return state, mean_stats(stats)
 
-            def learn(carry: HostCarry, fields: tuple, steps, _: bool, obs) -> tuple:
-                """Update on the rollout, then act again on the current observations with
-                the updated policy (the action sampled after the collection's last step came
-                from the policy before the update, and the next rollout must be on-policy),
-                with the same key as that action."""
-                rollout = Rollout(*(segment(f) for f in fields))
+            state, stats = jax.vmap(one_seed)(state, buffer, self._learn_keys)
+        state, sample = self._act(state, obs, steps)
+        return carry._replace(state=state, buffer=buffer), stats, sample
 
-                def one_seed(state, rollout, obs, learn_key, explore_key):
-                    state, stats = agent.update(
-                        state, rollout, jax.random.fold_in(learn_key, steps)
-                    )
-                    state, sample = agent.explore(
-                        state, obs, jax.random.fold_in(explore_key, steps), steps
-                    )
-                    return state, mean_stats(stats), sample
+    def _update(self, carry: HostCarry, fields: tuple, steps, _: bool, obs) -> tuple:
+        """On-policy: update on the rollout, then act on ``obs`` with the updated policy (the
+        next rollout must be on-policy)."""
+        rollout = Rollout(*(self._segment(f) for f in fields))
 
-                state, stats, sample = jax.vmap(one_seed)(
-                    carry.state, rollout, obs, learn_keys, explore_keys
-                )
-                return carry._replace(state=state), stats, sample
+        def one_seed(state, rollout, learn_key):
+            return self.agent.update(state, rollout, jax.random.fold_in(learn_key, steps))
 
-            self.learn = jax.jit(learn, donate_argnums=0, static_argnums=3)
+        state, stats = jax.vmap(one_seed)(carry.state, rollout, self._learn_keys)
+        state, sample = self._act(state, obs, steps)
+        return carry._replace(state=state), mean_stats(stats), sample
 
     def collection(self, fields: tuple[list, ...]) -> tuple:
         """A collection's fields (one list of ``[S, N, ...]`` steps each) as ``learn`` takes
@@ -513,10 +526,12 @@ class HostTrainLoop:
         episode_return = self._episode_return
         fields: tuple[list, ...] = tuple([] for _ in Rollout._fields)
         finished = [[] for _ in range(count)]
-        for _ in range(self.config.num_steps):
+        for step in range(self.config.num_steps):
+            # The last step only observes: its next action comes from learn, after the updates.
+            last = step == self.config.num_steps - 1
             carry, sample, obs, transition = collect.host_step(
-                self.env, programs.observe_and_act, carry, sample, obs, self._env_steps,
-                num_envs, count,
+                self.env, programs.observe if last else programs.observe_and_act, carry,
+                sample, obs, self._env_steps, num_envs, count,
             )  # fmt: skip
             self._env_steps += num_envs
             for field, value in zip(fields, transition, strict=True):
@@ -526,17 +541,19 @@ class HostTrainLoop:
             for i in range(count):
                 finished[i].extend(episode_return[i][done[i]].tolist())
             episode_return[done] = 0.0
-        self._sample, self._obs = sample, obs
+        self._obs = obs
         fields = programs.collection(fields)
         env_steps = self._env_steps
         collection_start = env_steps - self.layout.steps_per_collect
-        learn = not self.off_policy or bool(updates_take_effect(self.agent, collection_start))
-        # Off-policy: the updates of a collection that starts inside DDPG's random warm-up
-        # would be discarded, so only the transitions are stored.
         if self.off_policy:
-            carry, stats = programs.learn(carry, fields, collection_start, learn)
+            # The updates of a collection that starts inside DDPG's random warm-up would be
+            # discarded, so only the transitions are stored.
+            learn = bool(updates_take_effect(self.agent, collection_start))
+            carry, stats, self._sample = programs.learn(
+                carry, fields, collection_start, learn, obs, env_steps
+            )
         else:
-            carry, stats, self._sample = programs.learn(carry, fields, env_steps, learn, obs)
+            carry, stats, self._sample = programs.learn(carry, fields, env_steps, True, obs)
         train_return = np.asarray([np.mean(f) if f else np.nan for f in finished])
         return carry, {"env_steps": env_steps, "train_return": train_return, **stats}
 

@@ -1,6 +1,9 @@
-"""Every action of an on-policy rollout comes from the policy the update then learns with, on
-both drivers: an agent whose action is its own update count sees, in each update, only
-actions taken with that count (none left over from the policy before the last update)."""
+"""Every action comes from the policy as it is when the action is taken, on both drivers: an
+agent whose action is its own update count sees, in each update, only actions taken with that
+count (none left over from the policy before the last update). On-policy: every action of the
+rollout it learns from. Off-policy: the newest transitions in the replay buffer, each step
+acted after the previous step's updates (Tianshou collects with the policy its last update
+left)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from flax import struct
 
 import jaxrl
 from jaxrl.algorithms.protocol import LearningMode
+from jaxrl.replay import ReplayBuffer, Transition
 from jaxrl.training import TrainConfig, make_train
 from jaxrl.training.gymnasium_driver import train_gymnasium
 
@@ -57,4 +61,45 @@ def test_each_rollout_is_taken_with_the_policy_that_learns_from_it(driver):
         _, metrics = train_gymnasium(Counter(), "Pendulum-v1", SHAPE, seed=0, num_seeds=2)
     stale = np.asarray(metrics["stale_actions"])
     assert stale.size >= SHAPE.layout.num_collections
+    np.testing.assert_array_equal(stale, 0)
+
+
+# Off-policy: one env step per collection, one update per collection.
+OFF_POLICY_SHAPE = TrainConfig(
+    num_envs=2, num_steps=1, total_steps=24, eval_every=8, eval_episodes=1
+)
+
+
+class ReplayCounter(Counter):
+    """The off-policy :class:`Counter`: its batch is the whole buffer, and its update reports
+    how many of the newest transition's actions came from another update count."""
+
+    learning_mode: ClassVar[LearningMode] = "off_policy"
+    warmup_steps: int = struct.field(pytree_node=False, default=0)
+    update_per_step: float = struct.field(pytree_node=False, default=0.5)
+
+    def init_training(self, key, observation_space, action_space, num_envs):
+        obs = jnp.zeros((num_envs, *observation_space.shape), jnp.float32)
+        flags = jnp.zeros(num_envs, bool)
+        example = Transition(obs, jnp.zeros((num_envs, 1)), jnp.zeros(num_envs), flags, flags, obs)
+        return CounterState(jnp.zeros((), jnp.int32)), ReplayBuffer.create(64, example)
+
+    def sample_batch(self, buffer, key):
+        return buffer
+
+    def update(self, state, buffer, key):
+        newest = buffer.data.action[(buffer.position - 1) % buffer.capacity]
+        stale = jnp.sum(newest != state.num_updates.astype(jnp.float32))
+        return state.replace(num_updates=state.num_updates + 1), {"stale_actions": stale}
+
+
+@pytest.mark.parametrize("driver", ["jax", "host"])
+def test_each_off_policy_step_acts_with_the_policy_its_last_update_left(driver):
+    shape = OFF_POLICY_SHAPE
+    if driver == "jax":
+        _, metrics = jax.jit(make_train(ReplayCounter(), "Pendulum-v1", shape))(jax.random.key(0))
+    else:
+        _, metrics = train_gymnasium(ReplayCounter(), "Pendulum-v1", shape, seed=0, num_seeds=2)
+    stale = np.asarray(metrics["stale_actions"])
+    assert stale.size >= shape.layout.num_collections
     np.testing.assert_array_equal(stale, 0)
