@@ -53,17 +53,6 @@ class Counter(struct.PyTreeNode):
         return state.replace(num_updates=state.num_updates + 1), {"stale_actions": stale}
 
 
-@pytest.mark.parametrize("driver", ["jax", "host"])
-def test_each_rollout_is_taken_with_the_policy_that_learns_from_it(driver):
-    if driver == "jax":
-        _, metrics = jax.jit(make_train(Counter(), "Pendulum-v1", SHAPE))(jax.random.key(0))
-    else:
-        _, metrics = train_gymnasium(Counter(), "Pendulum-v1", SHAPE, seed=0, num_seeds=2)
-    stale = np.asarray(metrics["stale_actions"])
-    assert stale.size >= SHAPE.layout.num_collections
-    np.testing.assert_array_equal(stale, 0)
-
-
 # Off-policy: one env step per collection, one update per collection.
 OFF_POLICY_SHAPE = TrainConfig(
     num_envs=2, num_steps=1, total_steps=24, eval_every=8, eval_episodes=1
@@ -94,12 +83,15 @@ class ReplayCounter(Counter):
 
 
 @pytest.mark.parametrize("driver", ["jax", "host"])
-def test_each_off_policy_step_acts_with_the_policy_its_last_update_left(driver):
-    shape = OFF_POLICY_SHAPE
+@pytest.mark.parametrize(
+    ("agent", "shape"), [(Counter(), SHAPE), (ReplayCounter(), OFF_POLICY_SHAPE)],
+    ids=["on-policy", "off-policy"],
+)  # fmt: skip
+def test_each_action_comes_from_the_policy_the_last_update_left(agent, shape, driver):
     if driver == "jax":
-        _, metrics = jax.jit(make_train(ReplayCounter(), "Pendulum-v1", shape))(jax.random.key(0))
+        _, metrics = jax.jit(make_train(agent, "Pendulum-v1", shape))(jax.random.key(0))
     else:
-        _, metrics = train_gymnasium(ReplayCounter(), "Pendulum-v1", shape, seed=0, num_seeds=2)
+        _, metrics = train_gymnasium(agent, "Pendulum-v1", shape, seed=0, num_seeds=2)
     stale = np.asarray(metrics["stale_actions"])
     assert stale.size >= shape.layout.num_collections
     np.testing.assert_array_equal(stale, 0)
