@@ -773,7 +773,8 @@ def _resume_notes(runs: Sequence[dict[str, Any]]) -> tuple[str, ...]:
         if row.get("resumed_at_env_steps"):
             resumed.setdefault(int(row["resumed_at_env_steps"]), []).append(int(row["seed"]))
     return tuple(
-        f"seeds {', '.join(map(str, sorted(seeds)))} resumed from a checkpoint at {steps:,} "
+        f"seed{'s' * (len(seeds) > 1)} {', '.join(map(str, sorted(seeds)))} resumed from a "
+        f"checkpoint at {steps:,} "
         "env steps (last resume; fresh environments, as `jaxrl train --resume`)"
         for steps, seeds in sorted(resumed.items())
     )

@@ -87,6 +87,8 @@ def test_table_footnotes_resumed_groups_and_known_deviations(tmp_path):
     assert "| TRPO |" in text and "| NPG |" in text  # unmarked
     assert "[1] DDPG Hopper-v5: seeds 0, 1 resumed from a checkpoint at 350,000 env steps" in text
     assert "[2]" not in text
+    (one,) = mt._resume_notes([{"seed": 2, "resumed_at_env_steps": 900_000}])
+    assert one.startswith("seed 2 resumed from a checkpoint at 900,000 env steps")
     deviation = {"algo": "ddpg", "env": "Hopper-v5", "note": "warm-up ran twice"}
     other = {"algo": "npg", "env": "Ant-v5", "note": "a cell without rows"}
     (tmp_path / "rows_deviations.json").write_text(json.dumps([deviation, other]))
