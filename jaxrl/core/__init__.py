@@ -17,6 +17,7 @@ from jaxrl.core.distributions import (
 )
 from jaxrl.core.normalization import RunningMeanStd, normalize_observations
 from jaxrl.core.polyak import soft_update
+from jaxrl.core.prng import BUCKETED_THREEFRY, bucketed_keys
 from jaxrl.core.returns import GAEResult, gae, nstep_targets
 from jaxrl.core.stats import SummaryStats
 from jaxrl.core.trust_region import (
@@ -30,6 +31,7 @@ from jaxrl.core.trust_region import (
 )
 
 __all__ = [
+    "BUCKETED_THREEFRY",
     "CategoricalParams",
     "ConjugateGradientResult",
     "DistributionParams",
@@ -39,6 +41,7 @@ __all__ = [
     "RunningMeanStd",
     "SummaryStats",
     "backtracking_line_search",
+    "bucketed_keys",
     "bound_action",
     "conjugate_gradient",
     "entropy",

@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.algorithms.protocol import evaluates_both_modes, learns_from_replay
+from jaxrl.core.prng import bucketed_keys
 from jaxrl.io.config import Backend, RunConfig
 
 if TYPE_CHECKING:
@@ -286,7 +287,8 @@ def jax_evaluation_program(
         mode = deterministic if static is None else static
         return evaluate(agent, state, env, env_params, key, episodes, stats, mode)
 
-    seeds = jax.vmap(one, in_axes=(None, 0, 0, 0, None))
+    # The same numbers as over_seeds' programs draw, compiled as fewer kernels on a CPU.
+    seeds = bucketed_keys(jax.vmap(one, in_axes=(None, 0, 0, 0, None)))
     if placement is None:
         return jax.jit(seeds)
     return placement.jit(seeds, split=(False, True, True, True, False))

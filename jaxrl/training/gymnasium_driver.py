@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.core.normalization import RunningMeanStd, normalize_observations
+from jaxrl.core.prng import bucketed_keys
 from jaxrl.envs.host import (
     EnvironmentError_,
     HostVectorEnv,
@@ -161,10 +162,11 @@ class _Programs:
         _, self._explore_keys, self._learn_keys = _seed_keys(seeds)
         self.agent, self.num_updates = agent, num_updates
         self.stack_on_host = num_steps > STACK_ON_HOST_AFTER
-        self.observe_and_act = jax.jit(self._observe_and_act, donate_argnums=0)
+        # Random numbers through bucketed keys: Threefry's numbers, fewer kernels on a CPU.
+        self.observe_and_act = jax.jit(bucketed_keys(self._observe_and_act), donate_argnums=0)
         self._observe_seeds = jax.jit(jax.vmap(collect.observe))
         learn = self._add_and_learn if is_off_policy(agent) else self._update
-        self.learn = jax.jit(learn, donate_argnums=0, static_argnums=3)
+        self.learn = jax.jit(bucketed_keys(learn), donate_argnums=0, static_argnums=3)
 
     def _segment(self, field: Any) -> Any:
         """A field as ``collection`` passed it: ``[S, T, N, ...]``, or its steps to stack."""
@@ -295,7 +297,7 @@ def _evaluation_programs(agent: Any, deterministic: bool) -> Callable:
 
             return jax.vmap(one_seed)(state, stats, raw, keys)
 
-        _EVALUATION_CACHE[agent, deterministic] = jax.jit(actions)
+        _EVALUATION_CACHE[agent, deterministic] = jax.jit(bucketed_keys(actions))
     return _EVALUATION_CACHE[agent, deterministic]
 
 

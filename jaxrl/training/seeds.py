@@ -33,6 +33,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrl.algorithms.protocol import batches_seeds_on_cpu
+from jaxrl.core.prng import bucketed_keys
 
 SeedAxis = Literal["auto", "vmap", "map"]
 SEED_AXES: tuple[str, ...] = ("auto", "vmap", "map")
@@ -86,11 +87,14 @@ def over_seeds(
     Returns:
       ``(*xs) -> ys``: every ``x`` has a leading seed axis ``[S, ...]``, and so does every
       leaf of ``ys``; as ``jax.vmap(fn)``. Jit it: ``jax.jit(over_seeds(train, agent=agent))``.
+      On a CPU its random numbers are drawn through :func:`jaxrl.core.prng.bucketed_keys`
+      (the same numbers as Threefry, compiled as fewer kernels); its key outputs are
+      Threefry keys.
     """
     if resolve_seed_axis(how, agent, env) == "vmap":
-        return jax.vmap(fn)
+        return bucketed_keys(jax.vmap(fn))
 
     def one_after_another(*xs: Any) -> Any:
         return lax.map(lambda args: fn(*args), xs)
 
-    return one_after_another
+    return bucketed_keys(one_after_another)

@@ -43,7 +43,7 @@ def on_policy_auto_axis(backend: str) -> str:
 
 @pytest.mark.parametrize("backend", ["host", "cpu", "gpu", "tpu"])
 def test_auto_maps_on_policy_seeds_on_a_cpu_and_batches_the_others(monkeypatch, backend):
-    """"auto" on this host's backend ("host") and, with the default backend patched, on each
+    """ "auto" on this host's backend ("host") and, with the default backend patched, on each
     kind: on-policy seeds mapped on a CPU and batched elsewhere, off-policy always batched."""
     if backend == "host":
         backend = jax.default_backend()
@@ -92,3 +92,25 @@ def test_auto_batches_the_seeds_of_environments_that_ask_for_it():
     assert resolve_seed_axis("auto", loop.agent, loop.env) == on_policy_auto_axis(
         jax.default_backend()
     )
+
+
+@pytest.mark.parametrize("how", ["vmap", "map"])
+def test_seeds_draw_threefry_numbers_through_bucketed_keys_on_a_cpu(how):
+    """On a CPU the programs over seeds see :data:`jaxrl.core.prng.BUCKETED_THREEFRY` keys
+    (fewer distinct kernels); what they return is what Threefry gives, keys as Threefry keys."""
+    from jaxrl.core.prng import BUCKETED_THREEFRY
+
+    seen = []
+
+    def one(key):
+        seen.append(jax.random.key_impl(key) == BUCKETED_THREEFRY)
+        key, sub = jax.random.split(key)
+        return key, jax.random.normal(sub, (3,))
+
+    keys = jax.random.split(jax.random.key(4), 3)
+    key_out, draws = jax.jit(over_seeds(one, how))(keys)
+    expected_keys, expected = jax.vmap(one)(keys)
+    assert seen == [jax.default_backend() == "cpu", False]
+    assert jax.random.key_impl(key_out) == "threefry2x32"
+    np.testing.assert_array_equal(jax.random.key_data(key_out), jax.random.key_data(expected_keys))
+    np.testing.assert_array_equal(draws, expected)
