@@ -54,6 +54,10 @@ def bucket_size(n: int) -> int:
 def _hash_counters(key: jax.Array, n: int) -> tuple[jax.Array, jax.Array]:
     """Threefry-2x32 of the 64-bit counters ``0 .. n - 1`` (high words 0) under the raw key
     ``key`` (``uint32[2]``): two ``uint32[n]`` words, hashed at :func:`bucket_size` ``(n)``."""
+    if n >= 2**32:  # Threefry's high counter words would be nonzero: not reproduced here
+        raise ValueError(
+            f"BUCKETED_THREEFRY draws fewer than 2**32 values per call, got {n}; draw in parts"
+        )
     size = bucket_size(n)
     high, low = jnp.zeros((size,), jnp.uint32), lax.iota(jnp.uint32, size)
     words = threefry2x32_p.bind(key[0], key[1], high, low)

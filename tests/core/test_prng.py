@@ -40,6 +40,13 @@ def test_bucket_size():
     assert sizes == [2, 2, 16, 16, 256, 256, 257, 4096]
 
 
+def test_more_values_than_the_counters_hold_are_refused():
+    """2**32 values would need Threefry's high counter words: refused, not wrapped around."""
+    _, bucketed = pair(0)
+    with pytest.raises(ValueError, match=r"fewer than 2\*\*32 values per call, got 4294967296"):
+        jax.jit(lambda key: jax.random.bits(key, (2**16, 2**16))).lower(bucketed)
+
+
 DRAWS = {
     "split": lambda key, shape: jax.random.split(key, shape),
     "normal": lambda key, shape: jax.random.normal(key, shape),
