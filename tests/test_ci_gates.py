@@ -30,9 +30,22 @@ def collect_parity(ci: str | None) -> subprocess.CompletedProcess:
     if ci is not None:
         env["CI"] = ci
     return subprocess.run(
-        [sys.executable, "-c", WITHOUT_EXTRA, "tests/parity", "--collect-only", "-q", "-rs",
-         "-p", "no:cacheprovider"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            WITHOUT_EXTRA,
+            "tests/parity",
+            "--collect-only",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -66,7 +79,11 @@ def test_hypothesis_draws_fixed_examples_in_ci(ci: str | None, expected: str) ->
     if ci is not None:
         env["CI"] = ci
     result = subprocess.run(
-        [sys.executable, "-c", PROFILE], cwd=ROOT, env=env, capture_output=True, text=True,
+        [sys.executable, "-c", PROFILE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=120,
     )
     assert result.returncode == 0, result.stderr

@@ -230,9 +230,7 @@ def reference_update(initial: dict, batch: NStepBatch) -> dict:
 
     targets = np.array(
         [
-            nstep_target(
-                batch.reward[:, b], TERMINATED[:, b], TRUNCATED[:, b], bootstrap(b), gamma
-            )
+            nstep_target(batch.reward[:, b], TERMINATED[:, b], TRUNCATED[:, b], bootstrap(b), gamma)
             for b in range(BATCH)
         ]
     )

@@ -51,29 +51,30 @@ def bucket_size(n: int) -> int:
     return next((size for size in BUCKETS if n <= size), n)
 
 
-def _hash_counters(key: jax.Array, n: int) -> tuple[jax.Array, jax.Array]:
-    """Threefry-2x32 of the 64-bit counters ``0 .. n - 1`` (high words 0) under the raw key
-    ``key`` (``uint32[2]``): two ``uint32[n]`` words, hashed at :func:`bucket_size` ``(n)``."""
+def _hash_counters(key: jax.Array, shape: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
+    """Threefry-2x32 of the 64-bit counters ``0 .. n - 1`` (``n`` the size of ``shape``, high
+    words 0) under the raw key ``key`` (``uint32[2]``): two ``uint32[*shape]`` words, hashed
+    at :func:`bucket_size` ``(n)``."""
+    n = math.prod(shape)
     if n >= 2**32:  # Threefry's high counter words would be nonzero: not reproduced here
         raise ValueError(
             f"BUCKETED_THREEFRY draws fewer than 2**32 values per call, got {n}; draw in parts"
         )
     size = bucket_size(n)
     high, low = jnp.zeros((size,), jnp.uint32), lax.iota(jnp.uint32, size)
-    words = threefry2x32_p.bind(key[0], key[1], high, low)
-    return words[0][:n], words[1][:n]
+    first, second = threefry2x32_p.bind(key[0], key[1], high, low)
+    return first[:n].reshape(shape), second[:n].reshape(shape)
 
 
 def _split(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     """Raw keys ``uint32[*shape, 2]``: Threefry's (partitionable) split."""
-    first, second = _hash_counters(key, math.prod(shape))
-    return jnp.stack([first.reshape(shape), second.reshape(shape)], axis=len(shape))
+    first, second = _hash_counters(key, shape)
+    return jnp.stack([first, second], axis=len(shape))
 
 
 def _random_bits(key: jax.Array, bit_width: int, shape: tuple[int, ...]) -> jax.Array:
     """``bit_width``-bit unsigned integers of ``shape``: Threefry's (partitionable) bits."""
-    first, second = _hash_counters(key, math.prod(shape))
-    first, second = first.reshape(shape), second.reshape(shape)
+    first, second = _hash_counters(key, shape)
     dtype = jnp.dtype(f"uint{bit_width}")
     if bit_width == 64:
         high = lax.convert_element_type(first, dtype)

@@ -458,6 +458,4 @@ def sharded_program(
     # The devices' seeds are independent (no value is shared across devices), so the
     # program is not checked for per-device variance: check_vma=False lets a seed's loop
     # carries start from constants, as in a single-device program.
-    return jax.jit(
-        jax.shard_map(block, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)
-    )
+    return jax.jit(jax.shard_map(block, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False))

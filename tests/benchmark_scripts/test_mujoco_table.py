@@ -410,9 +410,7 @@ def test_a_row_of_a_process_with_a_share_of_the_cpus_says_so():
     assert mt._machine_name(machine) == "Test CPU (4 cores)"  # rows from before --jobs
 
 
-def test_the_commit_is_dirty_when_the_training_code_differs_not_the_results(
-    tmp_path, monkeypatch
-):
+def test_the_commit_is_dirty_when_the_training_code_differs_not_the_results(tmp_path, monkeypatch):
     """Rows record ``<commit>+dirty`` when a tracked file of jaxrl/ or benchmarks/ differs
     from the commit; the results the table writes (benchmarks/results/) and other files do
     not count. (The paths were once taken from benchmarks/ itself, so it never said so.)"""

@@ -30,8 +30,18 @@ def test_a_short_mujoco_run_trains_its_whole_budget(tmp_path, jaxrl):
     pytest.importorskip("mujoco")
     run_dir = tmp_path / "hopper"
     result = jaxrl(
-        "train", "trpo", "--env", "Hopper-v5", "--num-seeds", "2", "--total-steps", "32768",
-        "--eval-episodes", "1", "--run-dir", run_dir,
+        "train",
+        "trpo",
+        "--env",
+        "Hopper-v5",
+        "--num-seeds",
+        "2",
+        "--total-steps",
+        "32768",
+        "--eval-episodes",
+        "1",
+        "--run-dir",
+        run_dir,
     )
     result.check()
     counts = json.loads((run_dir / "config.json").read_text())["counts"]
@@ -57,8 +67,20 @@ def test_a_budget_of_no_whole_collections_is_said_before_training(tmp_path, jaxr
     that both collections are evaluated."""
     run_dir = tmp_path / "pendulum"
     result = jaxrl(
-        "train", "trpo", "--env", "Pendulum-v1", "--num-seeds", "1", "--total-steps", "20000",
-        "--eval-episodes", "1", "--checkpoint-every", "0", "--run-dir", run_dir,
+        "train",
+        "trpo",
+        "--env",
+        "Pendulum-v1",
+        "--num-seeds",
+        "1",
+        "--total-steps",
+        "20000",
+        "--eval-episodes",
+        "1",
+        "--checkpoint-every",
+        "0",
+        "--run-dir",
+        run_dir,
     )
     result.check()
     note = (
