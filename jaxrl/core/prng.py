@@ -102,14 +102,16 @@ BUCKETED_THREEFRY = define_prng_impl(
 )
 
 
+def is_key(x: Any) -> bool:
+    """Whether ``x`` is a typed PRNG key array (``jax.random.key``, any implementation);
+    raw ``uint32`` keys are not."""
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
 def _is_key_of(x: Any, impl: Any) -> bool:
     """Whether ``x`` is a typed key array of the PRNG ``impl`` (a name or a spec)."""
-    dtype = getattr(x, "dtype", None)
-    return (
-        dtype is not None
-        and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
-        and jax.random.key_impl(x) == impl
-    )
+    return is_key(x) and jax.random.key_impl(x) == impl
 
 
 def _rewrap(tree: Tree, source: Any, target: Any) -> Tree:

@@ -26,6 +26,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxrl.core.prng import is_key
+
 COMMIT_MARKER = "commit_success.txt"
 _TREE, _META = "tree", "meta"
 
@@ -44,11 +46,6 @@ def _several_processes() -> bool:
     return jax.process_count() > 1
 
 
-def _is_key(x: Any) -> bool:
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
-
-
 def encode(tree: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """Flatten ``tree`` into ``{"00000": leaf, ...}`` of plain arrays (typed PRNG keys as
     ``jax.random.key_data``) and a JSON description: leaf paths, shapes, dtypes, key impls."""
@@ -57,7 +54,7 @@ def encode(tree: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     flat, described = {}, []
     for index, (path, leaf) in enumerate(leaves_with_paths):
         impl = None
-        if _is_key(leaf):
+        if is_key(leaf):
             impl = str(jax.random.key_impl(leaf))
             leaf = jax.random.key_data(leaf)
         flat[f"{index:05d}"] = np.asarray(leaf) if host else leaf
@@ -83,7 +80,7 @@ def _abstract(tree: Any) -> tuple[dict[str, Any], list[Any], Any]:
     device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
     flat = {}
     for index, leaf in enumerate(leaves):
-        if _is_key(leaf):
+        if is_key(leaf):
             data = jax.eval_shape(jax.random.key_data, leaf)
             shape, dtype = data.shape, data.dtype
         else:
@@ -101,7 +98,7 @@ def decode(flat: dict[str, Any], like: Any, description: dict[str, Any]) -> Any:
     restored = []
     for index, (template, entry) in enumerate(zip(leaves, description["leaves"], strict=True)):
         value = flat[f"{index:05d}"]
-        if _is_key(template):
+        if is_key(template):
             value = jax.random.wrap_key_data(value, impl=entry["key_impl"])
         restored.append(value)
     return jax.tree_util.tree_unflatten(treedef, restored)
@@ -249,7 +246,7 @@ class CheckpointStore:
             )
         for index, (entry, template) in enumerate(zip(saved, abstract.values(), strict=True)):
             if tuple(entry["shape"]) != tuple(template.shape) or (entry["key_impl"] is None) != (
-                not _is_key(leaves[index])
+                not is_key(leaves[index])
             ):
                 raise CheckpointError(
                     f"checkpoint {self.path(step)}: {entry['path']} has shape "

@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from jaxrl.core.prng import is_key
 from jaxrl.training.settings import SettingError
 
 if TYPE_CHECKING:
@@ -229,11 +230,6 @@ def barrier(name: str) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _is_key(x: Any) -> bool:
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
-
-
 def gather_seeds(tree: Any) -> Any:
     """``tree`` with every array whole on every process: NumPy arrays (typed PRNG keys as key
     arrays on this process's first device). Arrays whose shards live in other processes are
@@ -242,10 +238,10 @@ def gather_seeds(tree: Any) -> Any:
 
     def one(x: Any) -> Any:
         if not isinstance(x, jax.Array) or x.is_fully_addressable:
-            return x if _is_key(x) else jax.device_get(x)
+            return x if is_key(x) else jax.device_get(x)
         from jax.experimental import multihost_utils
 
-        if _is_key(x):
+        if is_key(x):
             data = multihost_utils.process_allgather(jax.random.key_data(x), tiled=True)
             return jax.device_put(
                 jax.random.wrap_key_data(np.asarray(data), impl=jax.random.key_impl(x)),
@@ -345,7 +341,7 @@ class SeedPlacement:
         def one(x: Any) -> Any:
             if isinstance(x, jax.Array) and x.sharding == sharding:
                 return _strong(x)  # placed already (a program's output)
-            if _is_key(x):
+            if is_key(x):
                 data = one(jax.random.key_data(x))
                 return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
             host = np.asarray(x)

@@ -113,6 +113,13 @@ def test_rewrapping_touches_only_threefry_keys():
     assert jax.random.key_impl(to_threefry(bucketed)) == "threefry2x32"
 
 
+def test_is_key_only_for_typed_key_arrays():
+    for key in (jax.random.key(0), jax.random.key(0, impl="rbg"), pair(1)[1]):
+        assert prng.is_key(key) and prng.is_key(jax.random.split(key, 3))
+    for other in (jax.random.PRNGKey(0), np.zeros(2, np.uint32), 1.5, None, "key"):
+        assert not prng.is_key(other)
+
+
 def test_bucketed_keys_wrapper():
     """Inside: bucketed keys; outside: Threefry keys and the same numbers."""
     seen = []
