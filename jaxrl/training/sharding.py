@@ -417,7 +417,7 @@ def train_sharded(
             f"keys: the number of seeds ({num_seeds}) must be a multiple of the number of "
             f"devices ({num_devices})"
         )
-    typed = jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)
+    typed = is_key(keys)
     program = sharded_program(train, mesh, seed_axis, agent, typed_keys=typed)
     return program(shard_key_data(keys, mesh))
 
@@ -425,7 +425,7 @@ def train_sharded(
 def shard_key_data(keys: jax.Array, mesh: Mesh) -> jax.Array:
     """The data of ``[S]`` PRNG keys (typed or raw), split over ``mesh``'s seed axis: what
     :func:`sharded_program` takes."""
-    typed = jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)
+    typed = is_key(keys)
     key_data = np.asarray(jax.random.key_data(keys) if typed else keys)
     sharding = NamedSharding(mesh, PartitionSpec(SEED_AXIS))
     # Built from a callback so every process of a multi-host job supplies its own shards.
