@@ -6,6 +6,8 @@
     jaxrl train ddpg --env Pendulum-v1 --tau 0.01  # any hyperparameter by its name
     jaxrl train trpo --resume runs/trpo-...        # continue from the last checkpoint
     jaxrl sweep trpo --sweep max-kl=0.005,0.01 --num-seeds 8   # settings x seeds, ranked
+    jaxrl tune trpo --search max-kl=0.001:0.05:log --trials 40  # Optuna, batches of trials
+    jaxrl train trpo --preset-file tunes/.../best.json         # the best trial's values
     jaxrl evaluate runs/trpo-...                   # evaluation returns of the final policy
     jaxrl plot runs/trpo-... runs/npg-...          # learning curves in one figure
     jaxrl train td3 --plugin examples/td3.py       # an algorithm from a plug-in file
@@ -34,6 +36,7 @@ from jaxrl.cli_parse import (
     CompareCommand,
     EvaluateCommand,
     PlotCommand,
+    expand_preset_file,
     parse,
     preset_in_force,
 )
@@ -74,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the ``jaxrl`` command; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        argv = load_plugins(argv)
+        argv = expand_preset_file(load_plugins(argv))
         args = parse(argv)
         if isinstance(args, EvaluateCommand):
             return cli_commands.evaluate(args)
@@ -84,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
             return cli_commands.compare(args)
         if type(args).command == "sweep":
             return cli_commands.sweep(args, argv)
+        if type(args).command == "tune":
+            return cli_commands.tune(args, argv)
         return cli_commands.train(args, argv)
     except UsageError as error:
         message = " ".join(str(error).split())

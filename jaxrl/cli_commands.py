@@ -75,6 +75,13 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
         check_config(config)
         return config, run_dir, True
     config = _new_config(algo, values, hyper, given, preset_in_force(argv))
+    if values["preset_file"] is not None:
+        from jaxrl.io.config import PresetFile
+
+        try:
+            PresetFile.load(values["preset_file"]).check_seeds(config.seed, config.num_seeds)
+        except ValueError as error:
+            raise UsageError(f"--preset-file: {error}") from None
     check_config(config)
     path = values["run_dir"] or default_run_path(algo, values["env"])
     if not is_primary():  # process 0 of a job of several processes writes the run directory
@@ -336,9 +343,10 @@ def _resolve_sweep(args: Any, argv: list[str]) -> tuple[Any, dict[str, list[Any]
     return base, grid, Path(path)
 
 
-def _one_process_sweep(argv: list[str]) -> None:
-    """A sweep runs in one process: launch options, or a cluster manager's launch of several
-    processes, are refused (each process would train the whole sweep into one directory)."""
+def _one_process_sweep(argv: list[str], command: str = "sweep") -> None:
+    """A sweep (or a tuning worker) runs in one process: launch options, or a cluster
+    manager's launch of several processes, are refused (each process would train the whole
+    sweep into one directory)."""
     from jaxrl.training.settings import launch_settings
     from jaxrl.training.sharding import cluster_process_count
 
@@ -347,7 +355,7 @@ def _one_process_sweep(argv: list[str]) -> None:
     if given or launched > 1:
         what = ", ".join(option_flag(name) for name in given) or f"{launched} processes"
         raise UsageError(
-            f"jaxrl sweep runs in one process ({what}): several processes are for jaxrl train"
+            f"jaxrl {command} runs in one process ({what}): several processes are for jaxrl train"
         )
 
 
@@ -395,6 +403,89 @@ def sweep(args: Any, argv: list[str]) -> int:
     print(f"Table:    {path / 'sweep.csv'}")
     print(f"Figure:   {path / 'sweep.png'}")
     print(f"Runs:     {path / 'runs'} (jaxrl plot / compare / evaluate work on each)")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# tune
+# ---------------------------------------------------------------------------------------------
+
+
+def _search_specs(values: dict[str, Any]) -> list[str]:
+    """``--search`` specs, then those of ``--search-file`` (one per line, ``#`` comments)."""
+    specs = list(values["search"])
+    if values["search_file"] is not None:
+        try:
+            text = Path(values["search_file"]).read_text()
+        except OSError as error:
+            raise UsageError(
+                f"--search-file {values['search_file']}: cannot read it ({error.strerror})"
+            ) from None
+        for line in text.splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line:
+                specs.append(line.removeprefix("--search").strip())
+    return specs
+
+
+def tune(args: Any, argv: list[str]) -> int:
+    from jaxrl.io.run_dir import default_run_path
+    from jaxrl.io.studies import SweepError
+    from jaxrl.io.tune import TUNE_SEED, parse_search
+    from jaxrl.io.tune import tune as run_tune
+
+    _enable_compilation_cache()
+    _one_process_sweep(argv, "tune")
+    algo = type(args).algo
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
+    hyper = dataclasses.asdict(values.pop("hyperparameters"))
+    given = given_options(rewrite_aliases(argv))
+    if "seed" not in given:
+        values["seed"] = TUNE_SEED
+    try:
+        _check_options({**values, "stop_after_periods": None}, given)
+        preset = preset_in_force(argv)
+        space = parse_search(algo, preset, _search_specs(values))
+        base = _new_config(algo, values, hyper, given, preset)
+        path = Path(values["tune_dir"] or default_run_path(algo, values["env"], root="tunes"))
+        again = argv if "--tune-dir" in given else [*argv, "--tune-dir", str(path)]
+        resume_cmd = "jaxrl " + " ".join(again)
+        _interrupt_on_sigterm()
+        result = run_tune(
+            base,
+            space,
+            path,
+            trials=args.trials,
+            batch=args.batch,
+            sampler=args.sampler,
+            sampler_seed=args.sampler_seed,
+            pruner=args.pruner,
+            storage=args.storage,
+            study_name=args.study_name,
+            objective_evals=args.objective_evals,
+            enqueue_base=args.enqueue_base,
+            stop_after_batches=args.stop_after_batches,
+            on_batch=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    except SweepError as error:
+        if error.cause is None:
+            raise UsageError(str(error)) from None
+        flags = command_spec(argv, preset_in_force(argv)).options
+        raise UsageError(f"{error.message}: {name_flags(str(error.cause), flags)}") from None
+    except (ValueError, TypeError, ModuleNotFoundError) as error:
+        flags = command_spec(argv, preset_in_force(argv)).options
+        raise UsageError(name_flags(str(error), flags)) from None
+    except KeyboardInterrupt:
+        print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
+        return 130
+    print((path / "tune.md").read_text(), end="")
+    ended = result.complete + result.pruned + result.failed
+    if ended < args.trials:
+        print(f"Stopped with {ended} of {args.trials} trials; continue with:")
+        print(f"  {resume_cmd}")
+    print(f"Table:    {path / 'tune.csv'}")
+    if result.best is not None:
+        print(f"Best:     {path / 'best.json'} (jaxrl train {algo} --preset-file ...)")
     return 0
 
 

@@ -18,9 +18,9 @@ import tyro
 from jaxrl.cli_usage import CommandSpec, UsageError, explain
 
 PROG = "jaxrl"
-COMMANDS = ("train", "sweep", "evaluate", "plot", "compare")
+COMMANDS = ("train", "sweep", "tune", "evaluate", "plot", "compare")
 # Commands that train an algorithm: jaxrl COMMAND ALGO [options].
-TRAINING = ("train", "sweep")
+TRAINING = ("train", "sweep", "tune")
 
 
 def algorithm_names() -> tuple[str, ...]:
@@ -75,10 +75,18 @@ class PlotCommand:
     ] = "std"
 
 
-# Options of ``jaxrl train`` and ``jaxrl sweep`` that are not settings of a run (what the
+_PRESET_FILE = (
+    "preset_file",
+    str | None,
+    None,
+    "a preset file (jaxrl tune's best.json): its preset and values are the defaults, and "
+    "options written on the command line override them",
+)
+# Options of ``jaxrl train``, ``sweep`` and ``tune`` that are not settings of a run (what the
 # command does with its runs).
 _COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
     "train": [
+        _PRESET_FILE,
         ("run_dir", str | None, None, "run directory; None: runs/ALGO-ENV-DATE-TIME"),
         (
             "resume",
@@ -94,6 +102,7 @@ _COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
         ),
     ],
     "sweep": [
+        _PRESET_FILE,
         (
             "sweep",
             Annotated[tuple[str, ...], tyro.conf.UseAppendAction],
@@ -122,6 +131,72 @@ _COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
             "process of its own on its share of the CPUs",
         ),
     ],
+    "tune": [
+        _PRESET_FILE,
+        (
+            "search",
+            Annotated[tuple[str, ...], tyro.conf.UseAppendAction],
+            (),
+            "FIELD=LOW:HIGH, FIELD=LOW:HIGH:log or FIELD=VALUE,VALUE,...: a searched "
+            "hyperparameter or run setting (repeat --search for each field)",
+        ),
+        (
+            "search_file",
+            str | None,
+            None,
+            "a file of --search specs, one per line (# starts a comment)",
+        ),
+        (
+            "tune_dir",
+            str | None,
+            None,
+            "tuning directory (the same one again resumes the study); None: "
+            "tunes/ALGO-ENV-DATE-TIME",
+        ),
+        ("trials", int, 20, "end when this many trials are complete, pruned or failed"),
+        ("batch", int, 4, "trials asked at once and trained together"),
+        (
+            "sampler",
+            str,
+            "tpe",
+            "Optuna sampler: tpe, random, cmaes, qmc, gp or a class name of optuna.samplers",
+        ),
+        ("sampler_seed", int, 0, "seed of the sampler"),
+        (
+            "pruner",
+            str,
+            "median",
+            "Optuna pruner at evaluation periods: median, percentile, hyperband, "
+            "successive-halving, none or a class name of optuna.pruners",
+        ),
+        (
+            "storage",
+            str | None,
+            None,
+            "the study's storage: a journal file's path (shared by workers) or an Optuna "
+            "storage URL (sqlite:///..., postgresql://...); None: TUNE_DIR/study.log",
+        ),
+        ("study_name", str | None, None, "the study's name in its storage; None: TUNE_DIR's name"),
+        (
+            "objective_evals",
+            int,
+            5,
+            "the objective: mean over the search seeds of the mean of the last this many "
+            "evaluations",
+        ),
+        (
+            "enqueue_base",
+            bool,
+            True,
+            "a new study's first trial is the base run's own values (the preset's)",
+        ),
+        (
+            "stop_after_batches",
+            int | None,
+            None,
+            "stop after this many batches, as an interruption would (for testing)",
+        ),
+    ],
 }
 
 
@@ -140,7 +215,9 @@ def _run_fields(algo: str, preset: str, command: str = "train") -> list[tuple[st
 _METAVARS = {"run_dir": "RUN_DIR", "resume": "RUN_DIR"}
 
 
-def _train_command_type(algo: str, preset: str, command: str = "train") -> type:
+def _train_command_type(
+    algo: str, preset: str, command: str = "train", env: str | None = None
+) -> type:
     """``jaxrl train ALGO``'s (or ``jaxrl sweep ALGO``'s) options: the run settings and every
     hyperparameter of the algorithm (a dataclass built from the algorithm's fields), with the
     defaults of ``preset``, and the command's own options."""
@@ -150,7 +227,7 @@ def _train_command_type(algo: str, preset: str, command: str = "train") -> type:
     name = algo.upper()
     description = get_preset(preset).description
     hyper_fields = []
-    for spec in hyperparameters(algo, preset):
+    for spec in hyperparameters(algo, preset, env):
         help_text = spec.help
         if spec.aliases:
             help_text += " (1.x: " + ", ".join(option_flag(a) for a in spec.aliases)
@@ -189,7 +266,7 @@ def _train_command_type(algo: str, preset: str, command: str = "train") -> type:
     from jaxrl.algorithms import registry
 
     title = registry.get(algo).title
-    what = "Train" if command == "train" else "Sweep settings x seeds of"
+    what = {"train": "Train", "sweep": "Sweep settings x seeds of", "tune": "Tune"}[command]
     kind.__doc__ = f"{what} {title}; defaults: preset {preset} ({description})."
     kind.algo = algo
     kind.command = command
@@ -224,9 +301,18 @@ class CompareCommand:
 
 @dataclasses.dataclass(frozen=True)
 class _TrainingNotRead:
-    """Stands for the ``train`` and ``sweep`` subcommands on a command line that names neither
-    (``jaxrl plot``, ``jaxrl --help``): their options come from the algorithms' classes, and
-    importing those imports JAX (seconds) for nothing."""
+    """Stands for the ``train``, ``sweep`` and ``tune`` subcommands on a command line that
+    names none of them (``jaxrl plot``, ``jaxrl --help``): their options come from the
+    algorithms' classes, and importing those imports JAX (seconds) for nothing."""
+
+
+def _covered(preset: str) -> tuple[str, ...]:
+    """The registered algorithms ``preset`` has settings for."""
+    from jaxrl.algorithms import registry
+    from jaxrl.algorithms.presets import get_preset
+
+    chosen = get_preset(preset)
+    return tuple(a for a in algorithm_names() if chosen.covers(a, registry.get(a).run_shape_like))
 
 
 def _needs_training(argv: list[str]) -> bool:
@@ -238,7 +324,7 @@ def _needs_training(argv: list[str]) -> bool:
     return head not in _SUBCOMMANDS and not only_help
 
 
-def _command_type(preset: str, training: bool = True) -> Any:
+def _command_type(preset: str, training: bool = True, env: str | None = None) -> Any:
     """The whole command line as a tyro type: subcommands train ALGO, sweep ALGO, evaluate,
     plot, compare. ``training=False``: ``train`` and ``sweep`` are listed (the top-level
     help is the same) but have no options, and no algorithm is imported."""
@@ -249,10 +335,10 @@ def _command_type(preset: str, training: bool = True) -> Any:
         return Union[  # noqa: UP007 (tyro reads the subcommands from a typing.Union)
             tuple(
                 Annotated[
-                    _train_command_type(a, preset, command),
+                    _train_command_type(a, preset, command, env),
                     tyro.conf.subcommand(a, prefix_name=False),
                 ]
-                for a in algorithm_names()
+                for a in _covered(preset)
             )
         ]
 
@@ -271,6 +357,16 @@ def _command_type(preset: str, training: bool = True) -> Any:
                 description=(
                     "Train a grid of settings x seeds (one program per group of settings that "
                     "differ in numeric hyperparameters); a ranking goes to a sweep directory."
+                ),
+            ),
+        ],
+        Annotated[
+            algorithms("tune"),
+            tyro.conf.subcommand(
+                "tune",
+                description=(
+                    "Tune settings with Optuna: batches of trials trained together, pruned at "
+                    "evaluation periods; the best goes to a preset file."
                 ),
             ),
         ],
@@ -405,7 +501,14 @@ def parse(argv: list[str]) -> Any:
     _precheck(argv)
     argv = rewrite_aliases(argv)
     preset = preset_in_force(argv)
-    command_type = _command_type(preset, training=_needs_training(argv))
+    if argv[0] in TRAINING and len(argv) > 1 and argv[1] in algorithm_names():
+        if argv[1] not in _covered(preset):
+            covered = ", ".join(_covered(preset))
+            raise UsageError(
+                f"--preset {preset} has no settings for {argv[1]}: it is for {covered}"
+            )
+    env = _option_value(argv, "--env") or "Pendulum-v1"
+    command_type = _command_type(preset, training=_needs_training(argv), env=env)
 
     if any(token in ("-h", "--help") for token in argv):
         return tyro.cli(command_type, prog=PROG, args=argv)  # prints the help, exits 0
@@ -419,6 +522,48 @@ def parse(argv: list[str]) -> Any:
             raise
         words = 2 if argv[:1] and argv[0] in TRAINING else 1
         raise UsageError(explain(command_spec(argv, preset), argv[words:])) from None
+
+
+def expand_preset_file(argv: list[str]) -> list[str]:
+    """``argv`` with a ``--preset-file FILE``'s preset and values written as options right
+    after ``jaxrl COMMAND ALGO`` (so options written on the command line override them);
+    ``--env`` and ``--preset`` from the file where the command line gives none.
+
+    Raises:
+      UsageError: the file cannot be read, is not a preset file, or is for another
+        algorithm.
+    """
+    file = _option_value(argv, "--preset-file")
+    if file is None or len(argv) < 2 or argv[0] not in TRAINING or file == "None":
+        return argv
+    from jaxrl.io.config import PresetFile
+
+    try:
+        preset = PresetFile.load(file)
+    except ValueError as error:
+        raise UsageError(f"--preset-file: {error}") from None
+    if preset.algo != argv[1]:
+        raise UsageError(
+            f"--preset-file {file} is a {preset.algo} preset file; use it with "
+            f"jaxrl {argv[0]} {preset.algo}"
+        )
+    inserted = []
+    for name, value in (("env", preset.env), ("preset", preset.preset)):
+        if _option_value(argv, option_flag(name)) is None:
+            inserted += [option_flag(name), str(value)]
+    for name, value in {**preset.run, **preset.hyperparameters}.items():
+        inserted += _option_tokens(name, value)
+    return [*argv[:2], *inserted, *argv[2:]]
+
+
+def _option_tokens(name: str, value: Any) -> list[str]:
+    """A field's value as command-line tokens: ``--x``/``--no-x`` for a bool, the items of a
+    list one by one, ``None`` as the word."""
+    if isinstance(value, bool):
+        return [option_flag(name) if value else option_flag("no_" + name)]
+    if isinstance(value, list | tuple):
+        return [option_flag(name), *map(str, value)]
+    return [option_flag(name), str(value)]
 
 
 def given_options(argv: list[str]) -> set[str]:

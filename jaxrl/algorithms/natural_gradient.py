@@ -265,6 +265,14 @@ class NaturalGradient(struct.PyTreeNode):
     critic_network: nn.Module | None = hyperparameter(
         None, "optional custom Flax module (obs -> V(s)) used instead", static=True, cli=False
     )
+    critic_batch_size: int | None = hyperparameter(
+        None,
+        "critic minibatch size: after each actor step the critic takes optim_critic_iters "
+        "passes over the actor's minibatch in shuffled minibatches of this size, one Adam step "
+        "each (sb3-contrib's n_critic_updates and batch_size); None: optim_critic_iters steps "
+        "on the actor's minibatch (Tianshou)",
+        static=True,
+    )
     cg_iters: int = hyperparameter(10, "conjugate-gradient iterations (Tianshou: 10)", static=True)
     fvp_batch_size: int | None = hyperparameter(
         None,
@@ -286,6 +294,7 @@ class NaturalGradient(struct.PyTreeNode):
         ):
             check_int_field(owner, name, getattr(self, name), low)
         check_int_field(owner, "batch_size", self.batch_size, 1, allow_none=True)
+        check_int_field(owner, "critic_batch_size", self.critic_batch_size, 1, allow_none=True)
         check_int_field(owner, "max_batchsize", self.max_batchsize, 1, allow_none=True)
         check_int_field(owner, "fvp_batch_size", self.fvp_batch_size, 1, allow_none=True)
         if not all(isinstance(h, int) and h > 0 for h in self.hidden_sizes):
@@ -593,15 +602,23 @@ class NaturalGradient(struct.PyTreeNode):
             actor_params, critic_state = carry
             indices, weights, step_key = inputs
             minibatch = jax.tree_util.tree_map(lambda x: x[indices], batch)
+            critic_key = None
+            if self.critic_batch_size is not None:  # else the actor's key stays as it was
+                step_key, critic_key = jax.random.split(step_key)
             # The natural-gradient step at float32 on every backend: conjugate gradients
             # amplify the rounding of GPUs' default TF32 matmuls by the Fisher's condition.
             with jax.default_matmul_precision(TRUST_REGION_PRECISION):
                 actor_params, actor_stats = self._actor_step(
                     actor_apply, actor_params, minibatch, weights, step_key
                 )
-            critic_state, vf_loss, critic_rejected = self._critic_steps(
-                critic_state, minibatch, weights
-            )
+            if self.critic_batch_size is None:
+                critic_state, vf_loss, critic_rejected = self._critic_steps(
+                    critic_state, minibatch, weights
+                )
+            else:
+                critic_state, vf_loss, critic_rejected = self._critic_passes(
+                    critic_state, minibatch, weights, critic_key
+                )
             actor_stats["rejected"] = actor_stats["rejected"] + critic_rejected
             return (actor_params, critic_state), {**actor_stats, "vf_loss": vf_loss}
 
@@ -647,6 +664,40 @@ class NaturalGradient(struct.PyTreeNode):
             return critic, loss_fn(critic.params), jnp.zeros((), jnp.int32)
         critic, (losses, rejected) = lax.scan(step, critic, None, length=self.optim_critic_iters)
         return critic, losses[-1], jnp.sum(rejected)
+
+    def _critic_passes(
+        self, critic: TrainState, minibatch: OnPolicyBatch, weights: Array, key: Array
+    ) -> tuple[TrainState, Array, Array]:
+        """``optim_critic_iters`` passes over ``minibatch`` (``weights [B]`` mask its padding)
+        in shuffled minibatches of ``critic_batch_size`` (the last takes the remainder, as
+        :func:`minibatch_layout` lays out the actor's), one Adam step each; returns the
+        critic, the last step's loss and the number of steps refused as non-finite."""
+        total = weights.shape[0]
+        positions, mask = minibatch_layout(total, self.critic_batch_size)
+
+        def step(critic: TrainState, inputs: tuple) -> tuple[TrainState, tuple[Array, Array]]:
+            indices, valid = inputs
+            obs, target = minibatch.obs[indices], minibatch.target[indices]
+            own_weights = weights[indices] * valid
+
+            def loss_fn(params: PyTree) -> Array:
+                prediction = critic.apply_fn(params, obs)
+                return weighted_mean((target - prediction) ** 2, own_weights)
+
+            loss, grads = jax.value_and_grad(loss_fn)(critic.params)
+            critic, rejected = guarded_gradient_step(critic, loss, grads)
+            return critic, (loss, rejected)
+
+        def one_pass(critic: TrainState, pass_key: Array) -> tuple[TrainState, tuple]:
+            order = jax.random.permutation(pass_key, total)
+            inputs = (order[jnp.asarray(positions)], jnp.asarray(mask, jnp.float32))
+            return lax.scan(step, critic, inputs)
+
+        if self.optim_critic_iters == 0:
+            return self._critic_steps(critic, minibatch, weights)
+        keys = jax.random.split(key, self.optim_critic_iters)
+        critic, (losses, rejected) = lax.scan(one_pass, critic, keys)
+        return critic, losses[-1, -1], jnp.sum(rejected)
 
     def _surrogate(self, log_prob: Array, minibatch: OnPolicyBatch, weights: Array) -> Array:
         """The actor's loss on a minibatch (``weights [B]`` mask padding): the subclass's."""

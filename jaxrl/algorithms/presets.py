@@ -49,25 +49,54 @@ class Preset:
       hyperparameters: per algorithm name, the fields that differ from the class defaults.
       run: per algorithm name, the run shape (``num_envs``, ``num_steps``, ``total_steps``,
         ``eval_every``, ``eval_episodes``, ``normalize_obs``).
+      tasks: per task (an environment id's name before its version: ``"Swimmer"``), per
+        algorithm name, hyperparameters that differ on that task.
     """
 
     name: str
     description: str
     hyperparameters: MappingProxyType
     run: MappingProxyType
+    tasks: MappingProxyType = dataclasses.field(default_factory=lambda: MappingProxyType({}))
 
     def for_algo(
-        self, algo: str, like: str = "trpo", hyperparameters_like: str | None = None
+        self,
+        algo: str,
+        like: str = "trpo",
+        hyperparameters_like: str | None = None,
+        env: str | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``(hyperparameters, run)`` of ``algo`` in this preset (fresh dicts). An algorithm
-        the preset does not list gets the run shape of the listed algorithm it is ``like``
-        (the registry's ``run_shape_like``: TRPO's for on-policy algorithms, DDPG's for
-        off-policy ones) and the hyperparameters of ``hyperparameters_like`` (the registry's
-        ``presets_like``: TD3 takes DDPG's), or none (its class defaults)."""
-        hyperparameters = self.hyperparameters.get(
-            algo, self.hyperparameters.get(hyperparameters_like or "", {})
+        """``(hyperparameters, run)`` of ``algo`` in this preset (fresh dicts), on ``env``
+        where the preset has values for its task. An algorithm the preset does not list gets
+        the run shape of the listed algorithm it is ``like`` (the registry's
+        ``run_shape_like``: TRPO's for on-policy algorithms, DDPG's for off-policy ones) and
+        the hyperparameters of ``hyperparameters_like`` (the registry's ``presets_like``: TD3
+        takes DDPG's), or none (its class defaults).
+
+        Raises:
+          ValueError: the preset has no run shape for ``algo`` nor for ``like``.
+        """
+        if not self.covers(algo, like):
+            raise ValueError(
+                f"preset {self.name} has no settings for {algo}: it is for "
+                f"{', '.join(self.run)}; choose another --preset"
+            )
+        hyperparameters = dict(
+            self.hyperparameters.get(algo, self.hyperparameters.get(hyperparameters_like or "", {}))
         )
-        return dict(hyperparameters), dict(self.run.get(algo, self.run[like]))
+        task = self.tasks.get(task_name(env), {}) if env is not None else {}
+        hyperparameters.update(task.get(algo, task.get(hyperparameters_like or "", {})))
+        return hyperparameters, dict(self.run.get(algo, self.run[like]))
+
+    def covers(self, algo: str, like: str = "trpo") -> bool:
+        """Whether the preset has settings for ``algo`` (its own, or those it is ``like``)."""
+        return algo in self.run or like in self.run
+
+
+def task_name(env_id: str) -> str:
+    """An environment id's task: its name before the version (``"Swimmer-v5"`` ->
+    ``"Swimmer"``)."""
+    return env_id.rsplit("-v", 1)[0]
 
 
 def _frozen(table: dict[str, dict[str, Any]]) -> MappingProxyType:
@@ -165,6 +194,45 @@ _MUJOCO_ON_POLICY_RUN = {
     "normalize_obs": True,
 }
 
+# rl-baselines3-zoo's TRPO settings for MuJoCo (hyperparams/trpo.yml; sb3-contrib's TRPO):
+# 2 envs x 1,024 steps, the actor's natural-gradient step on the whole batch, then 20 critic
+# passes in minibatches of 128 at Adam 1e-3, GAE 0.95, CG 25 steps with damping 0.1, KL 0.01,
+# observation normalization; sb3's MlpPolicy networks ([64, 64] tanh, orthogonal init gain
+# sqrt(2), policy output x0.01, log-std 0) and deterministic evaluation. sb3's reward
+# normalization (rewards divided by a running std of the discounted return) is here
+# return_scaling (the critic's targets divided by a running std of the returns): advantages
+# are normalized either way.
+_RL_ZOO_ON_POLICY = {
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "lr": 1e-3,
+    "lr_schedule": "constant",
+    "return_scaling": True,
+    "advantage_normalization": True,
+    "optim_critic_iters": 20,
+    "batch_size": None,
+    "critic_batch_size": 128,
+    "repeat": 1,
+    "hidden_sizes": (64, 64),
+    "activation": "tanh",
+    "init_gain": 2.0**0.5,
+    "actor_output_scale": 0.01,
+    "log_std_init": 0.0,
+    "cg_iters": 25,
+    "damping": 0.1,
+    "deterministic_eval": True,
+}
+# 2 envs x 1,024 steps: 488 updates in 1M env steps (999,424), 61 evaluations of 8 updates
+# (16,384 env steps; the zoo evaluates every 25,000) of 5 episodes (the zoo's).
+_RL_ZOO_RUN = {
+    "num_envs": 2,
+    "num_steps": 1024,
+    "total_steps": 1_000_000,
+    "eval_every": 16_384,
+    "eval_episodes": 5,
+    "normalize_obs": True,
+}
+
 PRESETS: dict[str, Preset] = {
     "pendulum": Preset(
         "pendulum",
@@ -229,6 +297,21 @@ PRESETS: dict[str, Preset] = {
                     "normalize_obs": False,
                 },
             }
+        ),
+    ),
+    "rl-zoo": Preset(
+        "rl-zoo",
+        "rl-baselines3-zoo's TRPO settings for MuJoCo (hyperparams/trpo.yml, sb3-contrib); NPG "
+        "with the same and its step size 0.1",
+        _frozen(
+            {
+                "trpo": {**_RL_ZOO_ON_POLICY, "max_kl": 0.01},
+                "npg": {**_RL_ZOO_ON_POLICY, "trust_region_size": 0.1},
+            }
+        ),
+        _frozen({"trpo": _RL_ZOO_RUN, "npg": _RL_ZOO_RUN}),
+        _frozen(
+            {"HalfCheetah": {"trpo": {"max_kl": 0.04}}, "Swimmer": {"trpo": {"gamma": 0.9999}}}
         ),
     ),
     "default": Preset(

@@ -109,16 +109,18 @@ def run_defaults(algo: str, preset: str = DEFAULT_PRESET) -> dict[str, Any]:
     return get_preset(preset).for_algo(algo, registry.get(algo).run_shape_like)[1]
 
 
-def hyperparameters(algo: str, preset: str = DEFAULT_PRESET) -> list[Hyperparameter]:
+def hyperparameters(
+    algo: str, preset: str = DEFAULT_PRESET, env: str | None = None
+) -> list[Hyperparameter]:
     """The command-line hyperparameters of ``algo`` (``"npg"``, ``"trpo"``, ``"ddpg"``), with
-    the defaults of ``preset`` (:mod:`jaxrl.algorithms.presets`)."""
+    the defaults of ``preset`` (:mod:`jaxrl.algorithms.presets`) on ``env``'s task."""
     info = registry.get(algo)
     cls = info.cls
     hints = typing.get_type_hints(cls)
     aliases: dict[str, list[str]] = {}
     for old, new in getattr(cls, "ALIASES", {}).items():
         aliases.setdefault(new, []).append(old)
-    defaults = get_preset(preset).for_algo(algo, info.run_shape_like, info.presets_like)[0]
+    defaults = get_preset(preset).for_algo(algo, info.run_shape_like, info.presets_like, env)[0]
     defaults.update(info.presets.get(preset, {}))
     result = []
     for field in dataclasses.fields(cls):
@@ -137,9 +139,9 @@ def hyperparameters(algo: str, preset: str = DEFAULT_PRESET) -> list[Hyperparame
     return result
 
 
-def _preset_hyperparameters(algo: str, preset: str) -> dict[str, Any]:
-    """Every command-line hyperparameter of ``algo`` with ``preset``'s default."""
-    return {spec.name: spec.default for spec in hyperparameters(algo, preset)}
+def _preset_hyperparameters(algo: str, preset: str, env: str) -> dict[str, Any]:
+    """Every command-line hyperparameter of ``algo`` with ``preset``'s default on ``env``."""
+    return {spec.name: spec.default for spec in hyperparameters(algo, preset, env)}
 
 
 def _json_value(value: Any) -> Any:
@@ -235,7 +237,7 @@ class RunConfig(RunSettings):
         from jaxrl.algorithms.presets import preset_for_env
 
         preset = preset or preset_for_env(env)
-        hyper = _preset_hyperparameters(algo, preset)
+        hyper = _preset_hyperparameters(algo, preset, env)
         defaults = run_defaults(algo, preset)
         return cls(
             algo=algo,
@@ -362,3 +364,88 @@ class RunConfig(RunSettings):
                     raise ValueError(f"{cls.__name__}.{name} {error}") from None
             kwargs[name] = tuple(value) if isinstance(value, list) else value
         return cls(**kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class PresetFile:
+    """A preset file (``jaxrl tune`` writes the best trial's as ``best.json``): a named preset
+    and the values that override it.
+
+    Attributes:
+      algo: the algorithm it is for.
+      env: the environment it was found on.
+      preset: the named preset its values override.
+      hyperparameters: hyperparameter values (JSON values, by field name).
+      run: run setting values (by field name).
+      search_seeds: the seeds a search used (a report on them would not be held out).
+      provenance: how it was found (free-form, for reading).
+    """
+
+    algo: str
+    env: str
+    preset: str
+    hyperparameters: dict[str, Any]
+    run: dict[str, Any]
+    search_seeds: tuple[int, ...] = ()
+    provenance: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: str | Path) -> PresetFile:
+        """Read a preset file.
+
+        Raises:
+          ValueError: naming the file and what is wrong with it.
+        """
+        try:
+            data = json.loads(Path(path).read_text())
+        except OSError as error:
+            raise ValueError(f"cannot read {path}: {error.strerror}") from None
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path} is not JSON ({error.msg}, line {error.lineno})") from None
+        required = ("algo", "env", "preset", "hyperparameters", "run")
+        missing = [key for key in required if not isinstance(data, dict) or key not in data]
+        if missing:
+            raise ValueError(f"{path} is not a preset file: it has no {', '.join(missing)}")
+        if not isinstance(data["hyperparameters"], dict) or not isinstance(data["run"], dict):
+            raise ValueError(f"{path}: hyperparameters and run must be JSON objects")
+        try:
+            get_preset(data["preset"])
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
+        return cls(
+            algo=data["algo"],
+            env=data["env"],
+            preset=data["preset"],
+            hyperparameters=dict(data["hyperparameters"]),
+            run=dict(data["run"]),
+            search_seeds=tuple(data.get("search_seeds", ())),
+            provenance=dict(data.get("provenance", {})),
+        )
+
+    def config(self, env: str | None = None, **run: Any) -> RunConfig:
+        """The run of this preset file on ``env`` (its own by default), ``run`` settings
+        overriding its values (:meth:`RunConfig.from_preset`)."""
+        return RunConfig.from_preset(
+            self.algo,
+            env or self.env,
+            self.preset,
+            hyperparameters=dict(self.hyperparameters),
+            **{**self.run, **run},
+        )
+
+    def check_seeds(self, seed: int, num_seeds: int) -> None:
+        """That seeds ``seed .. seed + num_seeds - 1`` are held out from the search.
+
+        Raises:
+          ValueError: naming the overlap and seeds that are not.
+        """
+        overlap = sorted(set(range(seed, seed + num_seeds)) & set(self.search_seeds))
+        if overlap:
+            low, high = min(self.search_seeds), max(self.search_seeds)
+            one = len(overlap) == 1
+            which = f"seed {overlap[0]}" if one else f"seeds {overlap[0]}-{overlap[-1]}"
+            raise ValueError(
+                f"{which} of this run {'was' if one else 'were'} among this "
+                f"preset's search seeds ({low}-{high}): report on seeds no search used (e.g. "
+                "--seed 0)"
+            )

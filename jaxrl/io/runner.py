@@ -264,6 +264,7 @@ def train_run(
     stop: Callable[[], bool] | None = None,
     progress: bool = True,
     on_setup: Callable[[str], None] | None = None,
+    on_period: Callable[[int, int, np.ndarray], None] | None = None,
 ) -> TrainResult:
     """Train (or resume) the run ``config`` in ``run_dir``.
 
@@ -279,6 +280,8 @@ def train_run(
         processes it must answer the same on every process.
       progress: show the progress bar / progress lines on stderr.
       on_setup: called with a message once the run is set up (before compiling).
+      on_period: called after each period, before ``stop``, with the period, the env steps
+        per seed and each seed's evaluation return ``[num_seeds]`` (a tuner's reports).
 
     In a job of several processes every process calls it with the same arguments; process 0
     alone writes ``run_dir`` (see the module docstring).
@@ -325,6 +328,7 @@ def train_run(
                 done,
                 stop_after_periods,
                 stop,
+                on_period,
             )
             run.finish(agent, carry.state, carry.obs_stats)
         run.plot()
@@ -342,6 +346,7 @@ def _train_periods(
     done: int,
     stop_after_periods: int | None,
     stop: Callable[[], bool] | None,
+    on_period: Callable[[int, int, np.ndarray], None] | None = None,
 ) -> Any:
     """The evaluation periods of one :func:`train_run` call (``periods``: the collections of
     each; ``done``: collections before them): each period trained, its metrics gathered and
@@ -359,6 +364,8 @@ def _train_periods(
             int(metrics["eval/env_steps"][0]),
         )
         done += collections
+        if on_period is not None:
+            on_period(run.period, run.env_steps, run.eval_returns)
         stopping = run.period < run.num_periods and stop is not None and stop()
         if run.checkpoint_due() or stopping:
             run.save(backend.to_checkpoint(carry))  # gathered by every process

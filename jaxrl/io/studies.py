@@ -81,7 +81,7 @@ def sweepable_fields(algo: str, preset: str) -> dict[str, Any]:
     return kinds
 
 
-def _split_values(text: str) -> list[str]:
+def split_values(text: str) -> list[str]:
     """``"0.1,0.2"`` -> ``["0.1", "0.2"]``; commas inside brackets stay: ``"[64,64],[32]"``."""
     values, depth, current = [], 0, ""
     for char in text:
@@ -95,7 +95,7 @@ def _split_values(text: str) -> list[str]:
     return [value for value in values if value]
 
 
-def parse_value(name: str, text: str, kind: Any) -> Any:
+def parse_value(name: str, text: str, kind: Any, flag: str = "--sweep") -> Any:
     """One written value of field ``name`` as its command-line type ``kind``.
 
     Raises:
@@ -106,7 +106,7 @@ def parse_value(name: str, text: str, kind: Any) -> Any:
         if text.lower() == "none":
             return None
         (kind,) = [a for a in args if a is not type(None)]
-        return parse_value(name, text, kind)
+        return parse_value(name, text, kind, flag)
     try:
         if kind is bool:
             return {"true": True, "false": False}[text.lower()]
@@ -122,7 +122,7 @@ def parse_value(name: str, text: str, kind: Any) -> Any:
     expected = "true or false" if kind is bool else getattr(kind, "__name__", str(kind))
     if origin is Literal:
         expected = "one of " + ", ".join(str(a) for a in args)
-    raise SweepError(f"--sweep {name}={text}: expected {expected}")
+    raise SweepError(f"{flag} {name}={text}: expected {expected}")
 
 
 def parse_grid(algo: str, preset: str, specs: Sequence[str]) -> dict[str, list[Any]]:
@@ -137,31 +137,36 @@ def parse_grid(algo: str, preset: str, specs: Sequence[str]) -> dict[str, list[A
     for spec in specs:
         name, equals, text = spec.partition("=")
         name = name.strip().replace("-", "_")
-        if not equals or not _split_values(text):
+        if not equals or not split_values(text):
             raise SweepError(f"--sweep {spec!r}: write FIELD=VALUE,VALUE,...")
-        _check_field(name, kinds, algo)
+        check_field(name, kinds, algo)
         if name in grid:
             raise SweepError(f"--sweep {name} is given twice: list all its values once")
-        grid[name] = [parse_value(name, value, kinds[name]) for value in _split_values(text)]
+        grid[name] = [parse_value(name, value, kinds[name]) for value in split_values(text)]
     return grid
 
 
-def _check_field(name: str, kinds: Mapping[str, Any], algo: str) -> None:
+def check_field(name: str, kinds: Mapping[str, Any], algo: str, flag: str = "--sweep") -> None:
+    """That ``name`` is a field a study can vary (``kinds``: :func:`sweepable_fields`).
+
+    Raises:
+      SweepError: naming ``flag`` and the field, why it cannot vary, or the closest names.
+    """
     if name in kinds:
         return
     if name in NOT_SWEPT:
-        raise SweepError(f"--sweep {name}: cannot be swept ({NOT_SWEPT[name]})")
+        raise SweepError(f"{flag} {name}: cannot be swept ({NOT_SWEPT[name]})")
     if name in launch_settings():
         raise SweepError(
-            f"--sweep {name}: cannot be swept (a launch setting: how the processes of a job "
+            f"{flag} {name}: cannot be swept (a launch setting: how the processes of a job "
             "find each other, not what a run learns)"
         )
     fields = {f.name for f in dataclasses.fields(RunConfig)} | {"env", "algo"}
     if name in fields:
-        raise SweepError(f"--sweep {name}: cannot be swept (one sweep trains one {name})")
+        raise SweepError(f"{flag} {name}: cannot be swept (one sweep trains one {name})")
     close = difflib.get_close_matches(name, list(kinds), n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise SweepError(f"--sweep {name}: {algo} has no such hyperparameter or run setting{hint}")
+    raise SweepError(f"{flag} {name}: {algo} has no such hyperparameter or run setting{hint}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,23 +190,30 @@ def resolve_settings(base: RunConfig, grid: Mapping[str, Sequence[Any]]) -> list
     Raises:
       SweepError: a combination that is not a valid run, naming the field and the value.
     """
-    run_names = {f.name for f in settings_fields()}
     settings = []
     for combination in itertools.product(*grid.values()):
         values = dict(zip(grid, combination, strict=True))
-        run = {k: v for k, v in values.items() if k in run_names}
-        hyper = {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
-        hyper = {k: v for k, v in hyper.items() if k not in run_names}
-        name = _setting_name(values)
-        try:
-            config = dataclasses.replace(
-                base, hyperparameters={**base.hyperparameters, **hyper}, **run
-            )
-            config.make_agent()
-        except (ValueError, TypeError) as error:
-            raise SweepError(f"--sweep setting {name}", error) from None
-        settings.append(Setting(name, values, config))
+        settings.append(make_setting(base, values, _setting_name(values), "--sweep setting"))
     return settings
+
+
+def make_setting(base: RunConfig, values: Mapping[str, Any], name: str, what: str) -> Setting:
+    """The setting ``name``: the run ``base`` with ``values`` (hyperparameters and run
+    settings, by field name), checked by building its agent.
+
+    Raises:
+      SweepError: ``values`` are not a valid run (``what`` and ``name`` name the setting).
+    """
+    run_names = {f.name for f in settings_fields()}
+    run = {k: v for k, v in values.items() if k in run_names}
+    hyper = {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
+    hyper = {k: v for k, v in hyper.items() if k not in run_names}
+    try:
+        config = dataclasses.replace(base, hyperparameters={**base.hyperparameters, **hyper}, **run)
+        config.make_agent()
+    except (ValueError, TypeError) as error:
+        raise SweepError(f"{what} {name}", error) from None
+    return Setting(name, dict(values), config)
 
 
 def groups(settings: Sequence[Setting]) -> list[list[Setting]]:
@@ -221,10 +233,18 @@ def groups(settings: Sequence[Setting]) -> list[list[Setting]]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _train_jax_group(settings: Sequence[Setting], run_dirs: Sequence[RunDir]) -> str:
+def _train_jax_group(
+    settings: Sequence[Setting],
+    run_dirs: Sequence[RunDir],
+    on_period: Callable[[int, int, list[np.ndarray]], bool] | None = None,
+) -> str:
     """One group on the jitted driver: one program over its settings x seeds; each setting's
     run directory written as :func:`jaxrl.io.runner.train_run` writes it. Returns a line on
-    its compile time."""
+    its compile time.
+
+    ``on_period(period, env_steps, returns)`` is called after each evaluation period with
+    each setting's evaluation returns ``[num_seeds]``; ``True`` stops the group there (its
+    runs stay unfinished: a tuner has pruned every setting of the group)."""
     from jaxrl.io.backends import JaxGroupBackend
     from jaxrl.io.checkpoints import CheckpointStore
     from jaxrl.io.runner import _Run, update_rows
@@ -258,6 +278,10 @@ def _train_jax_group(settings: Sequence[Setting], run_dirs: Sequence[RunDir]) ->
                 if run.checkpoint_due():
                     run.save(backend.part(carry, g))
             done += collections
+            if on_period is not None:
+                returns = [np.asarray(run.eval_returns) for run in runs]
+                if on_period(runs[0].period, runs[0].env_steps, returns):
+                    break
         for g, (run, agent) in enumerate(zip(runs, agents, strict=True)):
             part = backend.part(carry, g)
             run.finish(agent, part.state, part.obs_stats)

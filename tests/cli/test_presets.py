@@ -74,7 +74,7 @@ def test_every_preset_builds_every_algorithm():
     schedule or noise spec, which the config turns into objects) set to the preset's value."""
     special = {"lr_schedule", "actor_lr_schedule", "critic_lr_schedule", "exploration_noise"}
     for name, preset in PRESETS.items():
-        for algo in ("npg", "trpo", "ddpg"):
+        for algo in [a for a in ("npg", "trpo", "ddpg") if preset.covers(a, a)]:
             hyper = {spec.name: spec.default for spec in hyperparameters(algo, name)}
             run = preset.for_algo(algo)[1]
             config = make_config(
