@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One worker of a TRPO MuJoCo tuning study, niced, on one CPU:
-#   bash benchmarks/tuning/study.sh TASK CPU [STUDIES_DIR]
+#   PYTHON=/path/to/venv/bin/python bash benchmarks/tuning/study.sh TASK CPU [STUDIES_DIR]
 # e.g. `bash benchmarks/tuning/study.sh Hopper-v5 0`. Run it from a git worktree fixed at one
-# commit (the studies' numbers must not change under them). The same command resumes the
+# commit (the studies' numbers must not change under them): the worker runs that checkout's
+# jaxrl (PYTHONPATH), whatever jaxrl the environment has installed. The same command resumes the
 # study (a dead worker's trial is asked again); more workers may join it on other CPUs.
 # 3 search seeds (1000-1002), 1M env steps per trial, 60 trials, the median pruner.
 set -euo pipefail
@@ -11,7 +12,8 @@ cpu=$2
 studies=${3:-/work/studies}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$studies"
-exec taskset -c "$cpu" nice -n 19 jaxrl tune trpo --env "$task" --preset rl-zoo \
+export PYTHONPATH="$here/../.."
+exec taskset -c "$cpu" nice -n 19 "${PYTHON:-python}" -m jaxrl tune trpo --env "$task" --preset rl-zoo \
   --num-seeds 3 --trials 60 --batch 1 --search-file "$here/trpo_mujoco.search" \
   --tune-dir "$studies/trpo-$task" --study-name "trpo-$task" \
   >> "$studies/trpo-$task.log" 2>&1
