@@ -431,8 +431,8 @@ def _search_specs(values: dict[str, Any]) -> list[str]:
 def tune(args: Any, argv: list[str]) -> int:
     from jaxrl.io.run_dir import default_run_path
     from jaxrl.io.studies import SweepError
-    from jaxrl.io.tune import TUNE_SEED, parse_search
-    from jaxrl.io.tune import tune as run_tune
+    from jaxrl.io.tuning import TUNE_SEED, parse_search
+    from jaxrl.io.tuning import tune as run_tune
 
     _enable_compilation_cache()
     _one_process_sweep(argv, "tune")

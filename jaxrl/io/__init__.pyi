@@ -24,3 +24,7 @@ from .studies import SweepError as SweepError
 from .studies import SweepResult as SweepResult
 from .studies import parse_grid as parse_grid
 from .studies import sweep as sweep
+from .tuning import TuneError as TuneError
+from .tuning import TuneResult as TuneResult
+from .tuning import parse_search as parse_search
+from .tuning import tune as tune

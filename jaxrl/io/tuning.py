@@ -1,4 +1,4 @@
-"""Tuning: an Optuna study over hyperparameters and run settings, trained in batches.
+"""Tuning (``jaxrl tune``): an Optuna study over hyperparameters and run settings.
 
 :func:`tune` asks a study (Optuna's ask-and-tell) for a batch of trials, trains the batch as
 a study's groups train (:mod:`jaxrl.io.studies`: on a JAX environment, the trials that differ
@@ -539,7 +539,8 @@ def tune(
         say(f"trials {', '.join(map(str, retried))} of a stopped worker: asked again")
     if enqueue_base and not study.trials:
         base_values = _base_values(base, space)
-        study.enqueue_trial({d.name: label(base_values[d.name]) for d in space})
+        values = {d.name: label(base_values[d.name]) for d in space}
+        study.enqueue_trial(values, skip_if_exists=True)  # another worker may have, just now
     batches = 0
     while stop_after_batches is None or batches < stop_after_batches:
         ended, running = _counts(study)
@@ -659,7 +660,9 @@ def write_summary(
     running = sum(r["state"] == "running" for r in rows)
     if best is not None:
         _write_preset_file(path / "best.json", base, space, best, len(rows), objective_evals)
-    (path / "tune.md").write_text(_markdown(path, base, space, complete, count, running))
+    pruned_steps = [int(r["env_steps"] or 0) for r in rows if r["state"] == "pruned"]
+    markdown = _markdown(path, base, space, complete, count, running, pruned_steps)
+    (path / "tune.md").write_text(markdown)
     _figures(path, study, len(complete))
     return TuneResult(
         path, study, rows, best, count["complete"], count["pruned"], count["fail"], running
@@ -738,6 +741,17 @@ def _write_preset_file(
     tmp.replace(file)
 
 
+def _pruning_line(pruned_steps: Sequence[int], pruned: int, total: int) -> str:
+    """What pruning saved: the env steps pruned trials did not train."""
+    if not pruned:
+        return "Pruning: no trial pruned."
+    saved = pruned * total - sum(pruned_steps)
+    return (
+        f"Pruning: {pruned} trials pruned after {sum(pruned_steps):,} of their "
+        f"{pruned * total:,} env steps per seed: {saved:,} saved ({saved / (pruned * total):.0%})."
+    )
+
+
 def _markdown(
     path: Path,
     base: RunConfig,
@@ -745,9 +759,11 @@ def _markdown(
     complete: Sequence[dict],
     count: Mapping[str, int],
     running: int,
+    pruned_steps: Sequence[int],
 ) -> str:
     names = [d.name for d in space]
     seeds = f"{base.seed}-{base.seed + base.num_seeds - 1}"
+    total = base.layout.total_steps
     lines = [
         f"# Tuning {base.algo.upper()} on {base.env}",
         "",
@@ -756,6 +772,8 @@ def _markdown(
         "trial; objective: mean over seeds of the mean of the last evaluations.",
         "",
         "Search: " + " ".join(f"`{d.describe()}`" for d in space),
+        "",
+        _pruning_line(pruned_steps, count["pruned"], total),
         "",
         "| rank | trial | objective | " + " | ".join(names) + " |",
         "|---|---|---|" + "---|" * len(names),

@@ -1,0 +1,229 @@
+"""``jaxrl tune``: an Optuna study whose trials are plain runs (the values Optuna asked for,
+the search seeds), trained in batches, pruned at evaluation periods, shared by workers,
+resumable; its best trial as a preset file that ``jaxrl train`` takes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from .helpers import TINY, Result, single_error_line
+
+BUDGET = ["--total-steps", "256"]  # 2 evaluation periods of 128 env steps
+SPACE = ["--search", "max-kl=0.002:0.05:log", "--search", "gae-lambda=0.9:0.97"]
+EXACT = jax.default_backend() == "cpu"  # as in test_sweep.py: the seed axis is mapped there
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with open(path) as handle:
+        return list(csv.DictReader(handle))
+
+
+def _evals(run_dir: Path) -> np.ndarray:
+    rows = _rows(run_dir / "evals.csv")
+    return np.asarray([[float(r["env_steps"]), float(r["eval_return"])] for r in rows])
+
+
+def _study(tune_dir: Path, name: str | None = None, storage: Path | None = None):
+    import optuna
+    from optuna.storages.journal import JournalFileBackend
+
+    backend = JournalFileBackend(str(storage or tune_dir / "study.log"))
+    return optuna.load_study(
+        study_name=name or tune_dir.name, storage=optuna.storages.JournalStorage(backend)
+    )
+
+
+def test_trials_are_the_values_optuna_asked_for_trained_as_plain_runs(
+    jaxrl: Callable[..., Result], tmp_path
+):
+    tune_dir = tmp_path / "study"
+    args = ["tune", "trpo", *TINY, *BUDGET, *SPACE, "--trials", "4", "--batch", "2"]
+    result = jaxrl(*args, "--pruner", "none", "--tune-dir", tune_dir).check()
+    assert "4 complete, 0 pruned, 0 failed, 0 running" in result.stdout
+    assert "batch 1: trials 0, 1" in result.stderr and "batch 2: trials 2, 3" in result.stderr
+    study = _study(tune_dir)
+    trials = {t.number: t for t in study.trials}
+    assert sorted(trials) == [0, 1, 2, 3]
+    assert trials[0].params == {"max_kl": 0.01, "gae_lambda": 0.95}  # the preset, enqueued
+    rows = {int(r["trial"]): r for r in _rows(tune_dir / "tune.csv")}
+    for number, trial in trials.items():
+        config = json.loads((tune_dir / "trials" / f"trial-{number}" / "config.json").read_text())
+        assert config["hyperparameters"]["max_kl"] == trial.params["max_kl"]
+        assert config["hyperparameters"]["gae_lambda"] == trial.params["gae_lambda"]
+        assert config["run"]["seed"] == 1000  # search seeds 1000-1001, apart from train's
+        assert float(rows[number]["objective"]) == pytest.approx(trial.value, rel=1e-12)
+    # A trial is a plain run with its values and seeds; its objective is the mean over seeds
+    # of the last (here: both) evaluations.
+    for number in (1, 3):
+        params, plain = trials[number].params, tmp_path / f"plain-{number}"
+        options = ["--max-kl", repr(params["max_kl"]), "--gae-lambda", repr(params["gae_lambda"])]
+        jaxrl("train", "trpo", *TINY, *BUDGET, *options, "--seed", "1000", "--run-dir", plain)
+        trained = _evals(tune_dir / "trials" / f"trial-{number}")
+        if EXACT:
+            np.testing.assert_array_equal(trained, _evals(plain))
+        else:
+            np.testing.assert_allclose(trained, _evals(plain), rtol=1e-4)
+        returns = _evals(plain)[:, 1].reshape(-1, 2)[1:]  # periods 1-2 x 2 seeds
+        assert trials[number].value == pytest.approx(returns.mean(), rel=1e-4)
+    # The best trial as a preset file: jaxrl train takes it, and refuses the search seeds.
+    best = json.loads((tune_dir / "best.json").read_text())
+    winner = max(trials.values(), key=lambda t: t.value)
+    assert best["hyperparameters"]["max_kl"] == winner.params["max_kl"]
+    assert best["search_seeds"] == [1000, 1001] and best["run"]["total_steps"] == 256
+    refused = jaxrl("train", "trpo", "--preset-file", tune_dir / "best.json", "--seed", "1001")
+    assert "seed 1001 of this run was among this preset's search seeds" in single_error_line(
+        refused
+    )
+    held_out = tmp_path / "held-out"
+    preset_file = ["--preset-file", tune_dir / "best.json"]
+    jaxrl("train", "trpo", *preset_file, "--total-steps", "128", "--run-dir", held_out).check()
+    config = json.loads((held_out / "config.json").read_text())
+    assert config["hyperparameters"]["max_kl"] == winner.params["max_kl"]
+    assert config["run"]["seed"] == 0 and config["run"]["total_steps"] == 128  # flags win
+    assert config["run"]["num_envs"] == 4  # from the file: the base run's own departures
+    assert (tune_dir / "history.png").stat().st_size > 0
+    assert (tune_dir / "importances.png").stat().st_size > 0
+
+
+def test_pruning_stops_trials_and_is_recorded(jaxrl: Callable[..., Result], tmp_path):
+    """The median pruner (after 5 trials and a warm-up of a quarter of the periods) stops
+    trials below the median; a pruned trial trained fewer env steps, and the table says so."""
+    tune_dir = tmp_path / "pruned"
+    budget = ["--total-steps", "1024"]  # 8 evaluation periods
+    space = ["--search", "max-kl=0.00001:0.5:log", "--search", "lr=0.00001:0.1:log"]
+    args = ["tune", "trpo", *TINY, *budget, *space, "--trials", "10", "--batch", "1"]
+    result = jaxrl(*args, "--tune-dir", tune_dir).check()
+    rows = _rows(tune_dir / "tune.csv")
+    pruned = [r for r in rows if r["state"] == "pruned"]
+    assert pruned, result.stdout
+    for row in pruned:
+        assert int(row["env_steps"]) < 1024
+        periods = {int(r["period"]) for r in _rows(tune_dir / "trials" / f"trial-{row['trial']}"
+                                                   / "evals.csv")}  # fmt: skip
+        assert 2 <= max(periods) < 8  # stopped after the warm-up, before the end
+    assert f"Pruning: {len(pruned)} trials pruned" in result.stdout
+    assert sum(r["state"] in ("complete", "pruned") for r in rows) == 10
+
+
+def _worker(tune_dir: Path, storage: Path, trials: int) -> subprocess.Popen:
+    command = [sys.executable, "-m", "jaxrl", "tune", "trpo", *TINY, *BUDGET, *SPACE]
+    command += ["--trials", str(trials), "--batch", "1", "--tune-dir", str(tune_dir)]
+    command += ["--storage", str(storage), "--study-name", "shared", "--pruner", "none"]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_workers_share_one_study_and_train_no_trial_twice(tmp_path):
+    storage = tmp_path / "shared.log"
+    workers = [_worker(tmp_path / f"worker-{i}", storage, 5) for i in range(2)]
+    for worker in workers:
+        _, err = worker.communicate(timeout=600)
+        assert worker.returncode == 0, err
+    study = _study(tmp_path, "shared", storage)
+    assert sorted(t.number for t in study.trials) == [0, 1, 2, 3, 4]
+    assert all(t.state.name == "COMPLETE" for t in study.trials)
+    trained = [p.name for i in range(2) for p in (tmp_path / f"worker-{i}" / "trials").iterdir()]
+    assert sorted(trained) == [f"trial-{n}" for n in range(5)]  # each trial once, somewhere
+    owners = {t.user_attrs["worker"]["pid"] for t in study.trials}
+    assert owners <= {w.pid for w in workers}
+
+
+def test_a_killed_study_resumes_asking_the_dead_workers_trial_again(jaxrl, tmp_path):
+    tune_dir, storage = tmp_path / "killed", tmp_path / "killed" / "study.log"
+    worker = _worker(tune_dir, storage, 3)
+    evals = tune_dir / "trials" / "trial-0" / "evals.csv"
+    deadline = time.monotonic() + 300
+    while not (evals.is_file() and evals.read_text().count("\n") >= 2):  # trial 0 under way
+        assert worker.poll() is None and time.monotonic() < deadline, worker.stderr.read()
+        time.sleep(0.2)
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.wait()
+    args = ["tune", "trpo", *TINY, *BUDGET, *SPACE, "--trials", "3", "--batch", "1"]
+    options = ["--tune-dir", tune_dir, "--storage", storage, "--study-name", "shared"]
+    result = jaxrl(*args, *options, "--pruner", "none").check()
+    assert "trials 0 of a stopped worker: asked again" in result.stderr
+    study = _study(tune_dir, "shared", storage)
+    states = {t.number: t.state.name for t in study.trials}
+    assert states == {0: "FAIL", 1: "COMPLETE", 2: "COMPLETE", 3: "COMPLETE"}
+    assert study.trials[1].params == study.trials[0].params  # asked again
+    assert study.trials[1].user_attrs["retry_of"] == 0
+
+
+def test_an_interrupted_study_resumes_where_it_stopped(jaxrl: Callable[..., Result], tmp_path):
+    tune_dir = tmp_path / "resumed"
+    args = ["tune", "trpo", *TINY, *BUDGET, *SPACE, "--trials", "3", "--batch", "1"]
+    first = jaxrl(*args, "--tune-dir", tune_dir, "--stop-after-batches", "1").check()
+    assert "Stopped with 1 of 3 trials; continue with:" in first.stdout
+    jaxrl(*args, "--tune-dir", tune_dir).check()
+    study = _study(tune_dir)
+    assert [t.state.name for t in study.trials] == ["COMPLETE"] * 3
+    changed = jaxrl("tune", "trpo", *TINY, *BUDGET, "--search", "max-kl=0.001:0.01", "--tune-dir",
+                    tune_dir)  # fmt: skip
+    assert "holds another study" in single_error_line(changed)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("max-kl=0.05:0.001", "--search max_kl=0.05:0.001: LOW must be below HIGH"),
+        ("max-kl=0:0.1:log", "a log range needs LOW > 0"),
+        ("max-kll=0.01:0.1", "--search max_kll: trpo has no such hyperparameter"),
+        ("hidden-sizes=1:3", "a range needs an int or float field"),
+        ("gamma=0.9,0.9", "--search gamma=0.9,0.9: 0.9 is listed twice"),
+        ("gamma=0.9", "one value is not a search; set it with --gamma 0.9"),
+        ("gamma=", "--search 'gamma=': write FIELD=LOW:HIGH"),
+        ("seed=0:10", "--search seed: cannot be searched"),
+        ("max-kl=a:b", "--search max_kl=a: expected float"),
+    ],
+)
+def test_bad_search_specs_are_one_line_errors(jaxrl, tmp_path, spec, message):
+    result = jaxrl("tune", "trpo", "--search", spec, "--tune-dir", tmp_path / "t")
+    assert message in single_error_line(result)
+    assert not (tmp_path / "t").exists()  # nothing written, nothing compiled
+
+
+def test_bad_study_options_are_one_line_errors(jaxrl, tmp_path):
+    space = ["--search", "max-kl=0.01:0.02", "--tune-dir", tmp_path / "t"]
+    twice = jaxrl("tune", "trpo", "--search", "max-kl=0.01:0.02", "--search", "max_kl=0.1:0.2")
+    assert "--search max_kl is given twice" in single_error_line(twice)
+    assert "--sampler foo: not an Optuna sampler" in single_error_line(
+        jaxrl("tune", "trpo", *space, "--sampler", "foo")
+    )
+    assert "--pruner bar: not an Optuna pruner" in single_error_line(
+        jaxrl("tune", "trpo", *space, "--pruner", "bar")
+    )
+    assert "--trials must be a positive integer" in single_error_line(
+        jaxrl("tune", "trpo", *space, "--trials", "0")
+    )
+    empty = jaxrl("tune", "trpo", "--tune-dir", tmp_path / "t")
+    assert "the search space is empty: give at least one --search" in single_error_line(empty)
+    missing = jaxrl("train", "trpo", "--preset-file", tmp_path / "nope.json")
+    assert "--preset-file: cannot read" in single_error_line(missing)
+    assert not (tmp_path / "t").exists()
+
+
+def test_the_python_entry_point_returns_the_study(tmp_path):
+    from jaxrl.io import RunConfig, parse_search, tune
+
+    base = RunConfig.from_preset(
+        "trpo", "Pendulum-v1", backend="jax", total_steps=256, eval_every=128, num_envs=4,
+        num_steps=32, eval_episodes=2, num_seeds=2, seed=1000,
+        hyperparameters={"hidden_sizes": [8]},
+    )  # fmt: skip
+    space = parse_search("trpo", "pendulum", ["max_kl=0.002:0.05:log"])
+    result = tune(base, space, tmp_path / "api", trials=2, batch=2, pruner="none")
+    assert (result.complete, result.pruned, result.failed, result.running) == (2, 0, 0, 0)
+    assert result.best is not None and result.best["objective"] == max(
+        t.value for t in result.study.trials
+    )
