@@ -143,6 +143,10 @@ def parse_grid(algo: str, preset: str, specs: Sequence[str]) -> dict[str, list[A
         if name in grid:
             raise SweepError(f"--sweep {name} is given twice: list all its values once")
         grid[name] = [parse_value(name, value, kinds[name]) for value in split_values(text)]
+        written = [_cell(value) for value in grid[name]]
+        repeated = sorted({str(v) for v in written if written.count(v) > 1})
+        if repeated:  # two settings would train into one directory
+            raise SweepError(f"--sweep {name}={text}: {', '.join(repeated)} is listed twice")
     return grid
 
 
@@ -556,9 +560,12 @@ def ranking_markdown(ranked: Sequence[dict[str, Any]], fields: Sequence[str], to
     ]
     for rank, entry in enumerate(ranked, 1):
         values = " | ".join(str(entry[f]) for f in fields)
+        interval = "n/a (one seed)"
+        if np.isfinite(entry["ci_low"]):
+            interval = f"[{entry['ci_low']:.1f}, {entry['ci_high']:.1f}]"
         lines.append(
             f"| {rank} | {values} | {entry['seeds']} | {entry['mean']:.1f} +- {entry['std']:.1f}"
-            f" | [{entry['ci_low']:.1f}, {entry['ci_high']:.1f}] |"
+            f" | {interval} |"
         )
     return "\n".join(lines) + "\n"
 

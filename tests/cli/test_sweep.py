@@ -106,6 +106,10 @@ def test_an_interrupted_sweep_resumes_without_retraining(jaxrl: Callable[..., Re
         (["--sweep", "seed=1,2"], "--sweep seed: cannot be swept (the seeds are the sweep's"),
         (["--sweep", "max-kl"], "--sweep 'max-kl': write FIELD=VALUE,VALUE,..."),
         ([], "missing --sweep FIELD=VALUE,...: the grid to train"),
+        # Two settings that would train into one directory.
+        (["--sweep", "max-kl=0.01,0.01"], "--sweep max_kl=0.01,0.01: 0.01 is listed twice"),
+        (["--sweep", "hidden-sizes=8x8,[8,8]"], "8x8 is listed twice"),
+        (["--sweep", "max-kl=0.01", "--sweep", "max_kl=0.02"], "--sweep max_kl is given twice"),
     ],
 )
 def test_a_bad_grid_is_one_line_naming_the_field(jaxrl, tmp_path, grid, expected):
@@ -182,3 +186,13 @@ def test_a_lone_setting_of_a_host_sweep_with_jobs_trains_here(monkeypatch, tmp_p
     assert here == [1] and apart == []
     studies.sweep(base, {"max_kl": [0.01, 0.02]}, tmp_path / "two", jobs=2)
     assert here == [1] and apart == [2]  # two settings: side by side, a share each
+
+
+def test_a_ranking_over_one_seed_has_no_interval():
+    """One seed gives a mean but no confidence interval: the table says n/a, not [nan, nan]."""
+    from jaxrl.io.studies import ranking, ranking_markdown
+
+    rows = [{"setting": "max_kl=0.01", "max_kl": 0.01, "final_return": -200.0}]
+    text = ranking_markdown(ranking(rows, ["max_kl"]), ["max_kl"], 1)
+    assert "| 1 | 0.01 | 1 | -200.0 +- 0.0 | n/a (one seed) |" in text
+    assert "nan" not in text
