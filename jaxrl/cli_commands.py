@@ -57,6 +57,9 @@ def _check_options(values: dict[str, Any], given: set[str]) -> None:
     stop = values["stop_after_periods"]
     if stop is not None and stop < 1:
         raise UsageError(f"--stop-after-periods must be a positive integer, got {stop}")
+    grace = values.get("preemption_grace", 1.0)
+    if not grace > 0:
+        raise UsageError(f"--preemption-grace must be positive seconds, got {grace}")
 
 
 def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
@@ -253,6 +256,7 @@ def _resolve_in_step(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
 def train(args: Any, argv: list[str]) -> int:
     import numpy as np
 
+    from jaxrl.io.preemption import Preemption
     from jaxrl.io.report import CurveSummary, report_lines
     from jaxrl.io.runner import train_run
     from jaxrl.training.sharding import is_primary, leave_job, several_processes
@@ -265,15 +269,17 @@ def train(args: Any, argv: list[str]) -> int:
     for line in _budget_notes(config) if primary else ():
         print(line, file=sys.stderr, flush=True)
     resume_cmd = f"jaxrl train {config.algo} --resume {run_dir.path}"
-    _interrupt_on_sigterm()
+    preemption = Preemption(args.preemption_grace).install()
     try:
         result = train_run(
             config,
             run_dir,
             resume=resume,
             stop_after_periods=args.stop_after_periods,
+            stop=preemption,
             on_setup=say,
         )
+        preemption.disarm()  # a SIGTERM during the last period: the run finished anyway
     except KeyboardInterrupt:
         print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
         return 130
@@ -292,6 +298,13 @@ def train(args: Any, argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 0
+    if preemption.requested and not result.finished:
+        print(
+            f"\nStopped by SIGTERM after period {result.period}/{result.num_periods} "
+            f"(checkpointed). Continue with: {resume_cmd}",
+            file=sys.stderr,
+        )
+        return 130
     returns = result.eval_returns
     seeds = f"{config.num_seeds} seed{'s' if config.num_seeds != 1 else ''}"
     if resume and result.finished and not np.any(np.isfinite(returns)):

@@ -100,6 +100,13 @@ _COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
             None,
             "stop after this many evaluation periods, as an interruption would (for testing)",
         ),
+        (
+            "preemption_grace",
+            float,
+            20.0,
+            "after SIGTERM, seconds to reach the end of an evaluation period and checkpoint "
+            "it; then the run stops from its last checkpoint",
+        ),
     ],
     "sweep": [
         _PRESET_FILE,

@@ -85,7 +85,9 @@ def test_a_signalled_run_exits_130_and_resumes_to_the_end(
     run_dir = tmp_path / "run"
     stopped = interrupt_after_first_checkpoint(run_dir, signum, environment)
     assert stopped.returncode == 130, (stopped.returncode, stopped.stdout, stopped.stderr[-3000:])
-    assert f"Interrupted. Continue with: jaxrl train trpo --resume {run_dir}" in stopped.stderr
+    # Ctrl-C interrupts at once; SIGTERM stops at the end of the period (checkpointed).
+    said = "Interrupted." if signum == signal.SIGINT else "(checkpointed)."
+    assert f"{said} Continue with: jaxrl train trpo --resume {run_dir}" in stopped.stderr
     assert "Traceback" not in stopped.stderr and "Finished" not in stopped.stdout
     checkpoints = run_dir / "checkpoints"
     saved = CheckpointStore(checkpoints).steps()
@@ -107,3 +109,41 @@ def test_a_signalled_run_exits_130_and_resumes_to_the_end(
     np.testing.assert_array_equal(
         np.sort(updates["update"]), np.repeat(np.arange(1, PERIODS + 1), 2)
     )
+
+
+def test_sigterm_checkpoints_the_period_it_stops_at_and_resumes_as_if_uninterrupted(
+    environment: dict[str, str], jaxrl: Callable[..., Result], tmp_path: Path
+):
+    """SIGTERM (preemption) with no periodic checkpoints: the run checkpoints the period it
+    stops at (nothing it finished is lost), exits 130 with the resume command, and the
+    resumed run ends with an uninterrupted run's numbers (the jitted driver: bit-identical
+    on a CPU)."""
+    run = ["train", "trpo", *TINY, "--total-steps", str(128 * PERIODS), "--checkpoint-every", "0"]
+    run_dir = tmp_path / "run"
+    process = subprocess.Popen(
+        [*_command(), *run, "--run-dir", str(run_dir)],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    evals, deadline = run_dir / "evals.csv", time.monotonic() + 300
+    while not (evals.is_file() and evals.read_text().count("\n") >= 1 + 2 * 3):  # period 2
+        assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+        time.sleep(0.005)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr
+    assert f"(checkpointed). Continue with: jaxrl train trpo --resume {run_dir}" in stderr
+    saved = CheckpointStore(run_dir / "checkpoints").steps()
+    logged = int(read_csv(evals)["period"].max())
+    assert saved == [logged] and 2 <= logged < PERIODS, (saved, logged)
+    jaxrl("train", "trpo", "--resume", run_dir).check()
+    plain = tmp_path / "plain"
+    jaxrl(*run, "--run-dir", plain).check()
+    assert (run_dir / "final_eval.json").read_text() == (plain / "final_eval.json").read_text()
+    for name in ("eval_return", "env_steps", "period"):
+        np.testing.assert_array_equal(
+            read_csv(run_dir / "evals.csv")[name], read_csv(plain / "evals.csv")[name]
+        )
