@@ -9,7 +9,7 @@ settings are rl-zoo's ``hyperparams/trpo.yml`` (per task: HalfCheetah KL 0.04, S
 0.9999); where jaxrl's TRPO differs (reward normalization: sb3 scales rewards, jaxrl the
 critic's targets), the preset's docstring says so.
 
-    python benchmarks/peers/trpo_sb3.py --env Hopper-v5 --total-steps 100000 --seeds 0 1 2 3 4
+    python benchmarks/peers/trpo_sb3.py --env Hopper-v5 --total-steps 98304 --seeds 0 1 2 3 4
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def run_jaxrl(env: str, total: int, seed: int, episodes: int, scratch: Path) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="Hopper-v5")
-    parser.add_argument("--total-steps", type=int, default=100_000)
+    parser.add_argument("--total-steps", type=int, default=98_304)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--sb3-python", type=Path, default=SB3_VENV / "bin" / "python")
