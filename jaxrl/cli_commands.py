@@ -256,6 +256,7 @@ def _resolve_in_step(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
 def train(args: Any, argv: list[str]) -> int:
     import numpy as np
 
+    from jaxrl.io.checkpoints import CheckpointError
     from jaxrl.io.preemption import Preemption
     from jaxrl.io.report import CurveSummary, report_lines
     from jaxrl.io.runner import train_run
@@ -283,6 +284,8 @@ def train(args: Any, argv: list[str]) -> int:
     except KeyboardInterrupt:
         print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
         return 130
+    except CheckpointError as error:  # no checkpoint of the run restores
+        raise UsageError(f"--resume {run_dir.path}: {error}; train it anew") from None
     except Exception:
         if several_processes():  # stop now: the others cannot go on without this process
             import traceback

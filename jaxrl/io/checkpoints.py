@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,10 @@ class CheckpointError(RuntimeError):
     """A checkpoint is missing, incomplete or does not fit the run."""
 
 
+class CheckpointDamaged(CheckpointError):
+    """A checkpoint's files cannot be read back as they were written."""
+
+
 def _quiet_orbax() -> None:
     # orbax logs every save and restore through absl at INFO/WARNING level.
     for name in ("absl", "orbax", "orbax.checkpoint"):
@@ -48,7 +53,8 @@ def _several_processes() -> bool:
 
 def encode(tree: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """Flatten ``tree`` into ``{"00000": leaf, ...}`` of plain arrays (typed PRNG keys as
-    ``jax.random.key_data``) and a JSON description: leaf paths, shapes, dtypes, key impls."""
+    ``jax.random.key_data``) and a JSON description: leaf paths, shapes, dtypes, key impls
+    and a CRC-32 of each array's bytes (a restore checks it: damage is never silent)."""
     leaves_with_paths, _ = jax.tree_util.tree_flatten_with_path(tree)
     host = _several_processes()  # orbax writes no process-local device arrays there
     flat, described = {}, []
@@ -64,9 +70,26 @@ def encode(tree: Any) -> tuple[dict[str, Any], dict[str, Any]]:
                 "shape": list(np.shape(leaf)),
                 "dtype": str(np.asarray(leaf).dtype) if impl is None else str(leaf.dtype),
                 "key_impl": impl,
+                "crc32": _crc32(leaf),
             }
         )
     return flat, {"leaves": described}
+
+
+def _crc32(array: Any) -> int:
+    return zlib.crc32(np.ascontiguousarray(np.asarray(array)).tobytes())
+
+
+def _check_sums(flat: dict[str, Any], description: dict[str, Any], where: Path) -> None:
+    """That each restored array has the CRC-32 it was saved with (checkpoints written before
+    the sums were recorded have none to check)."""
+    for index, entry in enumerate(description["leaves"]):
+        expected = entry.get("crc32")
+        if expected is not None and _crc32(flat[f"{index:05d}"]) != expected:
+            raise CheckpointDamaged(
+                f"checkpoint {where} is damaged: {entry['path'] or 'its array'} differs from "
+                "what was saved (CRC-32)"
+            )
 
 
 def _abstract(tree: Any) -> tuple[dict[str, Any], list[Any], Any]:
@@ -220,8 +243,11 @@ class CheckpointStore:
         """The JSON metadata of ``step``."""
         path = self.path(step) / _META / "metadata"
         if not path.is_file():
-            raise CheckpointError(f"checkpoint {self.path(step)} has no metadata")
-        return json.loads(path.read_text())
+            raise CheckpointDamaged(f"checkpoint {self.path(step)} has no metadata")
+        try:
+            return json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise CheckpointDamaged(f"checkpoint {self.path(step)}: {path} is damaged") from None
 
     def restore(self, like: Any, step: int | None = None) -> tuple[Any, dict[str, Any]]:
         """Load ``step`` (default: the latest finalized one) into a tree shaped like ``like``
@@ -253,9 +279,33 @@ class CheckpointStore:
                     f"{tuple(entry['shape'])}, the run needs {tuple(template.shape)} "
                     f"(array {index})"
                 )
-        with ocp.CheckpointManager(self.directory, options=_manager_options()) as manager:
-            restored = manager.restore(
-                step,
-                args=ocp.args.Composite(**{_TREE: ocp.args.StandardRestore(abstract)}),
-            )
+        try:
+            with ocp.CheckpointManager(self.directory, options=_manager_options()) as manager:
+                restored = manager.restore(
+                    step,
+                    args=ocp.args.Composite(**{_TREE: ocp.args.StandardRestore(abstract)}),
+                )
+        except Exception as error:  # orbax and tensorstore raise many kinds on bad files
+            reason = " ".join(str(error).split())[:200]
+            raise CheckpointDamaged(f"checkpoint {self.path(step)} is damaged: {reason}") from None
+        _check_sums(restored[_TREE], meta, self.path(step))
         return decode(restored[_TREE], like, meta), meta
+
+    def restore_newest(self, like: Any) -> tuple[Any, dict[str, Any], list[tuple[int, str]]]:
+        """:meth:`restore` of the newest checkpoint that restores: damaged newer ones are
+        skipped, each with why (``[(step, reason)]``).
+
+        Raises:
+          CheckpointError: none restores, or one does not fit the run (a configuration
+            mismatch is no damage: older checkpoints would not fit either).
+        """
+        skipped = []
+        for step in reversed(self.steps()):
+            try:
+                tree, meta = self.restore(like, step)
+            except CheckpointDamaged as damage:
+                skipped.append((step, str(damage)))
+                continue
+            return tree, meta, skipped
+        reasons = "; ".join(reason for _, reason in skipped) or "none is finalized"
+        raise CheckpointError(f"no checkpoint in {self.directory} restores ({reasons})")

@@ -329,8 +329,23 @@ class RunConfig(RunSettings):
 
     @classmethod
     def load(cls, path: Path) -> RunConfig:
-        """Read a config written by :meth:`save`."""
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """Read a config written by :meth:`save`.
+
+        Raises:
+          ValueError: the file is damaged or not a run's configuration, naming it.
+        """
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text()))
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            why = getattr(error, "msg", "not text")
+            raise ValueError(
+                f"{path} is damaged ({why}): restore it from a copy, or train the run anew"
+            ) from None
+        except (KeyError, TypeError, AttributeError) as error:
+            raise ValueError(
+                f"{path} is not a run's configuration (no valid {error}): restore it from a "
+                "copy, or train the run anew"
+            ) from None
 
     def num_agent_updates(self) -> int:
         """Calls of ``agent.update`` that take effect over the whole run

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -295,7 +296,8 @@ def train_run(
         config.save(run_dir.config)
     backend = run_backend(config, agent)
     store = CheckpointStore(run_dir.checkpoints)
-    restored, meta = _resume_point(store, backend.template(), resume)
+    say = on_setup or (lambda line: warnings.warn(line, stacklevel=3))
+    restored, meta = _resume_point(store, backend.template(), resume, say)
     carry = backend.fresh() if restored is None else backend.from_checkpoint(restored)
     layout = backend.layout
     start_period = meta["period"] if meta else 0
@@ -399,14 +401,16 @@ def check_config(config: RunConfig) -> None:
 
 
 def _resume_point(
-    store: CheckpointStore, like: Any, resume: bool
+    store: CheckpointStore, like: Any, resume: bool, say: Callable[[str], None]
 ) -> tuple[Any, dict[str, Any] | None]:
-    """The checkpoint to resume from (every process reads it) and its metadata, or None;
-    the primary process then removes newer and incomplete checkpoints."""
-    if not resume or store.latest_step() is None:
-        tree, meta = None, None
-    else:
-        tree, meta = store.restore(like)
+    """The newest checkpoint that restores (every process reads it; a damaged newer one is
+    skipped and ``say`` told why) and its metadata, or None; the primary process then
+    removes newer and incomplete checkpoints."""
+    tree, meta, skipped = None, None, []
+    if resume and store.latest_step() is not None:
+        tree, meta, skipped = store.restore_newest(like)
+    for _, reason in skipped if is_primary() else ():
+        say(f"{reason}; skipped it, resuming from an older checkpoint")
     barrier("jaxrl-resume-point")  # every process has read it before any is removed
     if is_primary():
         store.prune_after(meta["period"] if meta else 0)
