@@ -330,6 +330,8 @@ def train(args: Any, argv: list[str]) -> int:
     print(f"TensorBoard:    tensorboard --logdir {run_dir.tensorboard}")
     if result.finished:
         print(f"Evaluate:       jaxrl evaluate {run_dir.path}")
+        if args.video is not None:
+            _video(str(run_dir.path), args.video, 0, 1, None)
     else:
         print(f"Continue:       {resume_cmd}")
     return 0
@@ -518,6 +520,8 @@ def evaluate(args: EvaluateCommand) -> int:
 
     if args.episodes < 1:
         raise UsageError(f"--episodes must be a positive integer, got {args.episodes}")
+    if args.video is not None:
+        return _video(args.run_dir, args.video, args.seed_index, args.video_episodes, args.step)
     if args.step is not None and Path(args.run_dir).is_dir():
         from jaxrl.io.checkpoints import CheckpointStore
 
@@ -564,6 +568,27 @@ def evaluate(args: EvaluateCommand) -> int:
         print(f"  seed {seed}: {value:10.1f}")
     spread = f" +- {returns.std():.1f}" if len(returns) > 1 else ""
     print(f"Mean return: {returns.mean():.1f}{spread}")
+    return 0
+
+
+def _video(run_dir: str, path: str, seed_index: int, episodes: int, step: int | None) -> int:
+    """``--video``: episodes of one seed's policy written to ``path``."""
+    from jaxrl.io.checkpoints import CheckpointError
+    from jaxrl.io.run_dir import RunDirError
+    from jaxrl.io.video import record_video
+
+    _enable_compilation_cache()
+    if episodes < 1:
+        raise UsageError(f"--video-episodes must be a positive integer, got {episodes}")
+    try:
+        video = record_video(run_dir, path, seed_index=seed_index, episodes=episodes, step=step)
+    except (RunDirError, CheckpointError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    returns = ", ".join(f"{r:.1f}" for r in video.returns)
+    print(
+        f"Video: {video.path} ({video.frames} frames; seed {seed_index}'s policy of checkpoint "
+        f"{video.step}; episode returns {returns})"
+    )
     return 0
 
 

@@ -50,6 +50,16 @@ class EvaluateCommand:
         int | None, _arg("checkpoint to load (an evaluation period); None: the newest")
     ] = None
     json: Annotated[bool, _arg("print the result as JSON")] = False
+    video: Annotated[
+        str | None,
+        _arg(
+            "write episodes of the policy to FILE.gif or FILE.mp4 instead of evaluating "
+            "(MuJoCo headless: MUJOCO_GL=egl)",
+            metavar="FILE",
+        ),
+    ] = None
+    seed_index: Annotated[int, _arg("with --video: the seed whose policy is recorded")] = 0
+    video_episodes: Annotated[int, _arg("with --video: episodes recorded")] = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +109,13 @@ _COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
             int | None,
             None,
             "stop after this many evaluation periods, as an interruption would (for testing)",
+        ),
+        (
+            "video",
+            str | None,
+            None,
+            "at the end of the run, write an episode of seed 0's final policy to this .gif "
+            "or .mp4 (MuJoCo headless: MUJOCO_GL=egl)",
         ),
         (
             "preemption_grace",
