@@ -633,7 +633,13 @@ def plot(args: PlotCommand) -> int:
 
 
 def compare(args: CompareCommand) -> int:
-    from jaxrl.io.compare import compare_runs, default_output, format_table
+    from jaxrl.io.compare import (
+        compare_runs,
+        default_output,
+        format_table,
+        profile_figure,
+        robust_lines,
+    )
 
     _check_run_dirs(args.run_dirs, "compare", least=2)
     if args.labels is not None and len(args.labels) != len(args.run_dirs):
@@ -642,9 +648,19 @@ def compare(args: CompareCommand) -> int:
         )
     output = default_output(args.run_dirs) if args.output is None else Path(args.output)
     path, rows = compare_runs(args.run_dirs, output, args.labels, args.title, args.spread)
+    profile = None
+    if args.profile is not None:
+        try:
+            profile = profile_figure(rows, args.profile)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
     if args.json:
         print(json.dumps({"figure": str(path), "runs": rows}))
         return 0
     print(format_table(rows))
+    for line in robust_lines(rows):
+        print(line)
     print(f"Learning curves: {path}")
+    if profile is not None:
+        print(f"Performance profile: {profile}")
     return 0

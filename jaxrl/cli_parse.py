@@ -321,6 +321,10 @@ class CompareCommand:
         _arg("shading: ci95 (95% CI of the mean), std, minmax or none"),
     ] = "ci95"
     json: Annotated[bool, _arg("print the table as JSON")] = False
+    profile: Annotated[
+        str | None,
+        _arg("also draw a performance profile of the final policies' returns to this image"),
+    ] = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,14 +27,22 @@ DEFAULT_OUTPUT = "comparison.png"
 
 
 def _mean_ci(values: np.ndarray) -> dict[str, float]:
-    """Mean, standard deviation and 95% confidence interval (Student's t) across seeds."""
+    """Mean, standard deviation and 95% confidence interval (Student's t) across seeds; the
+    interquartile mean and its 95% stratified bootstrap interval (:mod:`jaxrl.io.statistics`).
+    """
+    from jaxrl.io.statistics import bootstrap_interval, iqm
+
     values = values[np.isfinite(values)]
     mean, low, high = band(values[None, :], "ci95")
+    iqm_low, iqm_high = bootstrap_interval(values)
     return {
         "mean": float(mean[0]),
         "std": float(values.std()),
         "ci_low": float(low[0]),
         "ci_high": float(high[0]),
+        "iqm": iqm(values),
+        "iqm_low": iqm_low,
+        "iqm_high": iqm_high,
     }
 
 
@@ -63,6 +71,7 @@ def compare_rows(
         if final is not None:
             policy: dict[str, Any] = {"env_steps": final.env_steps, "episodes": final.episodes}
             policy[DETERMINISTIC] = _mean_ci(final.deterministic)
+            policy["returns"] = [float(r) for r in final.deterministic]
             if final.stochastic is not None:
                 policy[STOCHASTIC] = _mean_ci(final.stochastic)
             row["final_policy"] = policy
@@ -119,6 +128,59 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     ]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
+
+
+def robust_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Lines on the final policies' deterministic returns across seeds: each run's
+    interquartile mean with its 95% stratified bootstrap interval, and the probability that
+    a seed of the first run beats a seed of each other (:mod:`jaxrl.io.statistics`)."""
+    from jaxrl.io.statistics import probability_of_improvement
+
+    finished = [row for row in rows if "final_policy" in row]
+    if not finished:
+        return []
+    lines = [f"{final_policy(DETERMINISTIC)}: interquartile mean [95% stratified bootstrap CI]"]
+    for row in finished:
+        stat = row["final_policy"][DETERMINISTIC]
+        interval = "n/a (one seed)"
+        if np.isfinite(stat["iqm_low"]):
+            interval = f"[{stat['iqm_low']:.1f}, {stat['iqm_high']:.1f}]"
+        lines.append(f"  {row['run']}: {stat['iqm']:.1f} {interval}")
+    first = finished[0]
+    for other in finished[1:]:
+        chance = probability_of_improvement(
+            np.asarray(first["final_policy"]["returns"]),
+            np.asarray(other["final_policy"]["returns"]),
+        )
+        lines.append(f"P({first['run']} > {other['run']}) = {chance:.2f} (a seed of each)")
+    return lines
+
+
+def profile_figure(rows: list[dict[str, Any]], path: str | Path) -> Path:
+    """A performance profile of the final policies' deterministic returns: per run, the
+    fraction of seeds whose return exceeds each threshold."""
+    from matplotlib.figure import Figure
+
+    from jaxrl.io.statistics import performance_profile
+
+    finished = [row for row in rows if "final_policy" in row]
+    if not finished:
+        raise ValueError("--profile: no run has finished (no final policy to profile)")
+    every = np.concatenate([row["final_policy"]["returns"] for row in finished])
+    thresholds = np.linspace(every.min(), every.max(), 201)
+    figure = Figure(figsize=(6.5, 4.2), dpi=110, layout="constrained")
+    axes = figure.add_subplot()
+    for row in finished:
+        fraction = performance_profile(np.asarray(row["final_policy"]["returns"]), thresholds)
+        axes.step(thresholds, fraction, where="post", label=f"{row['run']} ({row['seeds']} seeds)")
+    axes.set_xlabel("threshold: final policy, deterministic return")
+    axes.set_ylabel("fraction of seeds above it")
+    axes.set_ylim(-0.02, 1.02)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    path = Path(path)
+    figure.savefig(path)
+    return path
 
 
 def compare_runs(

@@ -514,6 +514,7 @@ def ranking(rows: Sequence[dict[str, Any]], fields: Sequence[str]) -> list[dict[
     """Per setting: mean, std and 95% CI (Student's t) across seeds of ``final_return``,
     best mean first."""
     from jaxrl.io.plots import band
+    from jaxrl.io.statistics import bootstrap_interval, iqm
 
     ranked = []
     for name in dict.fromkeys(row["setting"] for row in rows):
@@ -523,6 +524,8 @@ def ranking(rows: Sequence[dict[str, Any]], fields: Sequence[str]) -> list[dict[
         entry = {"setting": name, **{f: own[0][f] for f in fields}, "seeds": len(own)}
         entry.update(mean=float(mean[0]), std=float(returns.std()))
         entry.update(ci_low=float(low[0]), ci_high=float(high[0]))
+        iqm_low, iqm_high = bootstrap_interval(returns)
+        entry.update(iqm=iqm(returns), iqm_low=iqm_low, iqm_high=iqm_high)
         ranked.append(entry)
     return sorted(ranked, key=lambda entry: -entry["mean"])
 
@@ -553,19 +556,23 @@ def ranking_markdown(ranked: Sequence[dict[str, Any]], fields: Sequence[str], to
     lines = [
         f"# Sweep ranking ({len(ranked)} of {total} settings finished)",
         "",
-        "Final policy, deterministic return: mean +- std and 95% CI of the mean across seeds.",
+        "Final policy, deterministic return: mean +- std and 95% CI of the mean across seeds; "
+        "interquartile mean and its 95% stratified bootstrap CI.",
         "",
-        "| rank | " + " | ".join(fields) + " | seeds | mean +- std | 95% CI |",
-        "|---|" + "---|" * len(fields) + "---|---|---|",
+        "| rank | " + " | ".join(fields) + " | seeds | mean +- std | 95% CI | IQM [95% CI] |",
+        "|---|" + "---|" * len(fields) + "---|---|---|---|",
     ]
     for rank, entry in enumerate(ranked, 1):
         values = " | ".join(str(entry[f]) for f in fields)
         interval = "n/a (one seed)"
         if np.isfinite(entry["ci_low"]):
             interval = f"[{entry['ci_low']:.1f}, {entry['ci_high']:.1f}]"
+        robust = f"{entry['iqm']:.1f}"
+        if np.isfinite(entry["iqm_low"]):
+            robust += f" [{entry['iqm_low']:.1f}, {entry['iqm_high']:.1f}]"
         lines.append(
             f"| {rank} | {values} | {entry['seeds']} | {entry['mean']:.1f} +- {entry['std']:.1f}"
-            f" | {interval} |"
+            f" | {interval} | {robust} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -44,7 +44,9 @@ def test_a_sweep_trains_every_setting_as_train_does(jaxrl: Callable[..., Result]
     sweep_dir = tmp_path / "sweep"
     result = jaxrl("sweep", "trpo", *TINY, *BUDGET, *GRID, "--sweep-dir", sweep_dir).check()
     assert "group 1: 4 setting(s) x 2 seeds" in result.stderr  # one group, one program
-    assert "| rank | max_kl | gae_lambda | seeds | mean +- std | 95% CI |" in result.stdout
+    assert "| rank | max_kl | gae_lambda | seeds | mean +- std | 95% CI | IQM [95% CI] |" in (
+        result.stdout
+    )
     rows = _rows(sweep_dir / "sweep.csv")
     assert len(rows) == 8
     combinations = {(r["max_kl"], r["gae_lambda"], r["seed"]) for r in rows}
@@ -194,5 +196,5 @@ def test_a_ranking_over_one_seed_has_no_interval():
 
     rows = [{"setting": "max_kl=0.01", "max_kl": 0.01, "final_return": -200.0}]
     text = ranking_markdown(ranking(rows, ["max_kl"]), ["max_kl"], 1)
-    assert "| 1 | 0.01 | 1 | -200.0 +- 0.0 | n/a (one seed) |" in text
+    assert "| 1 | 0.01 | 1 | -200.0 +- 0.0 | n/a (one seed) | -200.0 |" in text
     assert "nan" not in text

@@ -1,0 +1,81 @@
+"""Robust aggregate statistics (:mod:`jaxrl.io.statistics`): against plain loops, against the
+rliable package on its own kind of example, and in ``jaxrl compare`` and sweep rankings."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from jaxrl.io import statistics as st
+
+from .helpers import single_error_line
+
+
+def test_iqm_and_probability_of_improvement_against_plain_loops():
+    rng = np.random.RandomState(0)
+    scores = rng.normal(size=(8, 3))  # 24 scores: the middle 12 pooled
+    middle = np.sort(scores.ravel())[6:18]
+    assert st.iqm(scores) == pytest.approx(middle.mean(), rel=1e-12)
+    other = np.round(rng.normal(size=(5, 3)), 1)
+    x = np.round(scores, 1)  # ties count one half
+    per_task = []
+    for task in range(3):
+        wins = 0.0
+        for a, b in itertools.product(x[:, task], other[:, task]):
+            wins += 1.0 if a > b else 0.5 if a == b else 0.0
+        per_task.append(wins / (8 * 5))
+    assert st.probability_of_improvement(x, other) == pytest.approx(np.mean(per_task))
+    assert st.probability_of_improvement(x, x) == pytest.approx(0.5)
+    profile = st.performance_profile(scores, [-10.0, 0.0, 10.0])
+    np.testing.assert_allclose(profile, [1.0, np.mean(np.mean(scores > 0, axis=0)), 0.0])
+
+
+def test_a_bootstrap_interval_resamples_runs_within_tasks():
+    rng = np.random.RandomState(1)
+    scores = rng.normal(size=(6, 2))
+    low, high = st.bootstrap_interval(scores, st.mean, reps=300, seed=3)
+    draws = np.random.RandomState(3)
+    values = [
+        st.mean(scores[draws.choice(6, (6, 2), replace=True), np.arange(2)[None, :]])
+        for _ in range(300)
+    ]
+    np.testing.assert_allclose((low, high), np.percentile(values, [2.5, 97.5]))
+    assert low < st.mean(scores) < high
+    assert all(np.isnan(st.bootstrap_interval(scores[:1])))  # one run: no interval
+
+
+def test_equal_to_rliable():
+    rliable = pytest.importorskip("rliable")
+    from rliable import library, metrics
+
+    del rliable
+    rng = np.random.RandomState(5)
+    scores_x, scores_y = rng.normal(size=(10, 5)), rng.normal(size=(7, 5)) + 0.3
+    assert st.iqm(scores_x) == metrics.aggregate_iqm(scores_x)
+    assert st.probability_of_improvement(scores_x, scores_y) == pytest.approx(
+        metrics.probability_of_improvement(scores_x, scores_y), rel=1e-12
+    )
+    np.random.seed(7)  # noqa: NPY002 (rliable's bootstrap draws from NumPy's global generator)
+    _, intervals = library.get_interval_estimates(
+        {"x": scores_x}, lambda s: np.array([metrics.aggregate_iqm(s)]), reps=500
+    )
+    np.testing.assert_allclose(
+        st.bootstrap_interval(scores_x, st.iqm, reps=500, seed=7), intervals["x"].ravel()
+    )
+    taus = np.linspace(-2, 2, 9)
+    distributions, _ = library.create_performance_profile({"x": scores_x}, taus, reps=10)
+    np.testing.assert_allclose(st.performance_profile(scores_x, taus), distributions["x"])
+
+
+def test_compare_reports_robust_statistics_and_draws_a_profile(jaxrl, trpo_run, tmp_path):
+    run_dir, _ = trpo_run
+    profile = tmp_path / "profile.png"
+    result = jaxrl("compare", run_dir, run_dir, "-o", tmp_path / "c.png", "--profile", profile)
+    result.check()
+    assert "interquartile mean [95% stratified bootstrap CI]" in result.stdout
+    assert "= 0.50 (a seed of each)" in result.stdout  # a run against itself
+    assert profile.stat().st_size > 0
+    refused = jaxrl("compare", run_dir, tmp_path / "nope", "--profile", profile)
+    assert "does not exist" in single_error_line(refused)
