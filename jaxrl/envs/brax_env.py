@@ -39,6 +39,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxrl.core.tree import strong_types
+
 BRAX_PREFIX = "brax:"
 BRAX_BACKENDS: tuple[str, ...] = ("generalized", "positional", "spring", "mjx")
 DEFAULT_BRAX_BACKEND = "generalized"
@@ -92,12 +94,6 @@ class BraxEnvState:
 
     brax_state: Any
     time: jax.Array
-
-
-def _strong(tree: Any) -> Any:
-    # Brax environments return some fields as Python floats (InvertedPendulum's reward
-    # 1.0): fixed float32/int32 arrays keep the auto-reset's select and scan carries stable.
-    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.asarray(x).dtype), tree)
 
 
 class BraxEnv:
@@ -179,7 +175,7 @@ class BraxEnv:
 
     def reset(self, key: jax.Array, params: BraxParams | None = None) -> tuple[Any, Any]:
         """``(obs [obs_size], state)``: a random initial state (Brax's ``reset``)."""
-        brax_state = _strong(self.env.reset(key))
+        brax_state = strong_types(self.env.reset(key))
         return brax_state.obs, BraxEnvState(brax_state, jnp.zeros((), jnp.int32))
 
     def step_env(
@@ -187,7 +183,7 @@ class BraxEnv:
     ) -> tuple[Any, BraxEnvState, jax.Array, jax.Array, dict]:
         """One step without reset: ``(obs, state, reward, terminated, info)``."""
         del key, params  # Brax's dynamics are deterministic
-        brax_state = _strong(self.env.step(state.brax_state, action))
+        brax_state = strong_types(self.env.step(state.brax_state, action))
         terminated = brax_state.done > 0.5
         reward = brax_state.reward.astype(jnp.float32)
         return brax_state.obs, BraxEnvState(brax_state, state.time + 1), reward, terminated, {}

@@ -87,16 +87,12 @@ def train_config(config: RunConfig) -> Any:
     return config.driver_settings
 
 
-def _keys_of_seeds(seed: int, num_seeds: int) -> jax.Array:
-    from jaxrl.training.seeds import seed_keys as keys_of
-
-    return keys_of(seed, num_seeds)
-
-
 def seed_keys(config: RunConfig) -> jax.Array:
     """The PRNG keys of the run's seeds, ``key(seed + i)`` each
     (:func:`jaxrl.training.seeds.seed_keys`: one rule for both drivers)."""
-    return _keys_of_seeds(config.seed, config.num_seeds)
+    from jaxrl.training.seeds import seed_keys as keys_of
+
+    return keys_of(config.seed, config.num_seeds)
 
 
 class RunBackend(Protocol):
@@ -252,7 +248,9 @@ class JaxBackend(_Backend):
         program = jax_evaluation_program(
             structure, config.env, config.brax_backend, episodes, static, placement
         )
-        keys = self.placement.put(_keys_of_seeds(seed, config.num_seeds))
+        from jaxrl.training.seeds import seed_keys as keys_of
+
+        keys = self.placement.put(keys_of(seed, config.num_seeds))
         returns = program(leaves, state, obs_stats, keys, np.asarray(bool(deterministic)))
         return np.asarray(self.placement.gather(returns), np.float64)
 

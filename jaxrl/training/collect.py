@@ -64,6 +64,7 @@ from jax import lax
 from jax.experimental import checkify
 
 from jaxrl.core.normalization import RunningMeanStd, normalize_observations
+from jaxrl.core.tree import strong_types
 from jaxrl.envs.host import EnvPoolVectorEnv, GymnasiumVectorEnv, HostVectorEnv, checked_step
 from jaxrl.envs.jax_envs import make_env
 from jaxrl.rollout import Rollout
@@ -107,13 +108,6 @@ class CollectorState(NamedTuple):
 
 # ---------------------------------------------------------------------- shared pieces
 # What a collector and the drivers (jax_driver, gymnasium_driver) do in one env step.
-
-
-def strong_types(tree: Any) -> Any:
-    """Every leaf as a strongly typed array (gymnax's reset leaves some fields weakly typed
-    and step makes them strong; fixing the types up front keeps scan carries stable and jit
-    caches warm)."""
-    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.asarray(x).dtype), tree)
 
 
 def observe(

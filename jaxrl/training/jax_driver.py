@@ -35,6 +35,7 @@ from jax import lax
 from jax.experimental import checkify
 
 from jaxrl.core.normalization import RunningMeanStd, normalize_observations
+from jaxrl.core.tree import strong_types
 from jaxrl.envs.jax_envs import make_env
 from jaxrl.replay import Transition
 from jaxrl.spaces import describe_space
@@ -44,7 +45,7 @@ from jaxrl.training.agent_steps import (
     off_policy_updates,
     updates_per_collect,
 )
-from jaxrl.training.collect import make_jax_step, reset_jax_envs, strong_types
+from jaxrl.training.collect import make_jax_step, reset_jax_envs
 from jaxrl.training.periods import drive
 from jaxrl.training.seeds import over_seeds, resolve_seed_axis, split_seed_key
 from jaxrl.training.settings import RunLayout, RunSettings
