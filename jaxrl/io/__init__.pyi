@@ -20,11 +20,11 @@ from .runner import evaluate_run as evaluate_run
 from .runner import load_run as load_run
 from .runner import resolve_backend as resolve_backend
 from .runner import train_run as train_run
+from .search_space import TuneError as TuneError
+from .search_space import parse_search as parse_search
 from .studies import SweepError as SweepError
 from .studies import SweepResult as SweepResult
 from .studies import parse_grid as parse_grid
 from .studies import sweep as sweep
-from .tuning import TuneError as TuneError
-from .tuning import TuneResult as TuneResult
-from .tuning import parse_search as parse_search
 from .tuning import tune as tune
+from .tuning_report import TuneResult as TuneResult

@@ -39,29 +39,20 @@ a preset file records them: ``jaxrl train --preset-file`` refuses to report on t
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 import os
 import socket
-import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from jaxrl.io.config import RunConfig
 from jaxrl.io.run_dir import RunDir
-from jaxrl.io.studies import (
-    Setting,
-    SweepError,
-    check_field,
-    groups,
-    make_setting,
-    parse_value,
-    split_values,
-    sweepable_fields,
-)
+from jaxrl.io.search_space import Dimension, TuneError, label, parse_search
+from jaxrl.io.studies import Setting, SweepError, groups, make_setting
+from jaxrl.io.tuning_report import TuneResult, objective_text, write_summary
 
 TUNE_SEED = 1000
 """The first search seed of ``jaxrl tune`` (``jaxrl train``'s first seed is 0)."""
@@ -80,140 +71,6 @@ PRUNERS = {
     "successive-halving": "SuccessiveHalvingPruner",
     "none": "NopPruner",
 }
-
-
-class TuneError(SweepError):
-    """A search space, sampler, pruner or tuning directory :func:`tune` cannot use; the
-    message names the option (``--search FIELD``, ``--sampler``, ...) and what was expected."""
-
-
-# ---------------------------------------------------------------------------------------------
-# The search space
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Dimension:
-    """One searched field: a range (``low``, ``high``, ``log``) of an int or float field, or
-    ``choices`` (values of the field's command-line type).
-
-    Attributes:
-      name: the field (a hyperparameter or run setting).
-      kind: ``"float"``, ``"int"`` or ``"categorical"``.
-    """
-
-    name: str
-    kind: Literal["float", "int", "categorical"]
-    low: float = 0.0
-    high: float = 0.0
-    log: bool = False
-    choices: tuple[Any, ...] = ()
-
-    def suggest(self, trial: Any) -> Any:
-        """The trial's value (an Optuna trial's ``suggest_*``); a categorical value is asked
-        by its label (Optuna's choices are numbers and strings) and returned as the value."""
-        if self.kind == "float":
-            return trial.suggest_float(self.name, self.low, self.high, log=self.log)
-        if self.kind == "int":
-            return trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log)
-        labels = [label(choice) for choice in self.choices]
-        return self.choices[labels.index(trial.suggest_categorical(self.name, labels))]
-
-    def describe(self) -> str:
-        """The spec as ``--search`` writes it (``max_kl=0.001:0.05:log``)."""
-        if self.kind == "categorical":
-            return f"{self.name}=" + ",".join(str(label(c)) for c in self.choices)
-        return f"{self.name}={self.low:g}:{self.high:g}" + (":log" if self.log else "")
-
-
-def label(value: Any) -> Any:
-    """A value as Optuna and the tables show it: sequences as ``64x64``, None as ``"None"``."""
-    if isinstance(value, tuple | list):
-        return "x".join(str(v) for v in value)
-    return "None" if value is None else value
-
-
-def _numeric(kind: Any) -> type | None:
-    """``int`` or ``float`` for a field of that command-line type (None allowed), else None."""
-    members = [a for a in typing.get_args(kind) if a is not type(None)] or [kind]
-    return members[0] if len(members) == 1 and members[0] in (int, float) else None
-
-
-def parse_search(algo: str, preset: str, specs: Sequence[str]) -> list[Dimension]:
-    """``["max_kl=0.001:0.05:log", "hidden_sizes=64x64,256x256"]`` as dimensions: a range
-    ``LOW:HIGH`` (``:log`` for a log scale) of an int or float field, or a list of values.
-
-    Raises:
-      TuneError: a malformed spec, an unknown field (with the closest names), a field that
-        cannot be searched, a field given twice (also as ``-`` and ``_`` spellings), a range
-        with LOW >= HIGH or a log range with LOW <= 0, a range of a field that is not
-        numeric, an empty list, a list with a value twice or a single value.
-    """
-    kinds = sweepable_fields(algo, preset)
-    dimensions: dict[str, Dimension] = {}
-    for spec in specs:
-        name, equals, text = spec.partition("=")
-        name = name.strip().replace("-", "_")
-        if not equals or not text.strip():
-            raise TuneError(
-                f"--search {spec!r}: write FIELD=LOW:HIGH, FIELD=LOW:HIGH:log or "
-                "FIELD=VALUE,VALUE,..."
-            )
-        try:
-            check_field(name, kinds, algo, "--search")
-        except SweepError as error:
-            raise TuneError(str(error).replace("be swept", "be searched")) from None
-        if name in dimensions:
-            raise TuneError(f"--search {name} is given twice: search each field once")
-        if ":" in text and "," not in text:
-            dimensions[name] = _range(name, text.strip(), kinds[name])
-        else:
-            dimensions[name] = _choices(name, text, kinds[name])
-    return list(dimensions.values())
-
-
-def _range(name: str, text: str, kind: Any) -> Dimension:
-    parts = text.split(":")
-    log = parts[-1] == "log"
-    if log:
-        parts = parts[:-1]
-    number = _numeric(kind)
-    if len(parts) != 2:
-        raise TuneError(f"--search {name}={text}: a range is LOW:HIGH or LOW:HIGH:log")
-    if number is None:
-        raise TuneError(
-            f"--search {name}={text}: a range needs an int or float field; list {name}'s "
-            "values instead (FIELD=VALUE,VALUE,...)"
-        )
-    try:
-        low, high = (parse_value(name, part, number, "--search") for part in parts)
-    except SweepError as error:
-        raise TuneError(str(error)) from None
-    if not low < high:
-        raise TuneError(f"--search {name}={text}: LOW must be below HIGH")
-    if log and low <= 0:
-        raise TuneError(f"--search {name}={text}: a log range needs LOW > 0")
-    return Dimension(name, "int" if number is int else "float", low, high, log)
-
-
-def _choices(name: str, text: str, kind: Any) -> Dimension:
-    written = split_values(text)
-    if not written:
-        raise TuneError(f"--search {name}={text}: list at least two values")
-    try:
-        values = [parse_value(name, value, kind, "--search") for value in written]
-    except SweepError as error:
-        raise TuneError(str(error)) from None
-    labels = [label(value) for value in values]
-    repeated = sorted({str(x) for x in labels if labels.count(x) > 1})
-    if repeated:
-        raise TuneError(f"--search {name}={text}: {', '.join(repeated)} is listed twice")
-    if len(values) < 2:
-        raise TuneError(
-            f"--search {name}={text}: one value is not a search; set it with --"
-            f"{name.replace('_', '-')} {written[0]}"
-        )
-    return Dimension(name, "categorical", choices=tuple(values))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,7 +162,7 @@ def _describe(base: RunConfig, space: Sequence[Dimension], objective_evals: int)
     return {
         "base": base.to_dict(),
         "search": [d.describe() for d in space],
-        "objective": f"mean over seeds of the mean of the last {objective_evals} evaluations",
+        "objective": objective_text(objective_evals),
         "objective_evals": objective_evals,
     }
 
@@ -459,28 +316,6 @@ def _env_steps(run_dir: Path) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class TuneResult:
-    """What a study holds.
-
-    Attributes:
-      tune_dir: the tuning directory.
-      study: the Optuna study.
-      rows: one dict per trial (the rows of ``tune.csv``).
-      best: the best complete trial's row, or None.
-      complete, pruned, failed, running: trials in each state.
-    """
-
-    tune_dir: Path
-    study: Any
-    rows: list[dict[str, Any]]
-    best: dict[str, Any] | None
-    complete: int
-    pruned: int
-    failed: int
-    running: int
-
-
 def tune(
     base: RunConfig,
     space: Sequence[Dimension],
@@ -625,198 +460,6 @@ def _base_values(base: RunConfig, space: Sequence[Dimension]) -> dict[str, Any]:
     return values
 
 
-# ---------------------------------------------------------------------------------------------
-# The tuning directory's tables, figures and preset file
-# ---------------------------------------------------------------------------------------------
-
-
-def write_summary(
-    path: Path, study: Any, space: Sequence[Dimension], base: RunConfig, objective_evals: int
-) -> TuneResult:
-    """``tune.csv``, ``tune.md``, ``best.json`` and the figures of the study so far."""
-    import optuna
-
-    states = optuna.trial.TrialState
-    rows = []
-    for trial in study.get_trials(deepcopy=False):
-        row = {"trial": trial.number, "state": trial.state.name.lower()}
-        row["objective"] = trial.value if trial.state == states.COMPLETE else None
-        row.update({d.name: trial.params.get(d.name) for d in space})
-        row["env_steps"] = trial.user_attrs.get("env_steps")
-        row["seeds"] = " ".join(map(str, trial.user_attrs.get("seeds", [])))
-        rows.append(row)
-    with open(path / "tune.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(
-            handle, fieldnames=["trial", "state", "objective", *[d.name for d in space],
-                                "env_steps", "seeds"],
-        )  # fmt: skip
-        writer.writeheader()
-        writer.writerows(rows)
-    complete = sorted(
-        (r for r in rows if r["state"] == "complete"), key=lambda r: -float(r["objective"])
-    )
-    best = complete[0] if complete else None
-    count = {s: sum(r["state"] == s for r in rows) for s in ("complete", "pruned", "fail")}
-    running = sum(r["state"] == "running" for r in rows)
-    if best is not None:
-        _write_preset_file(path / "best.json", base, space, best, len(rows), objective_evals)
-    pruned_steps = [int(r["env_steps"] or 0) for r in rows if r["state"] == "pruned"]
-    markdown = _markdown(path, base, space, complete, count, running, pruned_steps)
-    (path / "tune.md").write_text(markdown)
-    _figures(path, study, len(complete))
-    return TuneResult(
-        path, study, rows, best, count["complete"], count["pruned"], count["fail"], running
-    )
-
-
-def _values_of(row: Mapping[str, Any], space: Sequence[Dimension]) -> dict[str, Any]:
-    """A trial's values as the run takes them (labels read back as values)."""
-    values = {}
-    for dim in space:
-        value = row[dim.name]
-        if dim.kind == "categorical":
-            value = dim.choices[[label(c) for c in dim.choices].index(value)]
-        values[dim.name] = list(value) if isinstance(value, tuple) else value
-    return values
-
-
-# Run settings a preset file leaves out: the seeds (the report's own), and how or where a
-# run is carried out, which does not change what it learns.
-_NOT_IN_PRESET_FILE = (
-    "seed",
-    "num_seeds",
-    "checkpoint_every",
-    "checkpoint_buffer",
-    "check_finite",
-    "env_backend",
-    "brax_backend",
-)
-
-
-def _write_preset_file(
-    file: Path,
-    base: RunConfig,
-    space: Sequence[Dimension],
-    best: dict,
-    total: int,
-    objective_evals: int,
-) -> None:
-    from jaxrl.training.settings import settings_fields
-
-    values = _values_of(best, space)
-    run_names = {f.name for f in settings_fields()}
-    # The base run's own departures from its preset come along (a trial is base + values);
-    # what only says how or where to run does not.
-    reference = RunConfig.from_preset(base.algo, base.env, base.preset, backend=base.backend)
-    own, preset_values = base.to_dict(), reference.to_dict()
-    hyper = {
-        k: v
-        for k, v in own["hyperparameters"].items()
-        if preset_values["hyperparameters"].get(k) != v
-    }
-    run = {k: v for k, v in own["run"].items() if preset_values["run"].get(k) != v}
-    run = {k: v for k, v in run.items() if k not in _NOT_IN_PRESET_FILE}
-    hyper.update({k: v for k, v in values.items() if k not in run_names})
-    run.update({k: v for k, v in values.items() if k in run_names})
-    seeds = [base.seed + i for i in range(base.num_seeds)]
-    preset = {
-        "algo": base.algo,
-        "env": base.env,
-        "preset": base.preset,
-        "hyperparameters": hyper,
-        "run": run,
-        "search_seeds": seeds,
-        "provenance": {
-            "study": file.parent.name,
-            "trial": best["trial"],
-            "objective": best["objective"],
-            "objective_is": _describe(base, space, objective_evals)["objective"],
-            "search": [d.describe() for d in space],
-            "trials_in_study": total,
-            "env_steps_per_trial": base.layout.total_steps,
-        },
-    }
-    tmp = file.with_name(file.name + ".tmp")
-    tmp.write_text(json.dumps(preset, indent=2) + "\n")
-    tmp.replace(file)
-
-
-def _pruning_line(pruned_steps: Sequence[int], pruned: int, total: int) -> str:
-    """What pruning saved: the env steps pruned trials did not train."""
-    if not pruned:
-        return "Pruning: no trial pruned."
-    saved = pruned * total - sum(pruned_steps)
-    return (
-        f"Pruning: {pruned} trials pruned after {sum(pruned_steps):,} of their "
-        f"{pruned * total:,} env steps per seed: {saved:,} saved ({saved / (pruned * total):.0%})."
-    )
-
-
-def _markdown(
-    path: Path,
-    base: RunConfig,
-    space: Sequence[Dimension],
-    complete: Sequence[dict],
-    count: Mapping[str, int],
-    running: int,
-    pruned_steps: Sequence[int],
-) -> str:
-    names = [d.name for d in space]
-    seeds = f"{base.seed}-{base.seed + base.num_seeds - 1}"
-    total = base.layout.total_steps
-    lines = [
-        f"# Tuning {base.algo.upper()} on {base.env}",
-        "",
-        f"{count['complete']} complete, {count['pruned']} pruned, {count['fail']} failed, "
-        f"{running} running. Search seeds {seeds}; {base.layout.total_steps:,} env steps per "
-        "trial; objective: mean over seeds of the mean of the last evaluations.",
-        "",
-        "Search: " + " ".join(f"`{d.describe()}`" for d in space),
-        "",
-        _pruning_line(pruned_steps, count["pruned"], total),
-        "",
-        "| rank | trial | objective | " + " | ".join(names) + " |",
-        "|---|---|---|" + "---|" * len(names),
-    ]
-    for rank, row in enumerate(complete[:20], 1):
-        values = " | ".join(str(row[n]) for n in names)
-        lines.append(f"| {rank} | {row['trial']} | {row['objective']:.1f} | {values} |")
-    if complete:
-        lines += [
-            "",
-            "Report the best on seeds no search used (the preset file refuses the search seeds):",
-            "",
-            f"    jaxrl train {base.algo} --preset-file {path / 'best.json'} --num-seeds 10",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def _figures(path: Path, study: Any, complete: int) -> None:
-    """Optuna's optimization history and (from two complete trials) importances."""
-    if complete < 1:
-        return
-    import warnings
-
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-    from optuna.visualization import matplotlib as figures
-
-    drawings = [("history.png", figures.plot_optimization_history)]
-    if complete >= 2:
-        drawings.append(("importances.png", figures.plot_param_importances))
-    for name, draw in drawings:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # Optuna marks its matplotlib figures experimental
-            try:
-                axes = draw(study)
-            except (ValueError, RuntimeError):  # e.g. importances of a single-valued space
-                continue
-        axes.figure.savefig(path / name, dpi=110, bbox_inches="tight")
-        plt.close(axes.figure)
-
-
 __all__ = [
     "TUNE_SEED",
     "Dimension",
@@ -825,4 +468,5 @@ __all__ = [
     "objective",
     "parse_search",
     "tune",
+    "write_summary",
 ]
