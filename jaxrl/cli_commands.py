@@ -258,7 +258,6 @@ def train(args: Any, argv: list[str]) -> int:
 
     from jaxrl.io.checkpoints import CheckpointError
     from jaxrl.io.preemption import Preemption
-    from jaxrl.io.report import CurveSummary, report_lines
     from jaxrl.io.runner import train_run
     from jaxrl.training.sharding import is_primary, leave_job, several_processes
 
@@ -308,14 +307,23 @@ def train(args: Any, argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 130
-    returns = result.eval_returns
-    seeds = f"{config.num_seeds} seed{'s' if config.num_seeds != 1 else ''}"
-    if resume and result.finished and not np.any(np.isfinite(returns)):
+    if resume and result.finished and not np.any(np.isfinite(result.eval_returns)):
         print(
             f"{run_dir.path} has finished all {result.num_periods} evaluation periods; raise "
             f"--total-steps to extend it, or see it with: jaxrl evaluate {run_dir.path}"
         )
         return 0
+    _report(config, run_dir, result, resume_cmd)
+    if result.finished and args.video is not None:
+        _video(str(run_dir.path), args.video, 0, 1, None)
+    return 0
+
+
+def _report(config: Any, run_dir: Any, result: Any, resume_cmd: str) -> None:
+    """What a finished (or stopped) ``jaxrl train`` prints: the run, its report, its files."""
+    from jaxrl.io.report import CurveSummary, report_lines
+
+    seeds = f"{config.num_seeds} seed{'s' if config.num_seeds != 1 else ''}"
     state = "Finished" if result.finished else "Stopped"
     print(
         f"{state} {config.algo.upper()} on {config.env}: {seeds} x {result.env_steps:,} env steps "
@@ -330,11 +338,8 @@ def train(args: Any, argv: list[str]) -> int:
     print(f"TensorBoard:    tensorboard --logdir {run_dir.tensorboard}")
     if result.finished:
         print(f"Evaluate:       jaxrl evaluate {run_dir.path}")
-        if args.video is not None:
-            _video(str(run_dir.path), args.video, 0, 1, None)
     else:
         print(f"Continue:       {resume_cmd}")
-    return 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -272,15 +272,14 @@ def train_run(
     Args:
       config: the run's configuration (saved to ``config.json`` first).
       run_dir: its directory.
-      resume: continue from the newest finalized checkpoint (from scratch if there is none).
-      stop_after_periods: end after this many evaluation periods of this call, as an
-        interruption would (the run stays resumable from its last checkpoint).
+      resume: continue from the newest checkpoint that restores (else from scratch).
+      stop_after_periods: end after this many periods of this call, as an interruption would.
       stop: asked after every evaluation period but the last; ``True`` ends the call there,
         after checkpointing that period, so that a later ``resume=True`` call continues from
         it (a wall-time budget: ``lambda: time.time() > deadline``). In a job of several
         processes it must answer the same on every process.
-      progress: show the progress bar / progress lines on stderr.
-      on_setup: called with a message once the run is set up (before compiling).
+      progress: show the progress bar on stderr.
+      on_setup: told once the run is set up (and of each damaged checkpoint it skipped).
       on_period: called after each period, before ``stop``, with the period, the env steps
         per seed and each seed's evaluation return ``[num_seeds]`` (a tuner's reports).
 
