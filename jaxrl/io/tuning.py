@@ -182,13 +182,26 @@ def _open_tune_dir(path: Path, described: dict[str, Any]) -> None:
     saved_path.write_text(json.dumps(described, indent=2) + "\n")
 
 
+def _boot() -> str:
+    """This boot of the machine (a process id names a process only within one boot)."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
 def _me() -> dict[str, Any]:
-    return {"host": socket.gethostname(), "pid": os.getpid()}
+    return {"host": socket.gethostname(), "boot": _boot(), "pid": os.getpid()}
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():  # an earlier call in this process left it
-        return False
+def _alive(worker: dict[str, Any]) -> bool:
+    """Whether the worker that asked a trial runs still (on this machine: its boot and its
+    process; another machine's workers are taken to be alive)."""
+    if worker.get("host") != socket.gethostname():
+        return True
+    pid = int(worker.get("pid", -1))
+    if worker.get("boot", _boot()) != _boot() or pid == os.getpid():  # rebooted; or this
+        return False  # process's earlier call left it
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -199,14 +212,14 @@ def _alive(pid: int) -> bool:
 
 
 def _retry_orphans(study: Any) -> list[int]:
-    """Trials left RUNNING by a dead worker of this machine: failed, their values asked
-    again (``enqueue_trial``). Returns their numbers."""
+    """Trials left RUNNING by a dead worker of this machine (its process gone, or the
+    machine rebooted since): failed, their values asked again (``enqueue_trial``). Returns
+    their numbers."""
     import optuna
 
-    host, retried = socket.gethostname(), []
+    retried = []
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        worker = trial.user_attrs.get("worker", {})
-        if worker.get("host") != host or _alive(int(worker.get("pid", -1))):
+        if _alive(trial.user_attrs.get("worker", {})):
             continue
         optuna.trial.Trial(study, trial._trial_id).set_user_attr("orphaned", True)
         study.tell(trial.number, state=optuna.trial.TrialState.FAIL)

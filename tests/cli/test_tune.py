@@ -227,3 +227,31 @@ def test_the_python_entry_point_returns_the_study(tmp_path):
     assert result.best is not None and result.best["objective"] == max(
         t.value for t in result.study.trials
     )
+
+
+def test_a_trial_of_a_worker_before_a_reboot_is_asked_again(tmp_path):
+    """A process id names a process within one boot: a trial whose worker ran on this
+    machine before a reboot is orphaned even if a process of that id runs now (pid 1);
+    another machine's, or a live worker's, is left to it."""
+    import socket
+
+    import optuna
+    from optuna.storages.journal import JournalFileBackend
+
+    from jaxrl.io.tuning import _boot, _retry_orphans
+
+    storage = optuna.storages.JournalStorage(JournalFileBackend(str(tmp_path / "s.log")))
+    study = optuna.create_study(storage=storage, direction="maximize")
+    host = socket.gethostname()
+    workers = [
+        {"host": host, "boot": "an earlier boot", "pid": 1},
+        {"host": host, "boot": _boot(), "pid": 1},  # alive: init
+        {"host": "another-machine", "boot": "?", "pid": 1},
+    ]
+    for worker in workers:
+        trial = study.ask({"max_kl": optuna.distributions.FloatDistribution(0.001, 0.1)})
+        trial.set_user_attr("worker", worker)
+    assert _retry_orphans(study) == [0]
+    states = [t.state.name for t in study.get_trials()]
+    assert states == ["FAIL", "RUNNING", "RUNNING", "WAITING"]
+    assert study.get_trials()[3].system_attrs["fixed_params"] == study.get_trials()[0].params
