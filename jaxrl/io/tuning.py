@@ -29,8 +29,9 @@ and its group's program stops at the period where every trial of the group is pr
 **Workers**: any number of processes (on one machine or several) may run :func:`tune` on
 one study (the same ``storage`` and ``study_name``): each asks its own trials, so none is
 trained twice, and the study ends when ``trials`` trials are complete or pruned. A worker
-that is killed leaves its trials RUNNING; a worker that starts on the same machine marks
-those of dead processes failed and asks for their values again.
+that is killed leaves its trials RUNNING; a worker that starts on the same machine takes
+over those of dead workers (process gone, or the machine rebooted): a host trial with a
+checkpoint continues from it, any other is failed and its values asked again.
 
 **Seeds**: the command line's search seeds start at 1000 (``jaxrl train`` starts at 0), and
 a preset file records them: ``jaxrl train --preset-file`` refuses to report on them.
@@ -52,7 +53,7 @@ from jaxrl.io.config import RunConfig
 from jaxrl.io.run_dir import RunDir
 from jaxrl.io.search_space import Dimension, TuneError, label, parse_search
 from jaxrl.io.studies import Setting, SweepError, groups, make_setting
-from jaxrl.io.tuning_report import TuneResult, objective_text, write_summary
+from jaxrl.io.tuning_report import TuneResult, objective_text, values_of, write_summary
 
 TUNE_SEED = 1000
 """The first search seed of ``jaxrl tune`` (``jaxrl train``'s first seed is 0)."""
@@ -211,21 +212,38 @@ def _alive(worker: dict[str, Any]) -> bool:
     return True
 
 
-def _retry_orphans(study: Any) -> list[int]:
+def _retry_orphans(
+    study: Any, base: RunConfig | None = None, space: Sequence[Dimension] = (), path: Path = Path()
+) -> tuple[list[tuple[Any, Setting]], list[int]]:
     """Trials left RUNNING by a dead worker of this machine (its process gone, or the
-    machine rebooted since): failed, their values asked again (``enqueue_trial``). Returns
-    their numbers."""
+    machine rebooted since): a host trial whose run directory holds a checkpoint is taken
+    over, to be resumed from it (``[(trial, setting)]``); any other is failed and its values
+    asked again (``enqueue_trial``; their numbers)."""
     import optuna
 
-    retried = []
-    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        if _alive(trial.user_attrs.get("worker", {})):
+    from jaxrl.io.checkpoints import CheckpointStore
+
+    adopted, retried = [], []
+    for frozen in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        if _alive(frozen.user_attrs.get("worker", {})):
             continue
-        optuna.trial.Trial(study, trial._trial_id).set_user_attr("orphaned", True)
-        study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
-        study.enqueue_trial(trial.params, user_attrs={"retry_of": trial.number})
-        retried.append(trial.number)
-    return retried
+        trial = optuna.trial.Trial(study, frozen._trial_id)
+        name = f"trial-{frozen.number}"
+        store = CheckpointStore(path / "trials" / name / "checkpoints")
+        if base is not None and base.backend != "jax" and store.latest_step() is not None:
+            try:
+                setting = make_setting(base, values_of(frozen.params, space), name, "trial")
+            except (SweepError, KeyError, ValueError):
+                setting = None
+            if setting is not None:
+                trial.set_user_attr("worker", _me())
+                adopted.append((trial, setting))
+                continue
+        trial.set_user_attr("orphaned", True)
+        study.tell(frozen.number, state=optuna.trial.TrialState.FAIL)
+        study.enqueue_trial(frozen.params, user_attrs={"retry_of": frozen.number})
+        retried.append(frozen.number)
+    return adopted, retried
 
 
 def _counts(study: Any) -> tuple[int, int]:
@@ -259,9 +277,11 @@ class _Reporter:
         self.history: list[np.ndarray] = []
         self.pruned = False
 
-    def report(self, period: int, returns: np.ndarray) -> None:
+    def report(self, period: int, returns: np.ndarray, run_dir: Path | None = None) -> None:
         if self.pruned:
             return
+        if not self.history and period > 1 and run_dir is not None:  # a resumed trial
+            self.history = list(_trained_returns(run_dir)[: period - 1])
         self.history.append(np.asarray(returns, np.float64))
         value = objective(np.stack(self.history), self.last)
         if not np.isfinite(value):
@@ -271,9 +291,14 @@ class _Reporter:
 
 
 def _train_batch(
-    batch: Sequence[tuple[Any, Setting]], path: Path, objective_evals: int, say: Callable
+    batch: Sequence[tuple[Any, Setting]],
+    path: Path,
+    objective_evals: int,
+    say: Callable,
+    resume: bool = False,
 ) -> None:
-    """Train a batch of trials (as a study's groups) and tell the study how each ended."""
+    """Train a batch of trials (as a study's groups) and tell the study how each ended;
+    ``resume``: host trials a dead worker left, continued from their checkpoints."""
     import optuna
 
     from jaxrl.io.runner import train_run
@@ -282,7 +307,8 @@ def _train_batch(
     reporters = {s.name: _Reporter(trial, objective_evals) for trial, s in batch}
     trials = {s.name: trial for trial, s in batch}
     for group in groups([s for _, s in batch]):
-        run_dirs = [RunDir.create(path / "trials" / s.name) for s in group]
+        open_dir = RunDir if resume else RunDir.create
+        run_dirs = [open_dir(path / "trials" / s.name) for s in group]
         say(f"  training {', '.join(s.name for s in group)}")
         if group[0].config.backend == "jax":
 
@@ -299,8 +325,11 @@ def _train_batch(
                 train_run(
                     setting.config,
                     run_dir,
+                    resume=resume,
                     progress=False,
-                    on_period=lambda period, steps, returns, r=reporter: r.report(period, returns),
+                    on_period=lambda period, steps, returns, r=reporter, d=run_dir.path: r.report(
+                        period, returns, d
+                    ),
                     stop=lambda r=reporter: r.pruned,
                 )
         for setting, run_dir in zip(group, run_dirs, strict=True):
@@ -382,9 +411,13 @@ def tune(
         base, space, path, sampler, sampler_seed, pruner, storage, study_name, objective_evals
     )
     say(f"Tuning directory {path}")
-    retried = _retry_orphans(study)
+    adopted, retried = _retry_orphans(study, base, space, path)
     if retried:
         say(f"trials {', '.join(map(str, retried))} of a stopped worker: asked again")
+    if adopted:
+        numbers = ", ".join(s.name[6:] for _, s in adopted)
+        say(f"trials {numbers} of a stopped worker: resumed from their checkpoints")
+        _train_batch(adopted, path, objective_evals, say, resume=True)
     if enqueue_base and not study.trials:
         base_values = _base_values(base, space)
         values = {d.name: label(base_values[d.name]) for d in space}

@@ -80,7 +80,7 @@ def write_summary(
     )
 
 
-def _values_of(row: Mapping[str, Any], space: Sequence[Dimension]) -> dict[str, Any]:
+def values_of(row: Mapping[str, Any], space: Sequence[Dimension]) -> dict[str, Any]:
     """A trial's values as the run takes them (labels read back as values)."""
     values = {}
     for dim in space:
@@ -114,7 +114,7 @@ def _write_preset_file(
 ) -> None:
     from jaxrl.training.settings import settings_fields
 
-    values = _values_of(best, space)
+    values = values_of(best, space)
     run_names = {f.name for f in settings_fields()}
     # The base run's own departures from its preset come along (a trial is base + values);
     # what only says how or where to run does not.

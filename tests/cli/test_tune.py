@@ -251,7 +251,34 @@ def test_a_trial_of_a_worker_before_a_reboot_is_asked_again(tmp_path):
     for worker in workers:
         trial = study.ask({"max_kl": optuna.distributions.FloatDistribution(0.001, 0.1)})
         trial.set_user_attr("worker", worker)
-    assert _retry_orphans(study) == [0]
+    assert _retry_orphans(study) == ([], [0])
     states = [t.state.name for t in study.get_trials()]
     assert states == ["FAIL", "RUNNING", "RUNNING", "WAITING"]
     assert study.get_trials()[3].system_attrs["fixed_params"] == study.get_trials()[0].params
+
+
+def test_a_dead_workers_host_trial_is_resumed_from_its_checkpoint(jaxrl, tmp_path):
+    """A host trial (gymnasium) whose worker was killed after a checkpoint is taken over by
+    the next worker and continued from it, not trained again: it completes as trial 0, with
+    one evaluation per seed and period."""
+    from jaxrl.io import CheckpointStore, read_csv
+
+    tune_dir = tmp_path / "host"
+    host = ["--backend", "gymnasium", "--total-steps", "512", "--checkpoint-every", "1"]
+    command = [sys.executable, "-m", "jaxrl", "tune", "trpo", *TINY, *host, *SPACE]
+    command += ["--trials", "2", "--batch", "1", "--tune-dir", str(tune_dir)]
+    worker = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    checkpoints, deadline = tune_dir / "trials" / "trial-0" / "checkpoints", time.monotonic() + 300
+    while not (checkpoints.is_dir() and CheckpointStore(checkpoints).steps()):
+        assert worker.poll() is None and time.monotonic() < deadline, worker.stderr.read()
+        time.sleep(0.05)
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.wait()
+    resumed = jaxrl(*command[3:]).check()
+    assert "trials 0 of a stopped worker: resumed from their checkpoints" in resumed.stderr
+    study = _study(tune_dir)
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE"]
+    evals = read_csv(tune_dir / "trials" / "trial-0" / "evals.csv")
+    for seed in (0, 1):
+        np.testing.assert_array_equal(evals["period"][evals["seed"] == seed], np.arange(5))
+    assert sorted(study.trials[0].intermediate_values) == [1, 2, 3, 4]
