@@ -392,7 +392,7 @@ def sweep(args: Any, argv: list[str]) -> int:
         base, grid, path = _resolve_sweep(args, argv)
         if not grid:
             raise UsageError("missing --sweep FIELD=VALUE,...: the grid to train")
-        again = argv if "--sweep-dir" in given_options(argv) else [*argv, "--sweep-dir", str(path)]
+        again = argv if "sweep_dir" in given_options(argv) else [*argv, "--sweep-dir", str(path)]
         resume_cmd = "jaxrl " + " ".join(again)
         _interrupt_on_sigterm()
         said: list[str] = []
@@ -471,7 +471,7 @@ def tune(args: Any, argv: list[str]) -> int:
         space = parse_search(algo, preset, _search_specs(values))
         base = _new_config(algo, values, hyper, given, preset)
         path = Path(values["tune_dir"] or default_run_path(algo, values["env"], root="tunes"))
-        again = argv if "--tune-dir" in given else [*argv, "--tune-dir", str(path)]
+        again = argv if "tune_dir" in given else [*argv, "--tune-dir", str(path)]
         resume_cmd = "jaxrl " + " ".join(again)
         _interrupt_on_sigterm()
         result = run_tune(

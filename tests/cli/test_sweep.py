@@ -87,6 +87,7 @@ def test_an_interrupted_sweep_resumes_without_retraining(jaxrl: Callable[..., Re
     resumed = tmp_path / "resumed"
     first = jaxrl(*command, "--sweep-dir", resumed, "--stop-after-groups", "1").check()
     assert "Stopped with 2 of 4 settings" in first.stdout
+    assert first.stdout.count("--sweep-dir") == 1  # the command to continue names it once
     assert len(_rows(resumed / "sweep.csv")) == 4
     done = resumed / "runs" / "hidden_sizes=8,max_kl=0.005"
     before = (done / "evals.csv").read_text()

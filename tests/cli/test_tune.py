@@ -165,6 +165,7 @@ def test_an_interrupted_study_resumes_where_it_stopped(jaxrl: Callable[..., Resu
     args = ["tune", "trpo", *TINY, *BUDGET, *SPACE, "--trials", "3", "--batch", "1"]
     first = jaxrl(*args, "--tune-dir", tune_dir, "--stop-after-batches", "1").check()
     assert "Stopped with 1 of 3 trials; continue with:" in first.stdout
+    assert first.stdout.count("--tune-dir") == 1  # the command to continue names it once
     jaxrl(*args, "--tune-dir", tune_dir).check()
     study = _study(tune_dir)
     assert [t.state.name for t in study.trials] == ["COMPLETE"] * 3
