@@ -1,40 +1,28 @@
 """Tuning (``jaxrl tune``): an Optuna study over hyperparameters and run settings.
 
 :func:`tune` asks a study (Optuna's ask-and-tell) for a batch of trials, trains the batch as
-a study's groups train (:mod:`jaxrl.io.studies`: on a JAX environment, the trials that differ
+a study's groups train (:mod:`jaxrl.io.studies`: on a JAX environment, trials that differ
 only in numeric hyperparameters train in ONE program over trials x seeds; on a host
-environment, one after another), reports each evaluation period to the study and tells it
-each trial's objective. A tuning directory holds::
+environment, one after another), reports each evaluation period and tells the study each
+trial's objective. The tuning directory (:mod:`jaxrl.io.tuning_report`) holds the study's
+description, its storage, a run directory per trial, the tables and the best preset file.
 
-    TUNE_DIR/tune.json        what is tuned: the base run, the search space, the objective
-    TUNE_DIR/study.log        the study (Optuna's journal file; ``storage`` chooses another)
-    TUNE_DIR/trials/trial-N/  one run directory per trial (``jaxrl plot`` etc. work on each)
-    TUNE_DIR/tune.csv         one row per trial: its state, objective and values
-    TUNE_DIR/tune.md          the trials ranked by objective, and the best trial's command
-    TUNE_DIR/best.json        the best trial's values as a preset file (``--preset-file``)
-    TUNE_DIR/history.png      Optuna's optimization history; importances.png: the values'
-                              importances (from two finished trials on)
+**The objective** of a trial is the mean over its seeds (the search seeds) of each seed's
+mean evaluation return over the last ``objective_evals`` periods: where training ended, not
+a lucky maximum. Each period the trial reports the same statistic over the periods so far.
 
-**The objective** of a trial is the mean, over its seeds (the search seeds), of each seed's
-mean evaluation return over the run's last ``objective_evals`` evaluation periods: a
-statistic of where training ended, not a lucky maximum. After each evaluation period the
-trial reports the same statistic over the periods so far (the last ``objective_evals`` of
-them), which the pruner compares across trials.
+**Pruning** (Optuna's median pruner by default, after a warm-up of a quarter of the periods
+and 5 finished trials): a pruned host trial stops at once, which frees its compute; in a JAX
+group a pruned trial stops reporting, and the group stops where all its trials are pruned.
 
-**Pruning** (Optuna's median pruner by default, after a warm-up of a quarter of the run's
-periods and 5 finished trials): a pruned trial on a host environment stops at once, which
-frees its compute for the next trial. On a JAX environment a pruned trial stops reporting,
-and its group's program stops at the period where every trial of the group is pruned.
+**Workers**: processes on one machine or several may run :func:`tune` on one study (the
+same ``storage`` and ``study_name``): each asks its own trials, so none is trained twice;
+the study ends when ``trials`` trials are complete, pruned or failed. A worker that starts
+takes over the RUNNING trials of this machine's dead workers (process gone, or rebooted
+since): a host trial with a checkpoint continues from it, any other is asked again.
 
-**Workers**: any number of processes (on one machine or several) may run :func:`tune` on
-one study (the same ``storage`` and ``study_name``): each asks its own trials, so none is
-trained twice, and the study ends when ``trials`` trials are complete or pruned. A worker
-that is killed leaves its trials RUNNING; a worker that starts on the same machine takes
-over those of dead workers (process gone, or the machine rebooted): a host trial with a
-checkpoint continues from it, any other is failed and its values asked again.
-
-**Seeds**: the command line's search seeds start at 1000 (``jaxrl train`` starts at 0), and
-a preset file records them: ``jaxrl train --preset-file`` refuses to report on them.
+**Seeds**: the command line's search seeds start at 1000 (``jaxrl train``'s at 0); a preset
+file records them, and ``jaxrl train --preset-file`` refuses to report on them.
 """
 
 from __future__ import annotations
