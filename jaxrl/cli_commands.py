@@ -382,8 +382,21 @@ def _one_process_sweep(argv: list[str], command: str = "sweep") -> None:
         )
 
 
-def sweep(args: Any, argv: list[str]) -> int:
+def _study_error(error: Exception, argv: list[str]) -> UsageError:
+    """A sweep's or a study's error as one line: a :class:`jaxrl.io.studies.SweepError`
+    names the field as ``--sweep``/``--search`` wrote it, and the error of an invalid setting
+    it carries (as any other error here) names the flags to change."""
     from jaxrl.io.studies import SweepError
+
+    if isinstance(error, SweepError) and error.cause is None:
+        return UsageError(str(error))
+    flags = command_spec(argv, preset_in_force(argv)).options
+    if isinstance(error, SweepError):
+        return UsageError(f"{error.message}: {name_flags(str(error.cause), flags)}")
+    return UsageError(name_flags(str(error), flags))
+
+
+def sweep(args: Any, argv: list[str]) -> int:
     from jaxrl.io.studies import sweep as run_sweep
 
     _enable_compilation_cache()
@@ -407,14 +420,8 @@ def sweep(args: Any, argv: list[str]) -> int:
             base, grid, path, stop_after_groups=args.stop_after_groups, on_group=say,
             jobs=args.jobs,
         )  # fmt: skip
-    except SweepError as error:  # names the field as --sweep wrote it
-        if error.cause is None:
-            raise UsageError(str(error)) from None
-        flags = command_spec(argv, preset_in_force(argv)).options
-        raise UsageError(f"{error.message}: {name_flags(str(error.cause), flags)}") from None
     except (ValueError, TypeError, ModuleNotFoundError) as error:
-        flags = command_spec(argv, preset_in_force(argv)).options
-        raise UsageError(name_flags(str(error), flags)) from None
+        raise _study_error(error, argv) from None
     except KeyboardInterrupt:
         print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
         return 130
@@ -453,7 +460,6 @@ def _search_specs(values: dict[str, Any]) -> list[str]:
 
 def tune(args: Any, argv: list[str]) -> int:
     from jaxrl.io.run_dir import default_run_path
-    from jaxrl.io.studies import SweepError
     from jaxrl.io.tuning import TUNE_SEED, parse_search
     from jaxrl.io.tuning import tune as run_tune
 
@@ -490,14 +496,8 @@ def tune(args: Any, argv: list[str]) -> int:
             stop_after_batches=args.stop_after_batches,
             on_batch=lambda line: print(line, file=sys.stderr, flush=True),
         )
-    except SweepError as error:
-        if error.cause is None:
-            raise UsageError(str(error)) from None
-        flags = command_spec(argv, preset_in_force(argv)).options
-        raise UsageError(f"{error.message}: {name_flags(str(error.cause), flags)}") from None
     except (ValueError, TypeError, ModuleNotFoundError) as error:
-        flags = command_spec(argv, preset_in_force(argv)).options
-        raise UsageError(name_flags(str(error), flags)) from None
+        raise _study_error(error, argv) from None
     except KeyboardInterrupt:
         print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
         return 130
