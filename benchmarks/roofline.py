@@ -75,11 +75,12 @@ Programs (the algorithms' own jitted code; shapes from the presets, as ``update_
   of the main job (16 x 512 = 8,192 samples, 20 critic steps).
 * TRPO's parts at the Pendulum and MuJoCo shapes: ``trpo-prepare-*`` (``prepare_batch``:
   values, GAE, return scaling, advantage normalization, old log-probs), ``trpo-critic-*`` (the
-  critic's Adam steps, ``NaturalGradient._critic_steps``), ``trpo-actor-step-*`` (one whole
-  natural-gradient step, ``NaturalGradient._actor_step``: gradient, CG, line search),
+  critic's Adam steps, ``jaxrl.algorithms.on_policy.critic_steps``), ``trpo-actor-step-*``
+  (one whole natural-gradient step, ``jaxrl.algorithms.natural_step.actor_step``: gradient,
+  CG, line search),
   ``trpo-fvp-*`` (one Fisher-vector product), ``trpo-cg-*`` (conjugate gradients) and
-  ``trpo-line-search-*`` (``TRPO._step``: step length and backtracking line search). The last
-  three are inner closures of ``_actor_step``: they are rebuilt from the public core functions
+  ``trpo-line-search-*`` (``trpo_rule``'s step: step length and backtracking line search). The
+  last three are inner closures of ``actor_step``: they are rebuilt from the public core functions
   (``make_gauss_newton_vector_product``, ``conjugate_gradient``) with the update's shapes and
   its first actor step's inputs (the linearization, gradient, direction), as the notes say.
   NPG's parts are TRPO's: the same critic steps, Fisher-vector products and CG at the same
@@ -870,7 +871,7 @@ def on_policy_inputs(algo: str, shape: str) -> tuple[Any, Any, Any, Any]:
 
 
 def actor_steps_per_update(agent: Any, total: int) -> int:
-    from jaxrl.algorithms.natural_gradient import minibatch_layout
+    from jaxrl.algorithms.on_policy import minibatch_layout
 
     return agent.repeat * minibatch_layout(total, agent.batch_size)[0].shape[0]
 
@@ -924,16 +925,14 @@ def update_programs(algo: str, shape: str) -> list[Program]:
 
 def trpo_part_programs(shape: str) -> list[Program]:
     """TRPO's parts at one shape, from the inputs of the update's first actor step."""
-    from jaxrl.algorithms.natural_gradient import (
-        CG_RESIDUAL_TOL,
-        TRUST_REGION_PRECISION,
-        ActorStep,
-        weighted_mean,
-    )
+    from jaxrl.algorithms import natural_step, on_policy
+    from jaxrl.algorithms.natural_step import CG_RESIDUAL_TOL, TRUST_REGION_PRECISION, ActorStep
+    from jaxrl.algorithms.on_policy import weighted_mean
     from jaxrl.core import distributions
     from jaxrl.core.trust_region import conjugate_gradient, make_gauss_newton_vector_product
 
     agent, state, rollout, _ = on_policy_inputs("trpo", shape)
+    rule = agent.actor_rule()
     batch, _ = jax.jit(agent.prepare_batch)(state, rollout)
     weights = jnp.ones(batch.advantage.shape, jnp.float32)
     actor_apply = state.actor.apply_fn
@@ -944,7 +943,7 @@ def trpo_part_programs(shape: str) -> list[Program]:
         return actor_apply(p, batch.obs)
 
     def surrogate_at(dist: Any) -> jax.Array:
-        return agent._surrogate(distributions.log_prob(dist, batch.action), batch, weights)
+        return rule.surrogate(distributions.log_prob(dist, batch.action), batch, weights)
 
     def fvp_of(linearized: Any) -> Callable[[Any], Any]:
         old_dist = linearized[0]
@@ -957,7 +956,7 @@ def trpo_part_programs(shape: str) -> list[Program]:
         )
 
     def context(p: Any) -> dict[str, Any]:
-        # The first lines of NaturalGradient._actor_step: one linearization of the policy,
+        # The first lines of natural_step.actor_step: one linearization of the policy,
         # the surrogate's gradient through its transpose, then CG's direction.
         with jax.default_matmul_precision(TRUST_REGION_PRECISION):
             linearized = jax.linearize(policy, p)
@@ -1000,25 +999,37 @@ def trpo_part_programs(shape: str) -> list[Program]:
             step = ActorStep(
                 params, direction, fvp_of(linearized), curvature, loss, surrogate, mean_kl
             )
-            return agent._step(step)
+            return rule.step(step)
 
     def actor_step(p: Any, minibatch: Any, w: jax.Array, key: jax.Array) -> Any:
         with jax.default_matmul_precision(TRUST_REGION_PRECISION):
-            return agent._actor_step(actor_apply, p, minibatch, w, key)
+            return natural_step.actor_step(
+                rule,
+                actor_apply,
+                p,
+                minibatch,
+                w,
+                key,
+                damping=agent.damping,
+                cg_iters=agent.cg_iters,
+                fvp_batch_size=agent.fvp_batch_size,
+            )
 
-    def line_search_stats_trips(out: Any) -> dict[str, float]:
-        stats = out[1]
+    def search_trips(backtracks: Any, failed: Any) -> dict[str, float]:
         return {
             LINE_SEARCH_LOOP: line_search_trips(
-                float(stats["backtracks"]),
-                float(stats["line_search_failed"]),
-                1,
-                agent.max_backtracks,
+                float(backtracks), float(failed), 1, agent.max_backtracks
             )
         }
 
+    def line_search_stats_trips(out: Any) -> dict[str, float]:
+        search = out.line_search  # the rule's StepResult
+        return search_trips(jnp.where(search.accepted, search.index, 0), ~search.accepted)
+
     def actor_step_trips(out: Any) -> dict[str, float]:
-        return {CG_LOOP: float(out[1]["cg_iterations"]), **line_search_stats_trips(out)}
+        stats = out[1]
+        trips = search_trips(stats["backtracks"], stats["line_search_failed"])
+        return {CG_LOOP: float(stats["cg_iterations"]), **trips}
 
     size = f"{total} samples, obs {batch.obs.shape[1]}, action {batch.action.shape[1]}"
     rebuilt = "rebuilt from jaxrl.core with the update's shapes and first actor step's inputs"
@@ -1037,8 +1048,8 @@ def trpo_part_programs(shape: str) -> list[Program]:
             "part",
             "trpo",
             shape,
-            f"NaturalGradient._critic_steps: {agent.optim_critic_iters} Adam steps; {size}",
-            agent._critic_steps,
+            f"on_policy.critic_steps: {agent.optim_critic_iters} Adam steps; {size}",
+            lambda critic, b, w: on_policy.critic_steps(critic, b, w, agent.optim_critic_iters),
             (state.critic, batch, weights),
         ),
         Program(
@@ -1046,7 +1057,7 @@ def trpo_part_programs(shape: str) -> list[Program]:
             "part",
             "trpo",
             shape,
-            f"NaturalGradient._actor_step (gradient, CG, line search), float32; {size}",
+            f"natural_step.actor_step (gradient, CG, line search), float32; {size}",
             actor_step,
             (params, batch, weights, jax.random.key(2)),
             actor_step_trips,

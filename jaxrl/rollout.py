@@ -15,7 +15,7 @@ class Rollout(NamedTuple):
 
     Attributes:
       obs: ``[T, N, *obs_shape]`` observation at each step.
-      action: the raw policy action taken (``agent.sample_actions(...).action``: before
+      action: the raw policy action taken (``agent.explore(...)[1].action``: before
         bounding and scaling), ``[T, N, action_dim]`` float for Box action spaces, ``[T, N]``
         int for Discrete ones.
       reward: ``[T, N]`` float.

@@ -9,6 +9,7 @@ Run the learning experiment on its own, with per-seed results printed::
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -235,7 +236,7 @@ def test_hyperparameter_sweep_under_vmap(setup):
 
     def run(agent):
         state = agent.init(jax.random.key(0), OBS_SPACE, ACTION_SPACE, num_envs=5)
-        state, sample = agent.sample_actions(state, batch.obs[:5], jax.random.key(1))
+        state, sample = agent.explore(state, batch.obs[:5], jax.random.key(1))
         state, stats = agent.update(state, batch, None)
         return state.critic_target, sample.action, stats["critic_loss"]
 
@@ -267,9 +268,9 @@ def test_gaussian_noise_statistics():
     agent = DDPG(exploration_noise=GaussianNoise(sigma=0.3, mu=0.05))
     state = agent.init(jax.random.key(0), OBS_SPACE, ACTION_SPACE)
     obs = jax.random.normal(jax.random.key(1), (50_000, OBS_DIM))
-    new_state, noisy = jax.jit(agent.sample_actions)(state, obs, jax.random.key(2))
-    _, clean = agent.sample_actions(state, obs, jax.random.key(2), deterministic=True)
-    noise = np.asarray(noisy.action - clean.action)
+    new_state, noisy = jax.jit(agent.explore)(state, obs, jax.random.key(2))
+    clean = state.actor.apply_fn(state.actor.params, obs)  # mu(s)
+    noise = np.asarray(noisy.action - clean)
     np.testing.assert_allclose(noise.mean(0), 0.05, atol=4 * 0.3 / math.sqrt(50_000))
     np.testing.assert_allclose(noise.std(0), 0.3, rtol=0.02)
     assert abs(np.corrcoef(noise[:, 0], noise[:, 1])[0, 1]) < 0.02
@@ -302,48 +303,50 @@ def test_ou_noise_stationary_variance_and_autocorrelation():
     np.testing.assert_allclose(np.mean(x0 * xk) / x0.var(), a**lag, atol=0.03)
 
 
-def test_ou_noise_through_sample_actions_carries_state():
+def test_ou_noise_through_explore_carries_state():
     noise = OUNoise(sigma=0.5, theta=2.0, dt=0.1, mu=0.2)
     agent = DDPG(exploration_noise=noise)
     state = agent.init(jax.random.key(0), OBS_SPACE, ACTION_SPACE, num_envs=4)
     obs = jax.random.normal(jax.random.key(1), (4, OBS_DIM))
-    _, clean = agent.sample_actions(state, obs, None, deterministic=True)
-    sample_actions = jax.jit(agent.sample_actions)
+    clean = state.actor.apply_fn(state.actor.params, obs)  # mu(s)
+    explore = jax.jit(agent.explore)
     x = np.zeros((4, ACTION_DIM), np.float32)
     for i in range(4):
         key = jax.random.key(10 + i)
-        state, sample = sample_actions(state, obs, key)
-        eps = np.asarray(jax.random.normal(key, (4, ACTION_DIM)))
+        state, sample = explore(state, obs, key)
+        noise_key = jax.random.split(key)[0]  # explore's: (acting, warm-up)
+        eps = np.asarray(jax.random.normal(noise_key, (4, ACTION_DIM)))
         x = x + 2.0 * 0.1 * (0.2 - x) + 0.5 * math.sqrt(0.1) * eps
         np.testing.assert_allclose(state.noise_state, x, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(sample.action - clean.action, x, rtol=1e-5, atol=1e-5)
-    assert sample_actions._cache_size() == 1
-    # Deterministic acting neither adds noise nor advances the process (traced flag too).
+        np.testing.assert_allclose(sample.action - clean, x, rtol=1e-5, atol=1e-5)
+    assert explore._cache_size() == 1
+    # The deterministic policy adds no noise (traced flag too): mu(s), clipped and scaled.
+    low, high = ACTION_SPACE.low, ACTION_SPACE.high
+    expected = low + (high - low) * (np.clip(np.asarray(clean), -1, 1) + 1) / 2
     for flag in (True, jnp.bool_(True)):
-        same_state, det = jax.jit(agent.sample_actions)(state, obs, jax.random.key(0), flag)
-        np.testing.assert_array_equal(same_state.noise_state, state.noise_state)
-        np.testing.assert_allclose(det.action, clean.action, rtol=1e-6)
-    # act returns the advanced state with the environment action.
-    acted_state, env_action = agent.act(state, obs, jax.random.key(99))
-    assert env_action.shape == (4, ACTION_DIM)
+        det = jax.jit(agent.policy)(state, obs, jax.random.key(0), flag)
+        np.testing.assert_allclose(det, expected, rtol=1e-5, atol=1e-6)
+    # explore returns the advanced state with the environment action.
+    acted_state, acted = agent.explore(state, obs, jax.random.key(99))
+    assert acted.env_action.shape == (4, ACTION_DIM)
     assert not np.allclose(acted_state.noise_state, state.noise_state)
     # A batch of another size needs reset_noise (or num_envs at init); deterministic never does.
     with pytest.raises(ValueError, match="reset_noise"):
-        agent.sample_actions(state, obs[:3], jax.random.key(0))
-    agent.sample_actions(state, obs[:3], jax.random.key(0), deterministic=True)
+        agent.explore(state, obs[:3], jax.random.key(0))
+    agent.policy(state, obs[:3], jax.random.key(0), True)
     # A traced flag builds the noisy branch too; the error says to pass a Python bool.
     with pytest.raises(ValueError, match="Python bool"):
-        jax.jit(agent.sample_actions)(state, obs[:3], jax.random.key(0), jnp.bool_(True))
+        jax.jit(agent.policy)(state, obs[:3], jax.random.key(0), jnp.bool_(True))
     reset = agent.reset_noise(state, (3,))
     assert reset.noise_state.shape == (3, ACTION_DIM) and not np.any(reset.noise_state)
-    agent.sample_actions(reset, obs[:3], jax.random.key(0))
+    agent.explore(reset, obs[:3], jax.random.key(0))
 
 
 def test_stored_action_is_unclipped_env_action_is_clipped_and_scaled():
     agent = DDPG(exploration_noise=GaussianNoise(sigma=3.0))
     state = agent.init(jax.random.key(0), OBS_SPACE, ACTION_SPACE)
     obs = jax.random.normal(jax.random.key(1), (1000, OBS_DIM))
-    _, sample = agent.sample_actions(state, obs, jax.random.key(2))
+    _, sample = agent.explore(state, obs, jax.random.key(2))
     action = np.asarray(sample.action)
     assert np.any(np.abs(action) > 1.0)
     low, high = ACTION_SPACE.low, ACTION_SPACE.high
@@ -367,13 +370,14 @@ def test_env_actions_always_inside_action_space(
     space = gymnasium.spaces.Box(low, low + width, (action_dim,), np.float32)
     noise = OUNoise(sigma=sigma, theta=0.15, dt=1.0) if use_ou else GaussianNoise(sigma=sigma)
     agent = DDPG(exploration_noise=noise, action_scaling=action_scaling, hidden_sizes=(8,))
+    warm = dataclasses.replace(agent, warmup_steps=1)
     state = agent.init(jax.random.key(seed), OBS_SPACE, space, num_envs=64)
     obs = 10.0 * jax.random.normal(jax.random.key(seed + 1), (64, OBS_DIM))
     bound_low = space.low if action_scaling else -1.0
     bound_high = space.high if action_scaling else 1.0
     for i in range(3):
-        state, sample = agent.sample_actions(state, obs, jax.random.key(seed + 2 + i))
-        random = agent.sample_random_actions(state, jax.random.key(i), (64,))
+        state, sample = agent.explore(state, obs, jax.random.key(seed + 2 + i))
+        _, random = warm.explore(state, obs, jax.random.key(i), jnp.int32(0))  # the warm-up's
         for env_action in (sample.env_action, random.env_action):
             env_action = np.asarray(env_action)
             assert env_action.shape == (64, action_dim)

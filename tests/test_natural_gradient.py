@@ -24,8 +24,8 @@ def test_npg_and_trpo_add_only_their_own_fields():
     assert names(jaxrl.NPG) - shared == {"trust_region_size", "normalize_step"}
     assert names(jaxrl.TRPO) - shared == {"max_kl", "backtrack_coeff", "max_backtracks"}
     assert not issubclass(jaxrl.TRPO, jaxrl.NPG)
-    with pytest.raises(NotImplementedError, match="NaturalGradient gives no actor surrogate"):
-        NaturalGradient()._surrogate(None, None, None)
+    with pytest.raises(NotImplementedError, match="NaturalGradient has no actor rule"):
+        NaturalGradient().actor_rule()
 
 
 def test_trpo_takes_and_ignores_the_npg_step_size_with_a_warning():

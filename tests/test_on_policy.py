@@ -145,12 +145,12 @@ def test_trpo_restores_parameters_when_line_search_fails():
 def test_act_returns_actions_inside_the_box(compiled):
     agent, state, _ = compiled
     obs = jax.random.normal(jax.random.key(8), (64, 3)) * 10
-    act = jax.jit(agent.act)
+    act = jax.jit(agent.policy)
     for deterministic in (False, True):
         action = act(state, obs, jax.random.key(9), deterministic)
         assert action.shape == (64, 1)
         assert bool(jnp.all((action >= -2.0) & (action <= 2.0)))
-    sample = agent.sample_actions(state, obs, jax.random.key(9))
+    _, sample = agent.explore(state, obs, jax.random.key(9))
     np.testing.assert_allclose(
         sample.env_action, jnp.clip(sample.action, -1, 1) * 2.0, rtol=1e-6, atol=1e-6
     )
@@ -160,15 +160,16 @@ def test_deterministic_action_is_the_mean(compiled):
     agent, state, _ = compiled
     obs = jnp.ones((2, 3))
     dist = state.actor.apply_fn(state.actor.params, obs)
-    raw = agent.sample_actions(state, obs, jax.random.key(0), True).action
-    np.testing.assert_allclose(raw, dist.mean)
+    assert bool(jnp.all(jnp.abs(dist.mean) < 1))  # inside the clip: the scaled mean
+    env_action = agent.policy(state, obs, jax.random.key(0), True)
+    np.testing.assert_allclose(env_action, dist.mean * 2.0, rtol=1e-6)
 
 
 def test_discrete_actions_with_gymnasium_spaces():
     agent = jaxrl.TRPO(hidden_sizes=(8,))
     obs_space = gymnasium.spaces.Box(-1.0, 1.0, (4,))
     state = agent.init(jax.random.key(0), obs_space, gymnasium.spaces.Discrete(3))
-    action = agent.act(state, jnp.zeros((5, 4)), jax.random.key(1))
+    action = agent.policy(state, jnp.zeros((5, 4)), jax.random.key(1), False)
     assert action.shape == (5,) and action.dtype.kind == "i"
     rollout = jaxrl.Rollout(
         obs=jnp.zeros((4, 2, 4)),

@@ -12,8 +12,13 @@ from .ddpg import DDPGState as DDPGState
 from .ddpg import GaussianNoise as GaussianNoise
 from .ddpg import OUNoise as OUNoise
 from .natural_gradient import NaturalGradient as NaturalGradient
-from .natural_gradient import OnPolicyBatch as OnPolicyBatch
-from .natural_gradient import OnPolicyState as OnPolicyState
+from .natural_step import ActorRule as ActorRule
+from .natural_step import ActorStep as ActorStep
+from .natural_step import StepResult as StepResult
 from .npg import NPG as NPG
+from .npg import npg_rule as npg_rule
+from .on_policy import OnPolicyBatch as OnPolicyBatch
+from .on_policy import OnPolicyState as OnPolicyState
 from .plugins import load_plugin as load_plugin
 from .trpo import TRPO as TRPO
+from .trpo import trpo_rule as trpo_rule

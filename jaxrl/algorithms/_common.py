@@ -1,4 +1,6 @@
-"""Pieces shared by the algorithm objects: hyperparameter checks, 1.x aliases, optimizers."""
+"""Pieces shared by the algorithm objects: hyperparameter fields and their checks, 1.x
+aliases, the spaces and train states every algorithm builds, acting's action mapping and the
+optimizers."""
 
 from __future__ import annotations
 
@@ -14,10 +16,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import struct
+from flax.training.train_state import TrainState
 
 from jaxrl.core._checks import check_in_range, concrete_value
+from jaxrl.core.actions import check_bound_method, map_action
 from jaxrl.core.tree import all_finite, tree_select
-from jaxrl.networks import ACTIVATIONS
+from jaxrl.networks import ACTIVATIONS, check_activation, stable_apply
+from jaxrl.spaces import SpaceSpec, describe_space
 
 Schedule = Callable[[jax.Array], jax.Array]
 
@@ -232,3 +237,104 @@ def guarded_gradient_step(train_state: Any, loss: jax.Array, grads: Any) -> tupl
     stepped = train_state.apply_gradients(grads=grads)
     finite = jnp.isfinite(loss) & all_finite(grads) & all_finite(stepped.params)
     return tree_select(finite, stepped, train_state), (~finite).astype(jnp.int32)
+
+
+# ---------------------------------------------------------------------------------------------
+# What every algorithm checks and builds
+# ---------------------------------------------------------------------------------------------
+
+
+def check_structure(agent: Any, bound_methods: tuple[str | None, ...] | None = None) -> None:
+    """The checks of the structure fields NPG, TRPO and DDPG share, each naming its field:
+    ``hidden_sizes`` (a list becomes a tuple; positive ints), ``activation`` (a known name),
+    ``action_bound_method`` (one of ``bound_methods``, or any :mod:`jaxrl.core.actions` knows)
+    and every ``*lr_schedule`` field (None or callable). Call it from ``__post_init__``."""
+    owner = type(agent).__name__
+    if isinstance(agent.hidden_sizes, list):
+        object.__setattr__(agent, "hidden_sizes", tuple(agent.hidden_sizes))
+    if not all(
+        isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in agent.hidden_sizes
+    ):
+        raise ValueError(f"{owner}.hidden_sizes must be positive ints, got {agent.hidden_sizes}")
+    try:
+        check_activation(agent.activation)
+    except ValueError as error:
+        raise ValueError(f"{owner}.{error}") from None
+    method = agent.action_bound_method
+    if bound_methods is not None and method not in bound_methods:
+        names = " or ".join(repr(m) if m else "None" for m in bound_methods)
+        raise ValueError(f"{owner}.action_bound_method must be {names}, got {method!r}")
+    try:
+        check_bound_method(method)
+    except ValueError as error:
+        raise ValueError(f"{owner}.{error}") from None
+    for field in dataclasses.fields(agent):
+        schedule = getattr(agent, field.name)
+        if field.name.endswith("lr_schedule") and schedule is not None and not callable(schedule):
+            raise TypeError(f"{owner}.{field.name} must be callable (update count -> factor)")
+
+
+def check_spaces(
+    observation_space: Any, action_space: Any, algorithm: str, *, discrete: bool
+) -> tuple[SpaceSpec, SpaceSpec]:
+    """Both spaces described (:func:`jaxrl.spaces.describe_space`): the observations a Box,
+    the actions a 1-D Box or, where ``discrete``, a Discrete; ``TypeError``/``ValueError``
+    naming the space otherwise."""
+    obs_space = describe_space(observation_space, "observation_space")
+    if obs_space.kind != "box":
+        raise TypeError(f"observation_space must be a Box, got {type(observation_space).__name__}")
+    act_space = describe_space(action_space, "action_space")
+    if act_space.kind != "box" and not discrete:
+        raise TypeError(
+            f"{algorithm} needs a continuous Box action_space, got "
+            f"{type(action_space).__name__} (discrete actions are not supported)"
+        )
+    if act_space.kind == "box" and len(act_space.shape) != 1:
+        raise ValueError(f"action_space must be a 1-D Box, got shape {act_space.shape}")
+    return obs_space, act_space
+
+
+def action_bounds(act_space: SpaceSpec, action_scaling: bool) -> tuple[jax.Array, jax.Array]:
+    """``(low, high)`` of a Box action space as arrays ``[A]`` (zeros ``[]`` for a Discrete
+    one); scaling needs finite bounds (``ValueError`` otherwise)."""
+    if act_space.kind != "box":
+        return jnp.zeros((), jnp.float32), jnp.zeros((), jnp.float32)
+    low, high = act_space.low_array, act_space.high_array
+    if action_scaling and not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+        raise ValueError(
+            "action_scaling=True needs a Box action_space with finite bounds; "
+            "pass action_scaling=False"
+        )
+    return jnp.asarray(low), jnp.asarray(high)
+
+
+def new_train_state(
+    module: Any, key: jax.Array, inputs: tuple[jax.Array, ...], lr: Any = None
+) -> TrainState:
+    """A ``TrainState`` of ``module`` initialized on ``inputs``: with Adam at learning rate
+    ``lr`` (:func:`adam_with_injected_lr`), or with no optimizer when ``lr`` is None
+    (parameters updated by hand). Its counters are strongly typed: the state an update
+    returns must match this one exactly, or ``jax.jit(update)`` would compile a second time."""
+    state = TrainState.create(
+        apply_fn=stable_apply(module),
+        params=module.init(key, *inputs),
+        tx=no_optimizer() if lr is None else adam_with_injected_lr(),
+    )
+    state = state.replace(step=jnp.zeros((), jnp.int32))
+    if lr is None:
+        return state
+    return state.replace(opt_state=set_learning_rate(state.opt_state, lr))
+
+
+def to_env_action(state: Any, action: jax.Array, agent: Any) -> jax.Array:
+    """Raw actions bounded (``agent.action_bound_method``) and scaled
+    (``agent.action_scaling``) to ``state`` 's Box bounds; Discrete actions pass through."""
+    if state.action_space.kind == "discrete":
+        return action
+    return map_action(
+        action,
+        state.action_low,
+        state.action_high,
+        agent.action_scaling,
+        agent.action_bound_method,
+    )

@@ -21,7 +21,7 @@ Each of these steps, and the exploration and warm-up below, is a function of
 Exploration noise is a small frozen pytree (:class:`GaussianNoise`, :class:`OUNoise`) whose
 parameters are leaves (vmappable). Ornstein-Uhlenbeck noise has a state, kept in
 :attr:`DDPGState.noise_state`; every call that adds noise therefore returns the new train state:
-``state, sample = agent.sample_actions(state, obs, key)``.
+``state, sample = agent.explore(state, obs, key)``.
 """
 
 from __future__ import annotations
@@ -41,22 +41,24 @@ from jaxrl.algorithms import off_policy
 from jaxrl.algorithms._common import (
     Schedule,
     accept_aliases,
+    action_bounds,
     activation_option,
-    adam_with_injected_lr,
     check_field,
     check_int_field,
+    check_spaces,
+    check_structure,
     document_fields,
     hyperparameter,
+    new_train_state,
     schedule_option,
-    set_learning_rate,
+    to_env_action,
 )
 from jaxrl.algorithms._types import ActionSample
 from jaxrl.algorithms.noise import NOISE_OPTION, GaussianNoise, Noise, OUNoise
 from jaxrl.algorithms.protocol import LearningMode
-from jaxrl.core.actions import map_action
-from jaxrl.networks import DeterministicActor, QCritic, check_activation, stable_apply
+from jaxrl.networks import DeterministicActor, QCritic
 from jaxrl.replay import NStepBatch, ReplayBuffer, Transition
-from jaxrl.spaces import SpaceSpec, describe_space
+from jaxrl.spaces import SpaceSpec
 
 Array = jax.Array
 PyTree = Any
@@ -164,8 +166,7 @@ class DDPG(struct.PyTreeNode):
     warmup_steps: int = hyperparameter(
         0,
         "environment steps (over all envs) of uniformly random actions before the policy acts "
-        "(Tianshou's start_timesteps; 0 in its Pendulum test). Read by training loops, see "
-        "sample_random_actions",
+        "(Tianshou's start_timesteps; 0 in its Pendulum test); see explore",
         static=True,
     )
     update_per_step: float = hyperparameter(
@@ -218,8 +219,6 @@ class DDPG(struct.PyTreeNode):
     # ------------------------------------------------------------------ validation
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        if isinstance(self.hidden_sizes, list):
-            object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
         object.__setattr__(self, "exploration_noise", _resolve_noise(self.exploration_noise))
         check_field(owner, "tau", self.tau, 0.0, 1.0)
         check_field(owner, "gamma", self.gamma, 0.0, 1.0)
@@ -239,23 +238,7 @@ class DDPG(struct.PyTreeNode):
             raise ValueError(f"{owner}.update_per_step must be > 0, got {self.update_per_step!r}")
         if not isinstance(self.action_scaling, bool):
             raise TypeError(f"{owner}.action_scaling must be a bool, got {self.action_scaling!r}")
-        if self.action_bound_method not in DDPG_BOUND_METHODS:
-            raise ValueError(
-                f"{owner}.action_bound_method must be 'clip' or None, "
-                f"got {self.action_bound_method!r}"
-            )
-        if not all(
-            isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in self.hidden_sizes
-        ):
-            raise ValueError(f"{owner}.hidden_sizes must be positive ints, got {self.hidden_sizes}")
-        try:
-            check_activation(self.activation)
-        except ValueError as error:
-            raise ValueError(f"{owner}.{error}") from None
-        for name in ("actor_lr_schedule", "critic_lr_schedule"):
-            schedule = getattr(self, name)
-            if schedule is not None and not callable(schedule):
-                raise TypeError(f"{owner}.{name} must be callable (update count -> factor)")
+        check_structure(self, DDPG_BOUND_METHODS)
 
     # ------------------------------------------------------------------ construction
     def networks(self, action_dim: int) -> tuple[nn.Module, nn.Module]:
@@ -289,50 +272,19 @@ class DDPG(struct.PyTreeNode):
             ``[num_envs, action_dim]`` (``[action_dim]`` when None, for unbatched acting).
             Only OU noise needs it to match the actions; see :meth:`reset_noise`.
         """
-        obs_space = describe_space(observation_space, "observation_space")
-        if obs_space.kind != "box":
-            raise TypeError(
-                f"observation_space must be a Box, got {type(observation_space).__name__}"
-            )
-        act_space = describe_space(action_space, "action_space")
-        if act_space.kind != "box":
-            raise TypeError(
-                f"DDPG needs a continuous Box action_space, got {type(action_space).__name__} "
-                "(discrete actions are not supported)"
-            )
-        if len(act_space.shape) != 1:
-            raise ValueError(f"action_space must be a 1-D Box, got shape {act_space.shape}")
+        obs_space, act_space = check_spaces(
+            observation_space, action_space, type(self).__name__, discrete=False
+        )
         check_int_field("DDPG.init", "num_envs", num_envs, 1, allow_none=True)
-        low, high = act_space.low_array, act_space.high_array
-        if self.action_scaling and not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
-            raise ValueError(
-                "action_scaling=True needs a Box action_space with finite bounds; "
-                "pass action_scaling=False"
-            )
+        low, high = action_bounds(act_space, self.action_scaling)
         action_dim = act_space.shape[0]
         actor_module, critic_module = self.networks(action_dim)
         actor_key, critic_key = jax.random.split(key)
         dummy_obs = jnp.zeros((1, *obs_space.shape), jnp.float32)
         dummy_action = jnp.zeros((1, action_dim), jnp.float32)
-        # Strongly typed counters and learning rates: the state returned by `update` must match
-        # this one exactly, or `jax.jit(update)` would compile a second time.
-        actor = TrainState.create(
-            apply_fn=stable_apply(actor_module),
-            params=actor_module.init(actor_key, dummy_obs),
-            tx=adam_with_injected_lr(),
-        )
-        actor = actor.replace(
-            step=jnp.zeros((), jnp.int32),
-            opt_state=set_learning_rate(actor.opt_state, self.actor_lr),
-        )
-        critic = TrainState.create(
-            apply_fn=stable_apply(critic_module),
-            params=critic_module.init(critic_key, dummy_obs, dummy_action),
-            tx=adam_with_injected_lr(),
-        )
-        critic = critic.replace(
-            step=jnp.zeros((), jnp.int32),
-            opt_state=set_learning_rate(critic.opt_state, self.critic_lr),
+        actor = new_train_state(actor_module, actor_key, (dummy_obs,), self.actor_lr)
+        critic = new_train_state(
+            critic_module, critic_key, (dummy_obs, dummy_action), self.critic_lr
         )
         batch_shape = () if num_envs is None else (int(num_envs),)
         return DDPGState(
@@ -341,8 +293,8 @@ class DDPG(struct.PyTreeNode):
             actor_target=jax.tree_util.tree_map(jnp.array, actor.params),
             critic_target=jax.tree_util.tree_map(jnp.array, critic.params),
             noise_state=jnp.zeros((*batch_shape, action_dim), jnp.float32),
-            action_low=jnp.asarray(low),
-            action_high=jnp.asarray(high),
+            action_low=low,
+            action_high=high,
             num_updates=jnp.zeros((), jnp.int32),
             observation_space=obs_space,
             action_space=act_space,
@@ -384,45 +336,49 @@ class DDPG(struct.PyTreeNode):
         )
 
     # ------------------------------------------------------------------ acting
-    def sample_actions(
-        self, state: DDPGState, obs: Array, key: Array, deterministic: bool | Array = False
-    ) -> tuple[DDPGState, ActionSample]:
-        """``mu(s)`` plus exploration noise (none when ``deterministic``) for a batch of obs.
+    @property
+    def evaluates_deterministically(self) -> bool:
+        """DDPG evaluates without noise (Tianshou's test collector adds none)."""
+        return True
 
-        Args:
-          state: the train state.
-          obs: ``[..., *obs_shape]``.
-          key: PRNG key for the noise.
-          deterministic: a bool (may be traced); True gives ``mu(s)`` and leaves the noise state
-            as it is.
+    def explore(
+        self, state: DDPGState, obs: Array, key: Array, env_steps: Array | None = None
+    ) -> tuple[DDPGState, ActionSample]:
+        """Training actions for ``obs [..., *obs_shape]``: ``mu(s)`` plus exploration noise,
+        or uniform random ones while ``env_steps < warmup_steps`` (Tianshou's
+        ``start_timesteps``; ``env_steps`` None: past the warm-up).
 
         Returns:
-          ``(state, ActionSample(action, env_action))``: the state with the advanced noise state
-          (unchanged for Gaussian noise or no noise), the raw noisy action ``[..., A]`` to store
-          (unbounded), and the bounded, scaled action for the environment.
+          ``(state, ActionSample(action, env_action))``: the state with the advanced noise
+          state (unchanged for Gaussian noise or no noise), the raw noisy action ``[..., A]``
+          to store (unbounded), and the bounded, scaled action for the environment.
         """
+        act_key, random_key = jax.random.split(key)
+        state, sample = self._actions(state, obs, act_key, False)
+        if self.warmup_steps > 0 and env_steps is not None:
+            shape = (*obs.shape[:1], *state.action_space.shape)
+            action = off_policy.uniform_actions(random_key, shape)
+            random = ActionSample(action=action, env_action=to_env_action(state, action, self))
+            sample = off_policy.warmup_actions(sample, random, env_steps, self.warmup_steps)
+        return state, sample
+
+    def policy(
+        self, state: DDPGState, obs: Array, key: Array, deterministic: bool | Array
+    ) -> Array:
+        """Environment actions for ``obs``: ``mu(s)``, bounded and scaled; with
+        ``deterministic=False`` (a bool, may be traced) exploration noise is added (the noise
+        state's advance is dropped: use :meth:`explore` to carry it)."""
+        return self._actions(state, obs, key, deterministic)[1].env_action
+
+    def _actions(
+        self, state: DDPGState, obs: Array, key: Array, deterministic: bool | Array
+    ) -> tuple[DDPGState, ActionSample]:
         action = state.actor.apply_fn(state.actor.params, jnp.asarray(obs, jnp.float32))
         action, noise_state = off_policy.add_exploration_noise(
             self.exploration_noise, state.noise_state, action, key, deterministic
         )
         state = state.replace(noise_state=noise_state)
-        return state, ActionSample(action=action, env_action=self.to_env_action(state, action))
-
-    def act(
-        self, state: DDPGState, obs: Array, key: Array, deterministic: bool | Array = False
-    ) -> tuple[DDPGState, Array]:
-        """``(state, env_action)``: :meth:`sample_actions` keeping only the environment action.
-
-        Unlike NPG's ``act``, the state is returned too: OU noise advances with every call.
-        """
-        state, sample = self.sample_actions(state, obs, key, deterministic)
-        return state, sample.env_action
-
-    # ------------------------------------------------------------------ agent protocol
-    @property
-    def evaluates_deterministically(self) -> bool:
-        """DDPG evaluates without noise (Tianshou's test collector adds none)."""
-        return True
+        return state, ActionSample(action=action, env_action=to_env_action(state, action, self))
 
     def init_training(
         self, key: Array, observation_space: Any, action_space: Any, num_envs: int
@@ -430,42 +386,6 @@ class DDPG(struct.PyTreeNode):
         """:meth:`init` for ``num_envs`` environments and an empty :meth:`init_buffer`."""
         state = self.init(key, observation_space, action_space, num_envs)
         return state, self.init_buffer(state, num_envs)
-
-    def explore(
-        self, state: DDPGState, obs: Array, key: Array, env_steps: Array
-    ) -> tuple[DDPGState, ActionSample]:
-        """Noisy actions, uniform random ones during the first ``warmup_steps`` env steps
-        (Tianshou's ``start_timesteps``)."""
-        act_key, random_key = jax.random.split(key)
-        state, sample = self.sample_actions(state, obs, act_key)
-        if self.warmup_steps > 0:
-            random = self.sample_random_actions(state, random_key, obs.shape[:1])
-            sample = off_policy.warmup_actions(sample, random, env_steps, self.warmup_steps)
-        return state, sample
-
-    def policy(
-        self, state: DDPGState, obs: Array, key: Array, deterministic: bool | Array
-    ) -> Array:
-        """Environment actions: :meth:`act` without the (noise) state."""
-        return self.act(state, obs, key, deterministic)[1]
-
-    def sample_random_actions(
-        self, state: DDPGState, key: Array, batch_shape: tuple[int, ...] = ()
-    ) -> ActionSample:
-        """Uniform actions in ``[-1, 1]^A`` (warm-up; Tianshou samples the action space and
-        stores ``map_action_inverse`` of it, the same thing for a scaled Box)."""
-        action = off_policy.uniform_actions(key, (*batch_shape, *state.action_space.shape))
-        return ActionSample(action=action, env_action=self.to_env_action(state, action))
-
-    def to_env_action(self, state: DDPGState, action: Array) -> Array:
-        """Bound (``action_bound_method``) and scale (``action_scaling``) raw actions."""
-        return map_action(
-            action,
-            state.action_low,
-            state.action_high,
-            self.action_scaling,
-            self.action_bound_method,
-        )
 
     # ------------------------------------------------------------------ learning
     def critic_targets(

@@ -1,47 +1,40 @@
 """Natural Policy Gradient (Kakade 2001), with Tianshou's semantics and defaults.
 
-The update is :class:`jaxrl.algorithms.natural_gradient.NaturalGradient`'s; NPG's part is the
-surrogate ``-mean(log_prob * advantage)`` and the step ``theta + trust_region_size * d`` along
-the natural-gradient direction ``d = -F^-1 g`` (Tianshou's raw multiplier, no KL bound).
+NPG is the :class:`jaxrl.algorithms.natural_gradient.NaturalGradient` update with the rule
+:func:`npg_rule`: the surrogate ``-mean(log_prob * advantage)`` and the step
+``theta + trust_region_size * d`` along the natural-gradient direction ``d = -F^-1 g``
+(Tianshou's raw multiplier, no KL bound).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
-import jax
 import jax.numpy as jnp
 from optax import tree_utils as otu
 
 from jaxrl.algorithms._common import accept_aliases, check_field, document_fields, hyperparameter
-from jaxrl.algorithms._types import ActionSample
-from jaxrl.algorithms.natural_gradient import (
-    CG_RESIDUAL_TOL,
-    RETURN_SCALING_EPS,
-    TIANSHOU_1X_ALIASES,
-    TRUST_REGION_PRECISION,
+from jaxrl.algorithms.natural_gradient import TIANSHOU_1X_ALIASES, NaturalGradient
+from jaxrl.algorithms.natural_step import (
+    ActorRule,
     ActorStep,
-    NaturalGradient,
-    OnPolicyBatch,
-    OnPolicyState,
-    minibatch_layout,
-    weighted_mean,
+    StepResult,
+    policy_gradient_surrogate,
 )
 
-__all__ = [
-    "CG_RESIDUAL_TOL",
-    "NPG",
-    "RETURN_SCALING_EPS",
-    "TRUST_REGION_PRECISION",
-    "ActionSample",
-    "OnPolicyBatch",
-    "OnPolicyState",
-    "minibatch_layout",
-]
 
-Array = jax.Array
-PyTree = Any
+def npg_rule(trust_region_size: float, normalize_step: bool = False) -> ActorRule:
+    """NPG's actor rule: the policy-gradient surrogate and the step
+    ``theta + trust_region_size * d``, or with ``normalize_step`` the step of KL
+    ``trust_region_size`` under the KL's quadratic model (``sqrt(2 size / d.Fd) * d``)."""
+
+    def step(actor: ActorStep) -> StepResult:
+        size = jnp.asarray(trust_region_size, jnp.float32)
+        if normalize_step:
+            size = actor.step_length(size)
+        return StepResult(otu.tree_add_scale(actor.params, size, actor.direction))
+
+    return ActorRule(policy_gradient_surrogate, step)
 
 
 @accept_aliases(TIANSHOU_1X_ALIASES)
@@ -64,19 +57,12 @@ class NPG(NaturalGradient):
         static=True,
     )
 
-    def _check_leaves(self, owner: str) -> None:
-        super()._check_leaves(owner)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         check_field(
-            owner, "trust_region_size", self.trust_region_size, 0.0, math.inf, low_open=True
+            "NPG", "trust_region_size", self.trust_region_size, 0.0, math.inf, low_open=True
         )
 
-    def _surrogate(self, log_prob: Array, minibatch: OnPolicyBatch, weights: Array) -> Array:
-        """The vanilla policy-gradient loss ``-mean(log_prob * advantage)``."""
-        return -weighted_mean(log_prob * minibatch.advantage, weights)
-
-    def _step(self, step: ActorStep) -> tuple[PyTree, dict[str, Array]]:
-        """``theta + trust_region_size * d`` (or the KL-normalized step)."""
-        size = jnp.asarray(self.trust_region_size, jnp.float32)
-        if self.normalize_step:
-            size = step.step_length(size)
-        return otu.tree_add_scale(step.params, size, step.direction), {}
+    def actor_rule(self) -> ActorRule:
+        """:func:`npg_rule` with this object's step size."""
+        return npg_rule(self.trust_region_size, self.normalize_step)

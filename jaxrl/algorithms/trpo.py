@@ -1,15 +1,15 @@
 """Trust Region Policy Optimization (Schulman et al. 2015), with Tianshou's semantics.
 
-Differs from NPG in the surrogate (importance ratio against collection-time log-probs) and the
-step: ``beta = sqrt(2 max_kl / d.(F + damping I)d)`` followed by a backtracking line search
-that accepts the first candidate with ``KL < max_kl`` and a strictly lower surrogate, and
-restores the parameters when none is accepted (Tianshou 2.x).
+TRPO is the :class:`jaxrl.algorithms.natural_gradient.NaturalGradient` update with the rule
+:func:`trpo_rule`: the importance-ratio surrogate against the collection-time
+log-probabilities, and the step ``beta = sqrt(2 max_kl / d.(F + damping I)d)`` followed by a
+backtracking line search that accepts the first candidate with ``KL < max_kl`` and a strictly
+lower surrogate, and restores the parameters when none is accepted (Tianshou 2.x).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -21,18 +21,44 @@ from jaxrl.algorithms._common import (
     document_fields,
     hyperparameter,
 )
-from jaxrl.algorithms.natural_gradient import (
-    TIANSHOU_1X_ALIASES,
-    ActorStep,
-    NaturalGradient,
-    OnPolicyBatch,
-    weighted_mean,
-)
-from jaxrl.core.stats import SummaryStats
+from jaxrl.algorithms.natural_gradient import TIANSHOU_1X_ALIASES, NaturalGradient
+from jaxrl.algorithms.natural_step import ActorRule, ActorStep, StepResult, importance_surrogate
 from jaxrl.core.trust_region import backtracking_line_search
 
-Array = jax.Array
-PyTree = Any
+
+def trpo_rule(
+    max_kl: float | jax.Array, backtrack_coeff: float | jax.Array = 0.8, max_backtracks: int = 10
+) -> ActorRule:
+    """TRPO's actor rule: the importance-ratio surrogate and a KL-bounded step.
+
+    The step tries ``theta + beta * backtrack_coeff^i * d`` for ``i < max_backtracks``, with
+    ``beta = sqrt(2 max_kl / d.(F + damping I)d)``, and keeps the first candidate whose KL is
+    below ``max_kl`` and whose surrogate is strictly lower; none kept leaves ``theta``. The
+    step's KL is the accepted candidate's (0 when none is), and its line search joins the
+    update's stats (``step_size``, ``backtracks``, ``line_search_failures``)."""
+
+    def step(actor: ActorStep) -> StepResult:
+        # Non-positive curvature (or a zero direction) gives beta = 0: no candidate can
+        # strictly improve the loss, so the line search fails and restores the parameters.
+        beta = actor.step_length(max_kl)
+
+        def acceptable(candidate: object) -> tuple[jax.Array, jax.Array]:
+            kl = actor.mean_kl(candidate)
+            return (kl < max_kl) & (actor.surrogate(candidate) < actor.loss), kl
+
+        search = backtracking_line_search(
+            acceptable,
+            actor.params,
+            actor.direction,
+            beta,
+            backtrack_coeff,
+            max_backtracks,
+            has_aux=True,
+        )
+        # KL(pi || pi) = 0 exactly where the search fails and the parameters stay.
+        return StepResult(search.params, jnp.where(search.accepted, search.aux, 0.0), search)
+
+    return ActorRule(importance_surrogate, step)
 
 
 @accept_aliases(
@@ -57,48 +83,14 @@ class TRPO(NaturalGradient):
     backtrack_coeff: float = hyperparameter(0.8, "line-search shrink factor in (0, 1]")
     max_backtracks: int = hyperparameter(10, "number of line-search candidates", static=True)
 
-    def _check_leaves(self, owner: str) -> None:
-        super()._check_leaves(owner)
-        check_field(owner, "max_kl", self.max_kl, 0.0, math.inf, low_open=True)
-        check_field(owner, "backtrack_coeff", self.backtrack_coeff, 0.0, 1.0, low_open=True)
-        check_int_field(owner, "max_backtracks", self.max_backtracks, 1)
-
-    def _surrogate(self, log_prob: Array, minibatch: OnPolicyBatch, weights: Array) -> Array:
-        ratio = jnp.exp(log_prob - minibatch.log_prob_old)
-        return -weighted_mean(ratio * minibatch.advantage, weights)
-
-    def _step(self, step: ActorStep) -> tuple[PyTree, dict[str, Array]]:
-        """``beta = sqrt(2 max_kl / d.(F + damping I)d)``, then the line search over
-        ``theta + beta * backtrack_coeff^i * d``."""
-        # Non-positive curvature (or a zero direction) gives beta = 0: no candidate can
-        # strictly improve the loss, so the line search fails and restores the parameters.
-        beta = step.step_length(self.max_kl)
-
-        def acceptable(candidate: PyTree) -> tuple[Array, Array]:
-            kl = step.mean_kl(candidate)
-            return (kl < self.max_kl) & (step.surrogate(candidate) < step.loss), kl
-
-        search = backtracking_line_search(
-            acceptable,
-            step.params,
-            step.direction,
-            beta,
-            self.backtrack_coeff,
-            self.max_backtracks,
-            has_aux=True,
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_field(type(self).__name__, "max_kl", self.max_kl, 0.0, math.inf, low_open=True)
+        check_field(
+            type(self).__name__, "backtrack_coeff", self.backtrack_coeff, 0.0, 1.0, low_open=True
         )
-        return search.params, {
-            # The KL at the kept parameters: the accepted candidate's, or 0 when the search
-            # fails and the parameters stay (KL(pi || pi) = 0 exactly).
-            "kl": jnp.where(search.accepted, search.aux, 0.0),
-            "step_size": search.step_size,
-            "backtracks": jnp.where(search.accepted, search.index, 0),
-            "line_search_failed": (~search.accepted).astype(jnp.int32),
-        }
+        check_int_field(type(self).__name__, "max_backtracks", self.max_backtracks, 1)
 
-    def _summarize(self, per_step: dict[str, Array]) -> dict[str, Any]:
-        stats = super()._summarize(per_step)
-        stats["step_size"] = SummaryStats.from_sequence(per_step["step_size"])
-        stats["backtracks"] = jnp.sum(per_step["backtracks"])
-        stats["line_search_failures"] = jnp.sum(per_step["line_search_failed"])
-        return stats
+    def actor_rule(self) -> ActorRule:
+        """:func:`trpo_rule` with this object's KL bound and line search."""
+        return trpo_rule(self.max_kl, self.backtrack_coeff, self.max_backtracks)

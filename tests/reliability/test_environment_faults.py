@@ -75,6 +75,6 @@ def test_faulty_environment_stops_the_run_and_its_checkpoint_still_loads(fault, 
     assert int(loaded.state.num_updates[0]) == 2  # states have a leading seed axis
     # The loaded policy acts.
     state = jax.tree_util.tree_map(lambda x: x[0], loaded.state)
-    action = loaded.agent.act(state, np.zeros((1, 3), np.float32), jax.random.key(0))
+    action = loaded.agent.policy(state, np.zeros((1, 3), np.float32), jax.random.key(0), False)
     assert np.all(np.isfinite(np.asarray(action)))
     assert read_csv(run_dir.evals_csv)["env_steps"].tolist() == [0, 16]
