@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 
+import gymnasium
 import pytest
 
 import jaxrl
@@ -47,3 +48,55 @@ def test_every_field_has_help_and_the_docstring_lists_it(algo):
     on_the_command_line = {spec.name: spec.help for spec in hyperparameters(algo)}
     assert set(on_the_command_line) == names(cls) - {"actor_network", "critic_network"}
     assert on_the_command_line["gamma"] == "discount factor in [0, 1]"
+
+
+def test_an_algorithm_is_its_fields_and_a_rule():
+    """A natural-gradient algorithm is the shared fields plus an ActorRule value: a class
+    whose rule is ``trpo_rule`` with TRPO's values updates exactly as TRPO does, and a rule
+    of TRPO's surrogate with NPG's step is a third algorithm, with no line search."""
+    import jax
+    import numpy as np
+
+    from jaxrl.algorithms import ActorRule, npg_rule, trpo_rule
+    from jaxrl.algorithms.natural_step import importance_surrogate
+
+    class FixedTRPO(NaturalGradient):
+        def actor_rule(self) -> ActorRule:
+            return trpo_rule(0.02, 0.5, 4)
+
+    class RatioNPG(NaturalGradient):
+        def actor_rule(self) -> ActorRule:
+            return ActorRule(importance_surrogate, npg_rule(0.1).step)
+
+    box = gymnasium.spaces.Box(-1.0, 1.0, (3,))
+    rollout = jaxrl.Rollout(
+        obs=jax.random.normal(jax.random.key(1), (8, 2, 3)),
+        action=jax.random.normal(jax.random.key(2), (8, 2, 1)),
+        reward=jax.random.normal(jax.random.key(3), (8, 2)),
+        terminated=np.zeros((8, 2), bool),
+        truncated=np.zeros((8, 2), bool),
+        next_obs=jax.random.normal(jax.random.key(4), (8, 2, 3)),
+    )
+    shared = {"hidden_sizes": (8,), "repeat": 2, "batch_size": 8}
+    trpo = jaxrl.TRPO(max_kl=0.02, backtrack_coeff=0.5, max_backtracks=4, **shared)
+    results = {}
+    for name, agent in (
+        ("trpo", trpo),
+        ("fixed", FixedTRPO(**shared)),
+        ("mixed", RatioNPG(**shared)),
+    ):
+        state = agent.init(jax.random.key(0), box, gymnasium.spaces.Box(-1.0, 1.0, (1,)))
+        results[name] = jax.jit(agent.update)(state, rollout, jax.random.key(5))
+    (trpo_state, trpo_stats), (fixed_state, fixed_stats) = results["trpo"], results["fixed"]
+    for ours, theirs in zip(
+        jax.tree_util.tree_leaves((trpo_state, trpo_stats)),
+        jax.tree_util.tree_leaves((fixed_state, fixed_stats)),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(ours, theirs)
+    mixed_state, mixed_stats = results["mixed"]
+    assert "step_size" not in mixed_stats and "step_size" in trpo_stats
+    assert not np.allclose(
+        jax.tree_util.tree_leaves(mixed_state.actor.params)[0],
+        jax.tree_util.tree_leaves(trpo_state.actor.params)[0],
+    )
