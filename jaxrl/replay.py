@@ -94,7 +94,7 @@ class ReplayBuffer(struct.PyTreeNode):
 
     Attributes:
       data: a :class:`Transition` whose leaves have shape ``[capacity, num_envs, ...]``.
-      position: int32 scalar, the row the next :meth:`add` writes.
+      position: int32 scalar, the row the next ``add`` writes.
       size: int32 scalar, the number of rows stored (``<= capacity``).
     """
 
@@ -135,7 +135,7 @@ class ReplayBuffer(struct.PyTreeNode):
         return self.data.reward.shape[1]
 
     def add(self, transition: Transition) -> ReplayBuffer:
-        """Write one step of all environments at :attr:`position`, overwriting the oldest row
+        """Write one step of all environments at ``position``, overwriting the oldest row
         when full. Leaves must have shape ``[num_envs, ...]`` like the buffer's rows."""
         transition = _normalize(Transition(*transition))
         for name, stored, new in zip(Transition._fields, self.data, transition, strict=True):

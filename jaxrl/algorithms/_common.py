@@ -51,7 +51,7 @@ def check_field(
     high_open: bool = False,
 ) -> None:
     """Raise ``ValueError`` naming ``owner.name`` if a concrete value is out of range
-    (:func:`jaxrl.core._checks.check_in_range` on a hyperparameter field: tracers and JAX's
+    (``jaxrl.core._checks.check_in_range`` on a hyperparameter field: tracers and JAX's
     placeholder objects are skipped, a string raises ``TypeError``)."""
     if isinstance(value, str):
         raise TypeError(f"{owner}.{name} must be a number, got {value!r}")
@@ -132,7 +132,7 @@ def hyperparameter(
     ``static`` (it fixes shapes or control flow); ``help`` describes it in a sentence or two,
     read by :func:`document_fields` and the command line (:func:`jaxrl.io.hyperparameters`,
     whose help is its first sentence). ``command_line`` spells a field whose value is an
-    object (:class:`CommandLine`); ``cli=False`` keeps a field (a custom network) off the
+    object (``CommandLine``); ``cli=False`` keeps a field (a custom network) off the
     command line."""
     metadata = {"help": help, "command_line": command_line, "cli": cli}
     return struct.field(pytree_node=not static, default=default, metadata=metadata)
@@ -146,10 +146,10 @@ def field_help(field: dataclasses.Field) -> str:
 def document_fields(cls: type) -> type:
     """Class decorator: append the descriptions of the class's :func:`hyperparameter` fields
     (inherited ones included) to its docstring, leaves and static fields apart."""
-    groups: dict[str, list[str]] = {"Learning (leaves)": [], "Structure (static)": []}
+    groups: dict[str, list[str]] = {"Learning leaves": [], "Static structure": []}
     for field in dataclasses.fields(cls):
         if field_help(field):
-            group = "Learning (leaves)" if field.metadata["pytree_node"] else "Structure (static)"
+            group = "Learning leaves" if field.metadata["pytree_node"] else "Static structure"
             text = textwrap.fill(
                 f"{field.name}: {field_help(field)}.",
                 width=88,
@@ -158,7 +158,7 @@ def document_fields(cls: type) -> type:
             )
             groups[group].append(text)
     sections = [f"    {title}:\n" + "\n".join(lines) for title, lines in groups.items() if lines]
-    cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n\n" + "\n".join(sections) + "\n    "
+    cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n\n" + "\n\n".join(sections) + "\n    "
     return cls
 
 

@@ -95,12 +95,15 @@ class DDPGState(struct.PyTreeNode):
     Attributes:
       actor: ``TrainState`` of ``mu`` with its Adam state; ``actor.step`` counts actor steps.
       critic: ``TrainState`` of ``Q`` with its Adam state.
-      actor_target, critic_target: target-network parameters ``mu'``, ``Q'``.
+      actor_target: the target actor's parameters ``mu'``.
+      critic_target: the target critic's parameters ``Q'``.
       noise_state: exploration-noise state, ``[*batch_shape, action_dim]`` (OU's ``x``; unused
         zeros for Gaussian noise). ``batch_shape`` is ``(num_envs,)`` given to :meth:`DDPG.init`.
-      action_low, action_high: Box bounds ``[action_dim]`` for action mapping.
+      action_low: the Box's lower bounds ``[action_dim]``, for action mapping.
+      action_high: its upper bounds ``[action_dim]``.
       num_updates: number of ``update`` calls so far (drives the learning-rate schedules).
-      observation_space, action_space: static descriptions of the spaces.
+      observation_space: static description of the observation space.
+      action_space: static description of the action space.
     """
 
     actor: TrainState

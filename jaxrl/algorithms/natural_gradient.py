@@ -177,7 +177,7 @@ class NaturalGradient(struct.PyTreeNode):
 
     def actor_rule(self) -> ActorRule:
         """The surrogate and the step along the natural-gradient direction: the algorithm's
-        (:func:`jaxrl.algorithms.npg.npg_rule`, :func:`jaxrl.algorithms.trpo.trpo_rule`)."""
+        (:func:`~jaxrl.algorithms.npg_rule`, :func:`~jaxrl.algorithms.trpo_rule`)."""
         raise NotImplementedError(f"{type(self).__name__} has no actor rule (use NPG or TRPO)")
 
     # ------------------------------------------------------------------ construction

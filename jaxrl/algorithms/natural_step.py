@@ -6,7 +6,7 @@ product in Gauss-Newton form (:func:`fisher_product`), the direction
 ``d = -(F + damping I)^-1 g`` by conjugate gradients (:func:`natural_direction`), the
 algorithm's step along ``d``, and the guard that refuses a non-finite step
 (:func:`guard_step`). The algorithm's part is a value, an :class:`ActorRule`: its surrogate
-and its step (:func:`jaxrl.algorithms.npg.npg_rule`, :func:`jaxrl.algorithms.trpo.trpo_rule`).
+and its step (:func:`~jaxrl.algorithms.npg_rule`, :func:`~jaxrl.algorithms.trpo_rule`).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class StepResult(NamedTuple):
     Attributes:
       params: the actor's new parameters.
       kl: the KL at ``params`` where the step measured it (TRPO's line search judged its
-        candidate by it); None: :func:`actor_step` measures it.
+        candidate by it); None: :func:`~jaxrl.algorithms.natural_step.actor_step` measures it.
       line_search: the :class:`jaxrl.core.trust_region.LineSearchResult` of a step that
         searched (its step size, backtracks and failures join the update's stats); None
         for a fixed step.
@@ -136,7 +136,7 @@ def actor_step(
     fvp_batch_size: int | None,
 ) -> tuple[PyTree, dict[str, Array]]:
     """One natural-gradient actor step on a minibatch (trace it at
-    :data:`TRUST_REGION_PRECISION`).
+    ``TRUST_REGION_PRECISION``).
 
     The surrogate's loss and gradient ``g`` at ``theta = params`` (:func:`surrogate_gradient`),
     the Fisher-vector product (:func:`fisher_product`; on a subsample of ``fvp_batch_size``
@@ -247,7 +247,7 @@ def natural_direction(
     fvp: Callable[[PyTree], PyTree], grad: PyTree, cg_iters: int
 ) -> tuple[ConjugateGradientResult, PyTree, Array]:
     """``(cg, direction, curvature)``: conjugate gradients' solution of ``(F + damping I) x =
-    g`` (:func:`jaxrl.core.trust_region.conjugate_gradient`, with its residual and
+    g`` (:func:`jaxrl.core.conjugate_gradient`, with its residual and
     iterations), the direction ``d = -x`` and ``d.(F + damping I)d`` (a scalar).
 
     The curvature needs no other Fisher-vector product: CG tracks the residual

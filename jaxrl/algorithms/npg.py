@@ -40,7 +40,8 @@ def npg_rule(trust_region_size: float, normalize_step: bool = False) -> ActorRul
 @accept_aliases(TIANSHOU_1X_ALIASES)
 @document_fields
 class NPG(NaturalGradient):
-    """Natural Policy Gradient: every :class:`NaturalGradient` field plus its step size.
+    """Natural Policy Gradient: every :class:`~jaxrl.algorithms.NaturalGradient` field plus
+    its step size.
 
     Tianshou 2.x names and defaults; the 1.x names ``actor_step_size``, ``discount_factor``,
     ``reward_normalization`` and ``lr_scheduler`` are accepted as keyword aliases.
@@ -64,5 +65,5 @@ class NPG(NaturalGradient):
         )
 
     def actor_rule(self) -> ActorRule:
-        """:func:`npg_rule` with this object's step size."""
+        """:func:`~jaxrl.algorithms.npg_rule` with this object's step size."""
         return npg_rule(self.trust_region_size, self.normalize_step)

@@ -182,7 +182,7 @@ def critic_step(
     critic: TrainState, obs: Array, action: Array, targets: Array
 ) -> tuple[TrainState, Array, Array]:
     """One optimizer step of the critic(s) on the sum of :func:`critic_loss` es, refused (and
-    counted) where non-finite (:func:`jaxrl.algorithms._common.guarded_gradient_step`).
+    counted) where non-finite (``guarded_gradient_step``).
 
     With an ensemble the parameters are stacked and the losses summed: each critic gets the
     gradient of its own loss, so one Adam takes the steps that one Adam per critic would.
@@ -246,7 +246,7 @@ def q_function(critic: TrainState, index: int | None = None) -> QFunction:
 def with_scheduled_lr(
     train_state: TrainState, lr: float | Array, schedule: Schedule | None, count: Array
 ) -> TrainState:
-    """``train_state`` whose Adam (:func:`jaxrl.algorithms._common.adam_with_injected_lr`)
+    """``train_state`` whose Adam (``adam_with_injected_lr``)
     steps with ``lr * schedule(count)`` (``lr`` without a schedule)."""
     rate = scheduled_learning_rate(lr, schedule, count)
     return train_state.replace(opt_state=set_learning_rate(train_state.opt_state, rate))

@@ -1,7 +1,7 @@
 """The on-policy pieces of the update NPG and TRPO share, as small pure functions: the state,
 the batch and its preparation, the minibatch layout and the critic's steps.
 
-One update (:meth:`jaxrl.algorithms.natural_gradient.NaturalGradient.update`) is:
+One update (:meth:`jaxrl.algorithms.NaturalGradient.update`) is:
 
 1. :func:`prepare_batch`: the critic's values, GAE advantages and TD(lambda) returns
    (:func:`jaxrl.core.gae`), return scaling, advantage normalization and the collecting
@@ -50,9 +50,11 @@ class OnPolicyState(struct.PyTreeNode):
         optimizer is a placeholder); ``actor.step`` counts actor steps.
       critic: ``TrainState`` of the value network with its Adam state.
       return_rms: running statistics of the returns (return scaling).
-      action_low, action_high: Box bounds for action mapping (zeros for Discrete).
+      action_low: the Box's lower bounds, for action mapping (zeros for Discrete).
+      action_high: its upper bounds (zeros for Discrete).
       num_updates: number of ``update`` calls so far (drives the learning-rate schedule).
-      action_space, observation_space: static descriptions of the spaces.
+      observation_space: static description of the observation space.
+      action_space: static description of the action space.
     """
 
     actor: TrainState
@@ -66,7 +68,8 @@ class OnPolicyState(struct.PyTreeNode):
 
 
 class OnPolicyBatch(NamedTuple):
-    """What the learning passes of an NPG/TRPO update see (:func:`prepare_batch`): ``B``
+    """What the learning passes of an NPG/TRPO update see
+    (:func:`~jaxrl.algorithms.on_policy.prepare_batch`): ``B``
     samples of a rollout, flattened time-major.
 
     Attributes:

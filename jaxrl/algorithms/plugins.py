@@ -67,8 +67,8 @@ def load_plugin(spec: str | os.PathLike) -> tuple[str, ...]:
     names of the algorithms it registered (added or replaced), in name order.
 
     Raises:
-      PluginError: naming ``spec``, when the file is missing, raises on import, or
-        registers no algorithm.
+      jaxrl.algorithms.plugins.PluginError: naming ``spec``, when the file is missing,
+        raises on import, or registers no algorithm.
     """
     from jaxrl.algorithms import registry  # the built-in algorithms: JAX (not for plugins_from_env)
 

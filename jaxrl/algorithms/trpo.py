@@ -70,8 +70,9 @@ def trpo_rule(
 )
 @document_fields
 class TRPO(NaturalGradient):
-    """Trust Region Policy Optimization: the :class:`NaturalGradient` update with TRPO's
-    surrogate and a KL-bounded step (``max_kl``, ``backtrack_coeff``, ``max_backtracks``).
+    """Trust Region Policy Optimization: the :class:`~jaxrl.algorithms.NaturalGradient`
+    update with TRPO's surrogate and a KL-bounded step (``max_kl``, ``backtrack_coeff``,
+    ``max_backtracks``).
 
     ``trust_region_size`` (and its 1.x name ``actor_step_size``) is accepted for parity with
     Tianshou and ignored, with a warning. Stats add
@@ -92,5 +93,5 @@ class TRPO(NaturalGradient):
         check_int_field(type(self).__name__, "max_backtracks", self.max_backtracks, 1)
 
     def actor_rule(self) -> ActorRule:
-        """:func:`trpo_rule` with this object's KL bound and line search."""
+        """:func:`~jaxrl.algorithms.trpo_rule` with this object's KL bound and line search."""
         return trpo_rule(self.max_kl, self.backtrack_coeff, self.max_backtracks)
