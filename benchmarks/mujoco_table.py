@@ -492,8 +492,8 @@ def estimate_seconds(
     :func:`group_rate`); the cell's earlier groups; the same algorithm's groups on the other
     tasks at the same budget (a rougher guess: the simulators differ); else None. Among
     earlier groups, those of the same size are preferred: a group's rate in all grows with
-    its seeds, but not in proportion (RESULTS 30: 1 DDPG seed 176-186 env steps/s, 3 seeds
-    vmapped 260-300 in all)."""
+    its seeds, but not in proportion (on a 2-core CPU: 1 DDPG seed 176-183 env steps/s, 3 seeds
+    vmapped 260-300 in all; docs/benchmarks/scaling.md)."""
     own = group_rate(path) if path is not None else None
     if own is not None:
         return cell.config.total_steps / own[0], f"at its own rate over {own[1]:,} env steps"
@@ -542,7 +542,7 @@ def group_order(
     budget left and the rows recorded are those of that moment). A group that its cell's
     earlier groups say will not fit in the budget left waits while the others run; if budget
     is left after them, it starts anyway (a group checkpoints as it goes and at the deadline,
-    and the next run resumes it), so a cell longer than any one session's budget still
+    and the next run resumes it), so a cell longer than any one call's budget still
     advances. None starts once the budget is spent."""
     later = []
     for cell, seeds in plan.groups:
@@ -590,10 +590,10 @@ def run_in_processes(
 ) -> None:
     """``--jobs``: up to ``jobs`` groups at once, each in a process of its own pinned to its own
     share of the CPUs (:func:`jaxrl.io.processes.run_in_processes`; two groups on a core
-    each train faster together than one on both, RESULTS 28). Each process records its
-    group's rows itself (the appends are locked), and this one reads them back when a group
-    ends. A group that fails stops new ones from starting; the others finish, and the run
-    then exits with an error naming it."""
+    each train faster together than one on both, docs/benchmarks/scaling.md). Each process
+    records its group's rows itself (the appends are locked), and this one reads them back
+    when a group ends. A group that fails stops new ones from starting; the others finish,
+    and the run then exits with an error naming it."""
     from jaxrl.io.processes import Task
     from jaxrl.io.processes import run_in_processes as run_tasks
 

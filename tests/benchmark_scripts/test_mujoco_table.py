@@ -389,7 +389,7 @@ def _plan_calls(monkeypatch, tmp_path, minutes, out_of_budget=(), jobs=1, only=N
 def test_a_group_longer_than_the_budget_waits_for_those_that_fit_then_starts(
     monkeypatch, tmp_path, capsys
 ):
-    """A cell longer than any session's budget still advances: it starts once the groups
+    """A cell longer than any call's budget still advances: it starts once the groups
     that fit have run (it checkpoints at the deadline); one that cannot checkpoint does not."""
     assert _plan_calls(monkeypatch, tmp_path, 120) == ["Hopper-v5", "HalfCheetah-v5"]
     out = capsys.readouterr().out
