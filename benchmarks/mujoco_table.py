@@ -943,7 +943,7 @@ def headline_block(results: Sequence[CellResult]) -> str:
         [
             markdown_table(["task", *(a.upper() for a in algos)], rows),
             "",
-            "jaxrl's maximum over evaluations of the mean across seeds vs Tianshou's published "
+            "jaxrl's maximum over evaluations of the mean across seeds vs Tianshou's published",
             f"mean (seeds: {seeds}); `*`: a cell with notes, under the full table.",
             "",
         ]
