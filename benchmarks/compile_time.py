@@ -96,7 +96,7 @@ def _measure(name: str, fn: Any, *args: Any) -> dict[str, Any]:
         "stablehlo_lines": lowered.as_text().count("\n"),
         "optimized_hlo_lines": hlo.count("\n"),
         # Each fusion is a kernel XLA's CPU backend compiles (MLIR, then LLVM): the part of
-        # the compile time that grows with the program (section 18). Counted, distinct and
+        # the compile time that grows with the program. Counted, distinct and
         # by category, in one pass (distinct_kernels).
         **distinct_kernels(hlo),
         **attribute_random(hlo),
@@ -125,7 +125,7 @@ _COMPUTATION = re.compile(r"^%?([\w.\-]+) (\(.*?\)) -> (.*?) \{\n(.*?)^\}", re.M
 # multi-output fusion, common on GPUs), so the type before "fusion(" may hold spaces.
 _FUSION_CALL = re.compile(r" = .* fusion\(.*calls=%?([\w.\-]+)")
 # What a kernel computes, by the op_name of its fusion instruction (the first rule that
-# matches); section 23 of RESULTS.md.
+# matches).
 KERNEL_CATEGORIES = (
     ("random numbers", ("threefry", "_normal", "_uniform", "random_bits", "fold_in")),
     ("outputs written per loop step", ("dynamic_update_index_in_dim",)),
@@ -147,8 +147,8 @@ def _canonical(params: str, result: str, body: str) -> str:
 def distinct_kernels(hlo: str) -> dict[str, Any]:
     """How many fused kernels an optimized HLO module has (every fusion instruction,
     multi-output ones included) and how many of them are distinct. XLA's CPU backend
-    compiles a kernel once for all the fusions whose computation is the same (section 23:
-    60 identical kernels compile in 0.12 s, 60 that differ by a constant in 1.1 s), so
+    compiles a kernel once for all the fusions whose computation is the same (on a 2-core
+    CPU, 60 identical kernels compile in 0.12 s, 60 that differ by a constant in 1.1 s), so
     compile time follows the distinct ones. Also each category's kernels and distinct
     kernels (:data:`KERNEL_CATEGORIES`, by the fusion's op_name; the rest "other")."""
     bodies = {name: _canonical(*rest) for name, *rest in _COMPUTATION.findall(hlo)}

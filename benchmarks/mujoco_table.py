@@ -57,7 +57,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -492,8 +492,8 @@ def estimate_seconds(
     :func:`group_rate`); the cell's earlier groups; the same algorithm's groups on the other
     tasks at the same budget (a rougher guess: the simulators differ); else None. Among
     earlier groups, those of the same size are preferred: a group's rate in all grows with
-    its seeds, but not in proportion (RESULTS 30: 1 DDPG seed 176-186 env steps/s, 3 seeds
-    vmapped 260-300 in all)."""
+    its seeds, but not in proportion (on a 2-core CPU: 1 DDPG seed 176-183 env steps/s, 3 seeds
+    vmapped 260-300 in all; docs/benchmarks/scaling.md)."""
     own = group_rate(path) if path is not None else None
     if own is not None:
         return cell.config.total_steps / own[0], f"at its own rate over {own[1]:,} env steps"
@@ -542,7 +542,7 @@ def group_order(
     budget left and the rows recorded are those of that moment). A group that its cell's
     earlier groups say will not fit in the budget left waits while the others run; if budget
     is left after them, it starts anyway (a group checkpoints as it goes and at the deadline,
-    and the next run resumes it), so a cell longer than any one session's budget still
+    and the next run resumes it), so a cell longer than any one call's budget still
     advances. None starts once the budget is spent."""
     later = []
     for cell, seeds in plan.groups:
@@ -590,10 +590,10 @@ def run_in_processes(
 ) -> None:
     """``--jobs``: up to ``jobs`` groups at once, each in a process of its own pinned to its own
     share of the CPUs (:func:`jaxrl.io.processes.run_in_processes`; two groups on a core
-    each train faster together than one on both, RESULTS 28). Each process records its
-    group's rows itself (the appends are locked), and this one reads them back when a group
-    ends. A group that fails stops new ones from starting; the others finish, and the run
-    then exits with an error naming it."""
+    each train faster together than one on both, docs/benchmarks/scaling.md). Each process
+    records its group's rows itself (the appends are locked), and this one reads them back
+    when a group ends. A group that fails stops new ones from starting; the others finish,
+    and the run then exits with an error naming it."""
     from jaxrl.io.processes import Task
     from jaxrl.io.processes import run_in_processes as run_tasks
 
@@ -837,6 +837,7 @@ def _verdict(result: CellResult) -> str:
 def table_markdown(results: Sequence[CellResult], source: Path = Path(RESULTS_FILE)) -> str:
     """The whole ``mujoco_table.md``: what the table is, then :func:`table_block`."""
     episodes = "/".join(str(e) for e in sorted({e for r in results for e in r.episodes}))
+    commits = sorted({c for r in results for c in r.commits})
     return "\n".join(
         [
             "# jaxrl on Tianshou's MuJoCo benchmark",
@@ -851,14 +852,16 @@ def table_markdown(results: Sequence[CellResult], source: Path = Path(RESULTS_FI
             "mean - 1 std.",
             "",
             table_block(results),
+            f"Commits the rows were trained at: {', '.join(commits)}.",
+            "",
         ]
     )
 
 
 def table_block(results: Sequence[CellResult]) -> str:
     """The table itself: a row per cell (footnote marks on cells with notes), the notes, and
-    the machines and commits the rows came from. What the README and RESULTS.md show between
-    :data:`BLOCK_BEGIN` and :data:`BLOCK_END`."""
+    the machines the rows came from (their commits are in ``mujoco_table.md``). What the
+    learning page of the benchmarks shows between :data:`BLOCK_BEGIN` and :data:`BLOCK_END`."""
     rows = []
     notes: list[str] = []
     for r in results:
@@ -893,22 +896,68 @@ def table_block(results: Sequence[CellResult]) -> str:
         "wall minutes (cell)",
     ]
     machines = sorted({m for r in results for m in r.machines})
-    commits = sorted({c for r in results for c in r.commits})
     return "\n".join(
         [
             markdown_table(headers, rows),
             "",
             *(f"{note}  " for note in notes),
             *([""] if notes else []),
-            f"Machines: {'; '.join(machines)}. Commits: {', '.join(commits)}.",
+            f"Machines: {'; '.join(machines)}.",
             "",
         ]
     )
 
 
-# The documents that show the table of the table's own results file: the generated block
-# goes between these two lines (``--table`` rewrites it; a test checks it is current).
-SHOWN_IN = (BENCH_DIR.parent / "README.md", BENCH_DIR / "RESULTS.md")
+def _short(value: float) -> str:
+    """A return as the headline shows it: whole numbers, one decimal below 100."""
+    return f"{value:.1f}" if abs(value) < 100 else f"{value:.0f}"
+
+
+def headline_block(results: Sequence[CellResult]) -> str:
+    """The table's headline, as the README shows it between :data:`BLOCK_BEGIN` and
+    :data:`BLOCK_END`: a row per task, a column per algorithm, each cell jaxrl's statistic
+    against Tianshou's published mean and the verdict; a cell with notes is marked ``*``
+    (the notes are under the full table)."""
+    algos = [a for a in ("trpo", "npg", "ddpg") if any(r.algo == a for r in results)]
+    tasks = sorted({task_of(r.env) for r in results})
+    by_cell = {(task_of(r.env), r.algo): r for r in results}
+    rows = []
+    for task in tasks:
+        cells = []
+        for algo in algos:
+            r = by_cell.get((task, algo))
+            published = tianshou_mujoco(r.algo, r.env) if r else None
+            if r is None:
+                cells.append("-")
+                continue
+            text = _short(r.max_of_mean)
+            if published is not None:
+                text += f" vs {_short(published.mean)}: {_verdict(r)}"
+            cells.append(text + (" *" if r.notes else ""))
+        rows.append([task, *cells])
+    seeds = ", ".join(
+        f"{a.upper()} {'/'.join(str(n) for n in sorted({r.seeds for r in results if r.algo == a}))}"
+        for a in algos
+    )
+    return "\n".join(
+        [
+            markdown_table(["task", *(a.upper() for a in algos)], rows),
+            "",
+            "jaxrl's maximum over evaluations of the mean across seeds vs Tianshou's published",
+            f"mean (seeds: {seeds}); `*`: a cell with notes, under the full table.",
+            "",
+        ]
+    )
+
+
+# The documents that show the table of the table's own results file, and the block each
+# shows: the learning page the whole table, the README its headline. The generated block goes
+# between these two lines (``--table`` rewrites it; a test checks it is current).
+LEARNING_PAGE = BENCH_DIR.parent / "docs" / "benchmarks" / "learning.md"
+SHOWN_IN: dict[Path, Callable[[Sequence[CellResult]], str]] = {
+    LEARNING_PAGE: table_block,
+    BENCH_DIR.parent / "README.md": headline_block,
+}
 BLOCK_BEGIN = "<!-- begin: the table as `python benchmarks/mujoco_table.py --table` writes it -->"
 BLOCK_END = "<!-- end: the table -->"
 
@@ -998,20 +1047,23 @@ def write_table(
     rows: Sequence[dict[str, Any]],
     out: Path,
     source: Path = Path(RESULTS_FILE),
-    documents: Sequence[Path] = (),
+    documents: Mapping[Path, Callable[[Sequence[CellResult]], str]] | Sequence[Path] = (),
 ) -> str:
     """The table and figure of ``rows`` (read from the results file ``source``), named
     after it: ``mujoco_table.{md,png}`` for the table's own file, so a results file of
-    another setting (``--lr-schedule-updates``) never overwrites them; and the table's block
-    in each of ``documents`` (:func:`show_in`)."""
+    another setting (``--lr-schedule-updates``) never overwrites them; and in each of
+    ``documents`` its block (:func:`show_in`): the block a mapping gives for it (as
+    :data:`SHOWN_IN`), or the whole table (:func:`table_block`) for a plain sequence."""
     results = with_deviations(cell_results(rows), read_deviations(source))
     text = table_markdown(results, source)
     (out / f"{source.stem}.md").write_text(text)
     print(f"wrote {out / f'{source.stem}.md'}")
     table_figure(results, out / f"{source.stem}.png")
-    block = table_block(results)
-    for document in documents:
-        print(f"{'updated' if show_in(document, block) else 'unchanged'}: the table in {document}")
+    if not isinstance(documents, Mapping):
+        documents = dict.fromkeys(documents, table_block)
+    for document, make_block in documents.items():
+        changed = show_in(document, make_block(results))
+        print(f"{'updated' if changed else 'unchanged'}: the table in {document}")
     return text
 
 

@@ -14,7 +14,7 @@ seed in one process, after one short warm-up run (numba and torch start-up, repo
     python benchmarks/pendulum_wall_time.py --algos trpo npg ddpg --tianshou-seeds 16 2 2
     python benchmarks/pendulum_wall_time.py --quick             # CI smoke run
     python benchmarks/pendulum_wall_time.py --seeds 16 --epochs 2 --devices 2
-        # jaxrl's seeds over two CPU devices (jaxrl.training.train_sharded; RESULTS 17a)
+        # jaxrl's seeds over two CPU devices (jaxrl.training.train_sharded)
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from hypothesis import settings
 # Tests spend most of their time in XLA's CPU compiler: most tests run a few steps, and their
 # programs compile without most optimizations (XLA's backend optimization level 0, no
 # expensive LLVM passes): about 40% less compile time, the same results up to float rounding
-# (benchmarks/RESULTS.md, section 9b). The subprocesses tests start (the command, benchmark
+# (docs/benchmarks/speed.md, compile time). The subprocesses tests start (the command, benchmark
 # scripts' quick modes, notebooks) inherit this. Tests marked `learning` train to a return
 # threshold, so run time dominates them (2-3x slower without optimizations): they compile
 # fully optimized, as users' programs do (the `_compile_mode` fixture below).

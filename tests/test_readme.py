@@ -1,9 +1,11 @@
-"""The README's Python examples are code that CI runs, so they cannot drift from the API.
+"""The Python examples of the README and the research guide are code that CI runs, so they
+cannot drift from the API.
 
-Every ```python block of README.md is executed, top to bottom, in one namespace (a later
-block may use what an earlier one defined, as a reader running them in order would), with
+Every ```python block of README.md, then of docs/guides/research.md, is executed, top to
+bottom, each document in one namespace of its own (a later block may use what an earlier one
+of the same document defined, as a reader running them in order would), with
 ``JAXRL_README_BUDGET=ci``: blocks that train long read it and train less. A failing block
-fails the test with a traceback into README.md's own line numbers.
+fails the test with a traceback into the document's own line numbers.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+RESEARCH_GUIDE = ROOT / "docs" / "guides" / "research.md"
+DOCUMENTS = (README, RESEARCH_GUIDE)
 # A fenced block: its opening line, its code, its closing fence (at the start of a line).
 _BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 
@@ -24,23 +29,46 @@ def python_blocks(text: str) -> list[tuple[int, str]]:
 
 
 def test_python_blocks_are_found():
-    text = README.read_text()
-    blocks = python_blocks(text)
-    assert len(blocks) == text.count("```python") >= 3
-    code = "".join(block for _, block in blocks)
+    """Every ```python fence of each document is found; the README shows the research loop
+    (a collector and the jitted update) and, with the research guide, at least three
+    examples that show whole runs, collectors, agent initialization and the update."""
+    code = ""
+    blocks_found = 0
+    for document in DOCUMENTS:
+        text = document.read_text()
+        blocks = python_blocks(text)
+        assert len(blocks) == text.count("```python") >= 1, document
+        blocks_found += len(blocks)
+        code += "".join(block for _, block in blocks)
+    readme = "".join(block for _, block in python_blocks(README.read_text()))
+    for call in ("make_collector(", ".collect(", "agent.init(", "update("):
+        assert call in readme, f"README's research snippet no longer shows {call}"
+    assert blocks_found >= 3
     for call in ("make_train(", "make_collector(", ".collect(", "agent.init(", "update("):
-        assert call in code, f"README's examples no longer show {call}"
+        assert call in code, f"the README's and the research guide's examples no longer show {call}"
+
+
+def _run_blocks(document: Path) -> None:
+    namespace: dict = {"__name__": "__readme__"}
+    for first_line, code in python_blocks(document.read_text()):
+        # Padded so that tracebacks give the document's line numbers.
+        exec(compile("\n" * (first_line - 1) + code, str(document), "exec"), namespace)
 
 
 @pytest.mark.slow
 def test_readme_python_blocks_run(monkeypatch, capsys):
     monkeypatch.setenv("JAXRL_README_BUDGET", "ci")
-    namespace: dict = {"__name__": "__readme__"}
-    for first_line, code in python_blocks(README.read_text()):
-        # Padded so that tracebacks give README.md's line numbers.
-        exec(compile("\n" * (first_line - 1) + code, str(README), "exec"), namespace)
+    _run_blocks(README)
     printed = capsys.readouterr().out
     # The research loop prints the return every 8 updates: it visibly improves.
     returns = [float(r) for r in re.findall(r"^update \d+: return +(-?[\d.]+)", printed, re.M)]
     assert len(returns) == 5, printed
     assert returns[-1] > returns[0] + 200, printed
+
+
+@pytest.mark.slow
+def test_research_guide_python_blocks_run(monkeypatch, capsys):
+    monkeypatch.setenv("JAXRL_README_BUDGET", "ci")
+    _run_blocks(RESEARCH_GUIDE)
+    printed = capsys.readouterr().out
+    assert "return after 40 updates:" in printed, printed

@@ -110,18 +110,39 @@ def test_the_committed_deviations_name_cells_of_the_table():
     assert entries and all((d["algo"], d["env"]) in cells for d in entries)
 
 
-def test_the_readme_and_results_show_the_table_of_the_committed_results():
-    """README.md and RESULTS.md section 12 show, between their marker lines, exactly the
-    table ``--table`` generates from the committed results file and deviations: a row added
-    without regenerating the table, or a table edited by hand, fails here."""
+def test_the_learning_page_and_the_readme_show_the_table_of_the_committed_results():
+    """The learning page of the benchmarks (the whole table) and the README (its headline)
+    show, between their marker lines, exactly what ``--table`` generates from the committed
+    results file and deviations: a row added without regenerating the table, or a table
+    edited by hand, fails here."""
     source = mt.BENCH_DIR / "results" / mt.RESULTS_FILE
     results = mt.with_deviations(mt.cell_results(mt.read_rows(source)), mt.read_deviations(source))
-    block = mt.table_block(results)
-    assert "| Hopper (v5; Tianshou v3) | TRPO |" in block
-    for document in mt.SHOWN_IN:
-        assert mt.shown_block(document) == block.strip("\n"), (
+    repo = mt.BENCH_DIR.parent
+    assert mt.SHOWN_IN == {
+        repo / "docs" / "benchmarks" / "learning.md": mt.table_block,
+        repo / "README.md": mt.headline_block,
+    }
+    assert "| Hopper (v5; Tianshou v3) | TRPO |" in mt.table_block(results)
+    assert "| Hopper | 1851 vs 2046: within 1 std |" in mt.headline_block(results)
+    for document, make_block in mt.SHOWN_IN.items():
+        assert mt.shown_block(document) == make_block(results).strip("\n"), (
             f"{document} shows another table: run python benchmarks/mujoco_table.py --table"
         )
+
+
+def test_the_headline_shows_each_task_once_with_each_algorithm_against_tianshou():
+    """The README's headline: a row per task, a column per algorithm, jaxrl's statistic
+    against Tianshou's published mean with the verdict, ``*`` on a cell with notes, ``-``
+    where a task has no cell of an algorithm."""
+    rows = [
+        _row("ddpg", "Hopper-v5", 0, [100.0, 900.0], resumed_at_env_steps=350_000),
+        *FIXTURE,
+    ]
+    block = mt.headline_block(mt.cell_results(rows))
+    assert block.startswith("| task | TRPO | NPG | DDPG |\n|---|---|---|---|\n")
+    assert "| Hopper | 2000 vs 2046: within 1 std | - | 900 vs 2197: BELOW * |" in block
+    assert "| Reacher | - | -8.0 vs -4.5: BELOW | - |" in block
+    assert "(seeds: TRPO 2, NPG 1, DDPG 1)" in block
 
 
 def test_the_table_is_rewritten_between_its_markers_only(tmp_path, capsys):
@@ -135,7 +156,9 @@ def test_the_table_is_rewritten_between_its_markers_only(tmp_path, capsys):
     text = doc.read_text()
     block = mt.table_block(mt.cell_results(rows))
     assert text.startswith(f"# Title\n\nbefore\n\n{mt.BLOCK_BEGIN}\n\n| task | algo |")
-    assert text.endswith(f"Commits: 0123456789.\n\n{mt.BLOCK_END}\n\nafter\n")
+    assert text.endswith(f"Machines: Test CPU (2 cores).\n\n{mt.BLOCK_END}\n\nafter\n")
+    assert "Commits" not in text  # the commits are in mujoco_table.md, not in the documents
+    assert "Commits the rows were trained at: 0123456789." in (tmp_path / "rows.md").read_text()
     assert "old table" not in text and mt.shown_block(doc) == block.strip("\n")
     assert "| Hopper (v5; Tianshou v3) | TRPO | 2000.0 +- 600.0 |" in text
     assert "updated: the table in" in capsys.readouterr().out
@@ -366,7 +389,7 @@ def _plan_calls(monkeypatch, tmp_path, minutes, out_of_budget=(), jobs=1, only=N
 def test_a_group_longer_than_the_budget_waits_for_those_that_fit_then_starts(
     monkeypatch, tmp_path, capsys
 ):
-    """A cell longer than any session's budget still advances: it starts once the groups
+    """A cell longer than any call's budget still advances: it starts once the groups
     that fit have run (it checkpoints at the deadline); one that cannot checkpoint does not."""
     assert _plan_calls(monkeypatch, tmp_path, 120) == ["Hopper-v5", "HalfCheetah-v5"]
     out = capsys.readouterr().out

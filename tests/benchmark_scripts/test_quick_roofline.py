@@ -63,8 +63,9 @@ class _NoCostModel:
 def test_a_device_without_a_cost_model_is_costed_by_the_host_cpus():
     """On jax 0.11's GPU the device has no per-computation cost analysis, so loop bodies'
     bytes were counted once and looping programs were judged latency-bound from too few
-    bytes (RESULTS 25). The script then costs the same HLO with the host CPU's model, loops
-    counted, and says so in loop_correction."""
+    bytes (the 4,096-seed update on an H100, docs/benchmarks/scaling.md). The script then
+    costs the same HLO with the host CPU's model, loops counted, and says so in
+    loop_correction."""
     text = jax.jit(_scanned).lower(jnp.ones((64, 64), jnp.float32), 3).compile().as_text()
     cpu = jax.devices("cpu")[0].client
     dynamic = {"_scanned": 3.0}

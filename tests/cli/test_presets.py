@@ -58,7 +58,7 @@ def test_tianshous_pendulum_test_settings_stay_a_preset():
     run = run_defaults("trpo", "tianshou-pendulum")
     assert (run["num_envs"], run["num_steps"], run["normalize_obs"]) == (16, 128, False)
     # The main job's preset: Tianshou's MuJoCo networks, larger collections, deterministic
-    # evaluation (RESULTS.md section 8).
+    # evaluation (docs/benchmarks/learning.md, how the preset was chosen).
     trpo = {spec.name: spec.default for spec in hyperparameters("trpo", "pendulum")}
     assert (trpo["gamma"], trpo["max_kl"], trpo["optim_critic_iters"]) == (0.95, 0.01, 20)
     assert trpo["deterministic_eval"] and trpo["log_std_init"] == -0.5

@@ -2,14 +2,14 @@
 seeds, 327,680 env steps each) ends with a solved Pendulum, judged on the final policy.
 
 Measured with this code (final deterministic return, 10 episodes per seed), on a 2-core AMD
-EPYC with AVX2 and no AVX-512 (benchmarks/RESULTS.md section 21): the command as given
+EPYC with AVX2 and no AVX-512 (docs/benchmarks/learning.md): the command as given
 (``--seed 0``): -231.1 +- 95.3, 7 of 8 seeds >= -250 (seed 3: -467.0); 64 held-out seeds
 (``--seed 1000 --num-seeds 32`` and ``--seed 1032 --num-seeds 32``): -202.2 +- 44.3, 55 of 64
 >= -250, worst -302.5. Drawing 8 of those 64 seeds, the mean falls below -250 in 0.02% of
-draws; drawing 4, in 1.2%. Until session
-15 the command ran 4 seeds, and on that CPU its seeds 0-3 ended at -271.9: not solved. On
-other CPUs the same seeds had ended at -232.7 and -185.1, because float rounding differs with
-the instruction set. An untrained policy scores about -1,250."""
+draws; drawing 4, in 1.2%. The command used to run 4 seeds, and on that CPU its seeds 0-3
+ended at -271.9: not solved. On other CPUs the same seeds had ended at -232.7 and -185.1,
+because float rounding differs with the instruction set. An untrained policy scores about
+-1,250."""
 
 from __future__ import annotations
 

@@ -351,14 +351,14 @@ def test_a_loop_of_collect_and_jitted_update_improves_the_pendulum_return():
     """40 updates (81,920 env steps) of :func:`pendulum_research_loop`. First: the return of
     the first episodes (they end in the 2nd rollout); last: the mean over the last 5 updates.
 
-    Measured with this loop on 64 seeds, 100-163 (not these; a 2-core AMD EPYC with AVX2,
-    benchmarks/RESULTS.md section 21): first -1,750 to -1,098; last -710 to -221 (median -346,
-    5th percentile -559); every seed improved by 475 or more. Bars: every seed improves by at
-    least 400 (an agent that does not learn stays near its first), and the mean of the 3
-    seeds' last is at least -600 (drawing 3 of the 64 seeds, 0.05% of means fall below it).
-    Until session 15 the bar was "every seed's last >= -700", set from 12 seeds: 1 of the 64
-    ended below it, and so did seed 2 here (-705.6) on that CPU, whose float rounding differs
-    from the machines that set it."""
+    Measured with this loop on 64 seeds, 100-163 (not these; a 2-core AMD EPYC with AVX2;
+    benchmarks/results/research_loop_calibration/): first -1,750 to -1,098; last -710 to
+    -221 (median -346, 5th percentile -559); every seed improved by 475 or more. Bars: every
+    seed improves by at least 400 (an agent that does not learn stays near its first), and
+    the mean of the 3 seeds' last is at least -600 (drawing 3 of the 64 seeds, 0.05% of
+    means fall below it). The bar was first "every seed's last >= -700", set from 12 seeds:
+    1 of the 64 ended below it, and so did seed 2 here (-705.6) on that CPU, whose float
+    rounding differs from the machines that set it."""
     returns = pendulum_research_loop((0, 1, 2))
     first, last = returns[:, 1], returns[:, -5:].mean(axis=1)
     assert (last - first >= 400).all() and last.mean() >= -600, (first, last)

@@ -118,8 +118,8 @@ def test_a_new_setting_is_one_field_declaration():
 
 
 def test_config_json_of_an_older_run_still_loads(tmp_path):
-    """A ``config.json`` written before ``check_finite`` and ``counts`` existed (session 9's
-    format) loads, the missing setting at its default."""
+    """A ``config.json`` written before ``check_finite`` and ``counts`` existed (the format
+    of earlier versions) loads, the missing setting at its default."""
     old = {
         "algo": "trpo",
         "env": "Pendulum-v1",
