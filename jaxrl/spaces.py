@@ -17,7 +17,8 @@ class SpaceSpec:
     Attributes:
       kind: "box" or "discrete".
       shape: shape of one element (``()`` for discrete).
-      low, high: bounds of a Box as nested tuples (``None`` for discrete).
+      low: lower bounds of a Box as nested tuples (``None`` for discrete).
+      high: upper bounds of a Box as nested tuples (``None`` for discrete).
       n: number of actions of a Discrete space (``None`` for a Box).
     """
 

@@ -17,12 +17,13 @@ this unless ``--preset`` names one); every value can still be overridden.
 - ``pendulum``: settings that *end* with a solved Pendulum-v1 (the command's main job), found
   by a search over seeds the tests and the reported figures do not use
   (``benchmarks/pendulum_search.py``, checked by ``benchmarks/pendulum_final_return.py``;
-  ``benchmarks/RESULTS.md`` section 8): TRPO as in Tianshou's MuJoCo examples (orthogonal
-  init gain sqrt(2), last actor layer x0.01, log-std init -0.5, 20 critic iterations,
-  observation normalization) with Tianshou's test values of gamma (0.95), lambda and lr,
-  max_kl 0.01, larger collections (16 envs x 512 steps: 8,192 env steps per update) and a
-  deterministic evaluation; 327,680 env steps. NPG and DDPG keep Tianshou's test settings
-  (NPG's unnormalized steps did not learn with these 40 large updates).
+  ``docs/benchmarks/learning.md``, "How the preset was chosen"): TRPO as in Tianshou's
+  MuJoCo examples (orthogonal init gain sqrt(2), last actor layer x0.01, log-std init -0.5,
+  20 critic iterations, observation normalization) with Tianshou's test values of gamma
+  (0.95), lambda and lr, max_kl 0.01, larger collections (16 envs x 512 steps: 8,192 env
+  steps per update) and a deterministic evaluation; 327,680 env steps. NPG and DDPG keep
+  Tianshou's test settings (NPG's unnormalized steps did not learn with these 40 large
+  updates).
 - ``tianshou-pendulum``: Tianshou's tuned Pendulum-v1 test settings
   (``test/continuous/test_*.py``), tuned to pass a best-return bar with early stopping.
 - ``default``: the algorithm's own defaults (Tianshou's library defaults) with the run shape
@@ -175,7 +176,7 @@ _MUJOCO_ON_POLICY = {
     "actor_output_scale": 0.01,
     "log_std_init": -0.5,
 }
-# The main job's settings (see the module docstring and RESULTS.md section 8): Tianshou's
+# The main job's settings (see the module docstring and docs/benchmarks/learning.md): Tianshou's
 # MuJoCo networks and critic steps with its Pendulum test's gamma and a constant lr.
 _PENDULUM_ON_POLICY = {
     **_MUJOCO_ON_POLICY,
@@ -241,7 +242,7 @@ PRESETS: dict[str, Preset] = {
         _frozen(
             {
                 # NPG's unnormalized steps need many updates; with these 40 large ones it
-                # does not learn (search: RESULTS.md section 8), so it keeps Tianshou's.
+                # does not learn (docs/benchmarks/learning.md), so it keeps Tianshou's.
                 "npg": _TIANSHOU_PENDULUM["npg"],
                 "trpo": {**_PENDULUM_ON_POLICY, "max_kl": 0.01},
                 "ddpg": _TIANSHOU_PENDULUM["ddpg"],

@@ -5,7 +5,8 @@ counter array of the requested shape. On a CPU, XLA compiles that hash as fused 
 that shape, so a program that splits keys into 2, 3, 10, 16, 24, 128 and 200 and draws
 normals at its layers' and environments' shapes compiles the hash (two large kernels, 20
 rounds of 32-bit arithmetic) again for every one of those shapes: in the 16-seed TRPO
-Pendulum run they were 149 of 426 distinct kernels (``benchmarks/RESULTS.md``, section 32).
+Pendulum run they were 149 of 426 distinct kernels (``docs/benchmarks/speed.md``, "Compile
+time").
 
 :data:`BUCKETED_THREEFRY` is a PRNG implementation (``jax.extend.random.define_prng_impl``)
 that computes **the same bits as Threefry for the same key**, bit for bit, but hashes the
@@ -15,8 +16,9 @@ bucket is the same computation, which XLA compiles once. Larger requests (a few 
 program: a layer's initialization, a minibatch permutation) are hashed at their own size, as
 Threefry does: there a bucket would double the work of a hash that runs every update. A
 bucket wastes at most 15/16 of a hash of at most 256 counters; a split in two (the commonest
-request) has its own bucket, so an environment step's keys cost what they did (measured:
-``benchmarks/RESULTS.md``, section 32).
+request) has its own bucket, so an environment step's keys cost what they did (measured on a
+2-core CPU: a 16-seed run took as long with the buckets as without, 44.0-47.8 s;
+``docs/benchmarks/speed.md``).
 
 The drivers (:func:`jaxrl.training.over_seeds`) run their programs with
 :func:`bucketed_keys`: Threefry keys are rewrapped as :data:`BUCKETED_THREEFRY` keys on the
