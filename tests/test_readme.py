@@ -1,7 +1,8 @@
-"""The Python examples of the README and the research guide are code that CI runs, so they
-cannot drift from the API.
+"""The Python examples of the README and of every documentation page are code that CI runs,
+so they cannot drift from the API.
 
-Every ```python block of README.md, then of docs/guides/research.md, is executed, top to
+Every ```python block of README.md, then of each page under docs/ that has one (today
+docs/guides/research.md), is executed, top to
 bottom, each document in one namespace of its own (a later block may use what an earlier one
 of the same document defined, as a reader running them in order would), with
 ``JAXRL_README_BUDGET=ci``: blocks that train long read it and train less. A failing block
@@ -18,7 +19,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 RESEARCH_GUIDE = ROOT / "docs" / "guides" / "research.md"
-DOCUMENTS = (README, RESEARCH_GUIDE)
+# Every page of the documentation site with a Python example (built output excluded).
+DOC_PAGES = tuple(
+    sorted(
+        page
+        for page in (ROOT / "docs").rglob("*.md")
+        if "_build" not in page.parts and "```python" in page.read_text()
+    )
+)
+DOCUMENTS = (README, *DOC_PAGES)
 # A fenced block: its opening line, its code, its closing fence (at the start of a line).
 _BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 
@@ -66,9 +75,15 @@ def test_readme_python_blocks_run(monkeypatch, capsys):
     assert returns[-1] > returns[0] + 200, printed
 
 
+def test_the_research_guide_is_among_the_pages_run():
+    assert RESEARCH_GUIDE in DOC_PAGES
+
+
 @pytest.mark.slow
-def test_research_guide_python_blocks_run(monkeypatch, capsys):
+@pytest.mark.parametrize("page", DOC_PAGES, ids=lambda page: page.name)
+def test_documentation_python_blocks_run(monkeypatch, capsys, page):
     monkeypatch.setenv("JAXRL_README_BUDGET", "ci")
-    _run_blocks(RESEARCH_GUIDE)
+    _run_blocks(page)
     printed = capsys.readouterr().out
-    assert "return after 40 updates:" in printed, printed
+    if page == RESEARCH_GUIDE:
+        assert "return after 40 updates:" in printed, printed
