@@ -4,8 +4,9 @@
 #   bash benchmarks/tuning/keep.sh restore [STUDIES_DIR]   # benchmarks/tuning/studies/ -> studies
 # What is kept: each study's Optuna journal (study.log: every trial asked, its values, its
 # reports and its objective), tune.json (the study's base configuration, checked on resume)
-# and its reports (tune.csv, best.json; tune.md is written again by the next worker). A trial that was running is not kept: after a
-# restore, the next worker asks its values again (its machine is not the one it ran on).
+# and its reports (tune.csv, best.json; tune.md is written again by the next worker). A trial
+# that was running is not kept: after a restore, the next worker asks its values again (its
+# machine is not the one it ran on).
 set -euo pipefail
 action=${1:?save or restore}
 studies=${2:-/work/studies}
