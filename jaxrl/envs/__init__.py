@@ -24,7 +24,7 @@ from jaxrl.envs.host import (
     make_host_env,
     resolve_env_backend,
 )
-from jaxrl.envs.jax_envs import make_env
+from jaxrl.envs.jax_envs import make_env, resolve_backend
 
 __all__ = [
     "BRAX_BACKENDS",
@@ -33,6 +33,7 @@ __all__ = [
     "is_brax_id",
     "make_brax_env",
     "make_env",
+    "resolve_backend",
     "ENV_BACKENDS",
     "EnvPoolVectorEnv",
     "EnvironmentError_",

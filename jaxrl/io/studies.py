@@ -12,7 +12,7 @@ with the same seeds, in a sweep directory::
 
 Settings form groups: the settings of a group differ only in numeric hyperparameters that
 are pytree leaves of the algorithm object, and train together in ONE compiled program per
-period length on JAX environments (:class:`jaxrl.io.backends.JaxGroupBackend`: the leaves are
+period length on JAX environments (:class:`jaxrl.training.jax_loop.JaxLoop`: the leaves are
 arguments over a settings x seeds axis, mapped or vmapped as the seed axis is). A setting that
 changes shapes or static structure (hidden sizes, ``num_envs``, a schedule...) starts another
 group, compiled once. The host driver trains a group's settings one after another in the same
@@ -249,51 +249,10 @@ def _train_jax_group(
     ``on_period(period, env_steps, returns)`` is called after each evaluation period with
     each setting's evaluation returns ``[num_seeds]``; ``True`` stops the group there (its
     runs stay unfinished: a tuner has pruned every setting of the group)."""
-    from jaxrl.io.backends import JaxGroupBackend
-    from jaxrl.io.checkpoints import CheckpointStore
-    from jaxrl.io.runner import _Run, update_rows
+    from jaxrl.io.runner import train_group
 
-    configs = [s.config for s in settings]
-    agents = [c.make_agent() for c in configs]
-    backend = JaxGroupBackend(configs, agents)
-    layout = backend.layout
-    runs = []
-    for config, run_dir in zip(configs, run_dirs, strict=True):
-        config.save(run_dir.config)
-        store = CheckpointStore(run_dir.checkpoints)
-        runs.append(
-            _Run(config, run_dir, store, 0, 0, 0.0, False, layout.num_periods,
-                 layout.total_steps, progress=False)
-        )  # fmt: skip
-    try:
-        carry = backend.fresh()
-        for g, (run, agent) in enumerate(zip(runs, agents, strict=True)):
-            part = backend.part(carry, g)
-            run.start(agent, part.state, part.obs_stats)
-        done = 0
-        for collections in layout.period_collections:
-            carry, metrics = backend.run_period(carry, collections)
-            metrics = jax.device_get(metrics)
-            for g, run in enumerate(runs):
-                own = backend.part(metrics, g)
-                run.period += 1
-                rows = update_rows(own, run.period, first_update=done + 1)
-                run.end_period(rows, own["eval/return"], int(own["eval/env_steps"][0]))
-                if run.checkpoint_due():
-                    run.save(backend.part(carry, g))
-            done += collections
-            if on_period is not None:
-                returns = [np.asarray(run.eval_returns) for run in runs]
-                if on_period(runs[0].period, runs[0].env_steps, returns):
-                    break
-        for g, (run, agent) in enumerate(zip(runs, agents, strict=True)):
-            part = backend.part(carry, g)
-            run.finish(agent, part.state, part.obs_stats)
-            run.plot()
-    finally:
-        for run in runs:
-            run.close()
-    return f"period programs compiled in {backend.compile_seconds:.1f} s"
+    loop = train_group([s.config for s in settings], run_dirs, on_period)
+    return f"period programs compiled in {loop.compile_seconds:.1f} s"
 
 
 def _train_host_group(settings: Sequence[Setting], run_dirs: Sequence[RunDir]) -> str:

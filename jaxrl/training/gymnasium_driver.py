@@ -57,11 +57,14 @@ from jaxrl.training.agent_steps import (
 )
 from jaxrl.training.jax_driver import TrainConfig
 from jaxrl.training.periods import drive, join_periods
-from jaxrl.training.seeds import seed_keys, split_seed_key
+from jaxrl.training.seeds import host_seed_keys
+from jaxrl.training.settings import RunSettings
+from jaxrl.training.sharding import SeedPlacement
 
 __all__ = [
     "EnvironmentError_",
     "HostCarry",
+    "HostLoop",
     "HostTrainLoop",
     "ObservationNormalizer",
     "evaluate_gymnasium",
@@ -114,13 +117,6 @@ def _join_seeds(x: Any) -> np.ndarray:
     return x.reshape(-1, *x.shape[2:])
 
 
-def _seed_keys(seeds: list[int]) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Per seed ``s``: the init, explore and learn keys (:func:`jaxrl.training.seeds.seed_keys`
-    and :func:`~jaxrl.training.seeds.split_seed_key`, the jitted driver's rule), each ``[S]``."""
-    keys = jnp.stack([seed_keys(s, 1)[0] for s in seeds])
-    return jax.vmap(split_seed_key)(keys)
-
-
 def init_host_carry(
     agent: Any,
     seeds: list[int],
@@ -133,7 +129,7 @@ def init_host_carry(
     from unless given ``initial``); wrap it in ``jax.eval_shape`` for a checkpoint template."""
     observation_spec = describe_space(observation_space, "observation_space")
     action_spec = describe_space(action_space, "action_space")
-    init_keys = _seed_keys(seeds)[0]
+    init_keys = host_seed_keys(seeds)[0]
     state, buffer = jax.vmap(
         lambda key: agent.init_training(key, observation_spec, action_spec, num_envs)
     )(init_keys)
@@ -159,7 +155,7 @@ class _Programs:
     update left, as in Tianshou and the jitted driver)."""
 
     def __init__(self, agent: Any, seeds: list[int], num_updates: int, num_steps: int) -> None:
-        _, self._explore_keys, self._learn_keys = _seed_keys(seeds)
+        _, self._explore_keys, self._learn_keys = host_seed_keys(seeds)
         self.agent, self.num_updates = agent, num_updates
         self.stack_on_host = num_steps > STACK_ON_HOST_AFTER
         # Random numbers through bucketed keys: Threefry's numbers, fewer kernels on a CPU.
@@ -570,3 +566,111 @@ def _per_collection(rows: list[dict[str, Any]], count: int) -> dict[str, np.ndar
             for row in jax.device_get(rows)
         ]
     )
+
+
+class HostLoop:
+    """The host driver's :class:`jaxrl.training.loop.Loop`: a run of one setting on gymnasium
+    or EnvPool environments (:class:`HostTrainLoop` between :meth:`start` and :meth:`close`).
+
+    The checkpoint is ``{"carry": HostCarry}`` (agent states, observation statistics and,
+    unless ``settings.checkpoint_buffer`` is off, the replay buffers); a resumed run
+    continues on fresh environments, seeded ``seed + start_steps + i``.
+
+    Args:
+      agent: the algorithm object.
+      env_id: a gymnasium id (or one EnvPool has).
+      settings: the run's settings (its seeds, shape, evaluation, environment backend).
+    """
+
+    num_settings = 1
+
+    def __init__(self, agent: Any, env_id: str, settings: RunSettings) -> None:
+        self.agent, self.env_id, self.settings = agent, env_id, settings
+        self.layout = settings.driver_settings.layout
+        self._loop: HostTrainLoop | None = None
+
+    def _seeds(self, offset: int = 0) -> list[int]:
+        return [self.settings.seed + offset + i for i in range(self.settings.num_seeds)]
+
+    def _carry(self, abstract: bool) -> HostCarry:
+        """A fresh carry (its shapes when ``abstract``), for the spaces of the environments
+        the run uses (EnvPool's and gymnasium's may differ in dtype)."""
+        settings = self.settings
+        env = make_host_env(self.env_id, 1, settings.seed, settings.env_backend)
+        spaces = env.single_observation_space, env.single_action_space
+        env.close()
+
+        def make() -> HostCarry:
+            return init_host_carry(
+                self.agent, self._seeds(), *spaces, settings.num_envs, settings.normalize_obs
+            )
+
+        return jax.eval_shape(make) if abstract else make()
+
+    def check(self) -> None:
+        self.checkpoint_template()
+
+    def checkpoint_template(self) -> Any:
+        return self.to_checkpoint(self._carry(abstract=True))
+
+    def init(self) -> HostCarry:
+        return SeedPlacement().put(self._carry(abstract=False))
+
+    def to_checkpoint(self, carry: HostCarry) -> Any:
+        if not self.settings.checkpoint_buffer:
+            carry = carry._replace(buffer=None)
+        return {"carry": carry}
+
+    def from_checkpoint(self, tree: Any) -> HostCarry:
+        return tree["carry"]
+
+    def start(self, carry: HostCarry, start_steps: int) -> HostCarry:
+        if carry.buffer is None and is_off_policy(self.agent):
+            # A checkpoint without its replay buffer (``checkpoint_buffer`` off).
+            carry = carry._replace(buffer=self._carry(abstract=False).buffer)
+        carry = SeedPlacement().put(carry)
+        remaining = self.layout.total_steps - start_steps
+        if remaining > 0:
+            settings = dataclasses.replace(self.settings.driver_settings, total_steps=remaining)
+            # A resumed run continues on fresh environments and keys; the loop counts on
+            # from start_steps: a warm-up already done is not run again.
+            self._loop = HostTrainLoop(
+                self.agent,
+                self.env_id,
+                settings,
+                self._seeds(offset=start_steps),
+                self.settings.env_backend,
+                start_steps=start_steps,
+            )
+        return carry
+
+    def run_period(self, carry: HostCarry, collections: int) -> tuple[HostCarry, dict]:
+        if self._loop is None:
+            raise RuntimeError("the run has no evaluation period left")
+        carry, metrics = self._loop.run_period(carry, collections)
+        return carry, jax.device_get(metrics)
+
+    def evaluate(
+        self, state: Any, obs_stats: Any, episodes: int, seed: int, deterministic: bool
+    ) -> np.ndarray:
+        returns = evaluate_gymnasium(
+            self.agent,
+            state,
+            self.env_id,
+            obs_stats,
+            episodes,
+            seed,
+            env_backend=self.settings.env_backend,
+            num_seeds=self.settings.num_seeds,
+            deterministic=bool(deterministic),
+        )
+        return np.asarray(returns, np.float64)
+
+    def part(self, tree: Any, g: int) -> Any:
+        del g
+        return tree
+
+    def close(self) -> None:
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
