@@ -306,7 +306,7 @@ def _cli_program() -> dict[str, Any]:
 
     from jaxrl.io import RunConfig
     from jaxrl.io.runner import make_loop
-    from jaxrl.training.jax_loop import jax_evaluation_program
+    from jaxrl.training.evaluation import jax_evaluation_program
 
     config = RunConfig.from_preset("trpo", "Pendulum-v1", backend="jax")
     agent = config.make_agent()

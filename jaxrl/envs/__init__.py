@@ -21,6 +21,8 @@ from jaxrl.envs.host import (
     HostVectorEnv,
     checked_step,
     envpool_available,
+    host_vector_env,
+    is_envpool,
     make_host_env,
     resolve_env_backend,
 )
@@ -42,6 +44,8 @@ __all__ = [
     "HostVectorEnv",
     "checked_step",
     "envpool_available",
+    "host_vector_env",
+    "is_envpool",
     "make_host_env",
     "resolve_env_backend",
 ]

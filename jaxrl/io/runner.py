@@ -2,7 +2,7 @@
 
 One loop for both drivers: the runner drives a :class:`jaxrl.training.loop.Loop`
 (:func:`make_loop`: the jitted :class:`jaxrl.training.jax_loop.JaxLoop` or the host
-:class:`jaxrl.training.gymnasium_driver.HostLoop`), which gives a fresh or restored carry and
+:class:`jaxrl.training.host_loop.HostLoop`), which gives a fresh or restored carry and
 its ``run_period``; after each evaluation period the runner writes the metrics, updates the
 progress bar and, every ``checkpoint_every`` periods and at the end, checkpoints what the loop
 keeps (the jitted driver's whole ``TrainCarry``, bit-identical on resume; the host driver's
@@ -20,23 +20,19 @@ filesystem every process reads).
 from __future__ import annotations
 
 import dataclasses
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.algorithms.protocol import evaluates_both_modes
 from jaxrl.envs.jax_envs import resolve_backend
+from jaxrl.io.bookkeeping import RunBook, TrainResult
 from jaxrl.io.checkpoints import CheckpointError, CheckpointStore
 from jaxrl.io.config import RunConfig
-from jaxrl.io.metrics import MetricsLogger
-from jaxrl.io.plots import plot_runs
-from jaxrl.io.progress import RunProgress
 from jaxrl.io.report import FinalEvaluation
 from jaxrl.io.run_dir import RunDir
 from jaxrl.training.loop import Loop
@@ -44,40 +40,6 @@ from jaxrl.training.sharding import SeedPlacement, barrier, is_primary, several_
 
 if TYPE_CHECKING:
     from jaxrl.training.jax_loop import JaxLoop
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainResult:
-    """What a call of :func:`train_run` did.
-
-    Attributes:
-      run_dir: the run directory.
-      config: the run's configuration.
-      period: evaluation periods completed (in total, over all resumes).
-      num_periods: evaluation periods of the whole run.
-      env_steps: env steps per seed completed.
-      eval_returns: the latest evaluation return of each seed.
-      checkpoint: the newest checkpoint directory (None if none was written).
-      plot: the learning-curve image.
-      seconds: wall time of this call.
-      final: evaluations of the final policy (when this call finished the run), else None.
-    """
-
-    run_dir: RunDir
-    config: RunConfig
-    period: int
-    num_periods: int
-    env_steps: int
-    eval_returns: np.ndarray
-    checkpoint: Path | None
-    plot: Path
-    seconds: float
-    final: FinalEvaluation | None = None
-
-    @property
-    def finished(self) -> bool:
-        """Whether the run reached its last period."""
-        return self.period >= self.num_periods
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,154 +61,6 @@ class LoadedRun:
     carry: Any
     metadata: dict[str, Any]
     step: int
-
-
-class _NoMetrics:
-    """The metrics of a process that writes none (not process 0 of a job)."""
-
-    def log_updates(self, rows: Any) -> None:
-        del rows
-
-    def log_evals(self, rows: Any) -> None:
-        del rows
-
-    def close(self) -> None:
-        pass
-
-
-class _Run:
-    """Shared bookkeeping of a training call: metrics, checkpoints, progress, plot (written
-    by the primary process only, :func:`jaxrl.training.sharding.is_primary`)."""
-
-    def __init__(
-        self,
-        config: RunConfig,
-        run_dir: RunDir,
-        store: CheckpointStore,
-        start_period: int,
-        start_steps: int,
-        elapsed: float,
-        resumed: bool,
-        num_periods: int,
-        total_steps: int,
-        progress: bool,
-    ) -> None:
-        self.config, self.run_dir, self.store = config, run_dir, store
-        self.period, self.env_steps = start_period, start_steps
-        self.num_periods = num_periods
-        self.elapsed0, self.started = elapsed, time.perf_counter()
-        self.primary = is_primary()
-        # A run resumed without a checkpoint starts over: its files are cleared (period -1),
-        # and every run that starts at period 0 first logs the initial policy's evaluation.
-        self.metrics: MetricsLogger | _NoMetrics = _NoMetrics()
-        if self.primary:
-            self.metrics = MetricsLogger(
-                run_dir.path,
-                config.num_seeds,
-                resume_period=(start_period if start_period > 0 else -1) if resumed else None,
-                resume_steps=start_steps,
-            )
-        if start_period == 0 and self.primary:
-            run_dir.final_eval.unlink(missing_ok=True)
-        self.final: FinalEvaluation | None = None
-        self.eval_returns = np.full(config.num_seeds, np.nan)
-        self.checkpoint: Path | None = (
-            run_dir.checkpoints / str(start_period) if start_period in store.steps() else None
-        )
-        self.saved_period = start_period if self.checkpoint is not None else -1
-        description = f"{config.algo.upper()} {config.env}" + (
-            f" x{config.num_seeds}" if config.num_seeds > 1 else ""
-        )
-        self.progress = RunProgress(
-            description, total_steps, config.num_seeds, start_steps=start_steps
-        )
-        if not progress or not self.primary:
-            self.progress.console.quiet = True
-
-    def wall_time(self) -> float:
-        return self.elapsed0 + time.perf_counter() - self.started
-
-    def finish(self, final: FinalEvaluation) -> None:
-        """After the last period: keep the final policy's evaluation (``final_eval.json``)."""
-        self.final = final
-        if self.primary:
-            final.save(self.run_dir.final_eval)
-
-    def end_period(
-        self, update_rows: list[dict[str, Any]], eval_returns: np.ndarray, env_steps: int
-    ) -> None:
-        """Log one evaluation period (``self.period`` already advanced)."""
-        self.env_steps = env_steps
-        self.eval_returns = np.asarray(eval_returns, np.float64)
-        self.metrics.log_updates(update_rows)
-        self.log_evals(self.eval_returns, env_steps)
-        per_seed = jnp.asarray(self.eval_returns)
-        self.progress.update(env_steps, float(jnp.mean(per_seed)), float(jnp.std(per_seed)))
-
-    def log_evals(self, returns: np.ndarray, env_steps: int) -> None:
-        """Log each seed's evaluation ``returns [S]`` after ``env_steps`` env steps."""
-        wall = self.wall_time()
-        self.metrics.log_evals(
-            [
-                {
-                    "seed": seed,
-                    "period": self.period,
-                    "env_steps": env_steps,
-                    "eval_return": float(value),
-                    "wall_time": round(wall, 3),
-                }
-                for seed, value in enumerate(returns)
-            ]
-        )
-
-    def checkpoint_due(self) -> bool:
-        every = self.config.checkpoint_every
-        return self.period >= self.num_periods or (every > 0 and self.period % every == 0)
-
-    def save(self, tree: Any) -> None:
-        """Checkpoint ``tree`` as this period (in the background) and redraw the plot (the
-        primary process; the others only note where it is)."""
-        self.checkpoint = self.run_dir.checkpoints / str(self.period)
-        self.saved_period = self.period
-        if not self.primary:
-            return
-        self.store.save(
-            self.period,
-            tree,
-            {
-                "period": self.period,
-                "env_steps": self.env_steps,
-                "elapsed": self.wall_time(),
-                "algo": self.config.algo,
-                "env": self.config.env,
-                "backend": self.config.backend,
-            },
-        )
-        if self.period < self.num_periods:  # the last one is drawn after the final evaluation
-            self.plot()
-
-    def plot(self) -> Path:
-        if not self.primary:
-            return self.run_dir.plot
-        return plot_runs([self.run_dir.path], self.run_dir.plot)
-
-    def close(self) -> None:
-        self.store.close()
-        self.metrics.close()
-
-    def result(self) -> TrainResult:
-        return TrainResult(
-            run_dir=self.run_dir,
-            config=self.config,
-            period=self.period,
-            num_periods=self.num_periods,
-            env_steps=self.env_steps,
-            eval_returns=self.eval_returns,
-            checkpoint=self.checkpoint,
-            plot=self.run_dir.plot,
-            seconds=time.perf_counter() - self.started,
-            final=self.final,
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -301,7 +115,7 @@ def train_run(
     # A checkpoint records its env steps (periods before it may differ in length).
     start_steps = meta.get("env_steps", start_period * layout.steps_per_period) if meta else 0
     done = start_steps // layout.steps_per_collect  # collections so far
-    run = _Run(
+    run = RunBook(
         config,
         run_dir,
         store,
@@ -353,7 +167,7 @@ def train_group(
         config.save(run_dir.config)
         store = CheckpointStore(run_dir.checkpoints)
         runs.append(
-            _Run(config, run_dir, store, 0, 0, 0.0, False, layout.num_periods,
+            RunBook(config, run_dir, store, 0, 0, 0.0, False, layout.num_periods,
                  layout.total_steps, progress=False)
         )  # fmt: skip
     try:
@@ -382,14 +196,14 @@ def make_loop(config: RunConfig, agent: Any) -> Loop:
             f"several processes need the jitted driver (a gymnax or Brax id): {config.env} "
             "runs on the host driver"
         )
-    from jaxrl.training.gymnasium_driver import HostLoop
+    from jaxrl.training.host_loop import HostLoop
 
     return HostLoop(agent, config.env, config)
 
 
 def _drive(
     loop: Loop,
-    runs: Sequence[_Run],
+    runs: Sequence[RunBook],
     carry: Any,
     start_steps: int,
     done: int,
@@ -426,7 +240,7 @@ def _drive(
 
 def _train_periods(
     loop: Loop,
-    runs: Sequence[_Run],
+    runs: Sequence[RunBook],
     carry: Any,
     periods: Sequence[int],
     done: int,
@@ -543,7 +357,7 @@ def update_rows(
     return rows
 
 
-def _setup_message(run: _Run) -> str:
+def _setup_message(run: RunBook) -> str:
     config = run.config
     where = (
         f"resuming at period {run.period}/{run.num_periods} ({run.env_steps:,} env steps)"

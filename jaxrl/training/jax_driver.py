@@ -34,8 +34,7 @@ import numpy as np
 from jax import lax
 from jax.experimental import checkify
 
-from jaxrl.core.normalization import RunningMeanStd, normalize_observations
-from jaxrl.core.tree import strong_types
+from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.envs.jax_envs import make_env
 from jaxrl.replay import Transition
 from jaxrl.spaces import describe_space
@@ -45,7 +44,8 @@ from jaxrl.training.agent_steps import (
     off_policy_updates,
     updates_per_collect,
 )
-from jaxrl.training.collect import make_jax_step, reset_jax_envs
+from jaxrl.training.env_step import make_jax_step, reset_jax_envs
+from jaxrl.training.evaluation import evaluate
 from jaxrl.training.periods import drive
 from jaxrl.training.seeds import over_seeds, resolve_seed_axis, split_seed_key
 from jaxrl.training.settings import RunLayout, RunSettings
@@ -71,69 +71,6 @@ def checked_call(train: Callable[[Array], Any], keys: Array) -> Any:
     error, out = jax.jit(checkify.checkify(fn))(keys)
     error.throw()
     return out
-
-
-def _step_without_reset(env: Any) -> Callable:
-    """``(key, state, action, params) -> (obs, state, reward, terminated, truncated)``.
-
-    Evaluation stops counting an episode at its first end, so it needs no auto-reset: for
-    gymnax environments this is ``step_env`` with the step key ``env.step`` would give it
-    (the same numbers, without tracing a reset every step); other environments use ``step``.
-    """
-    if not (
-        callable(getattr(env, "step_env", None)) and callable(getattr(env, "is_truncated", None))
-    ):
-        return lambda key, state, action, params: env.step(key, state, action, params)[:5]
-
-    def step(key: Array, state: Any, action: Array, params: Any) -> tuple:
-        step_key, _ = jax.random.split(key)  # env.step's split: its key for step_env
-        obs, state, reward, terminated, _ = env.step_env(step_key, state, action, params)
-        return obs, state, reward, terminated, env.is_truncated(state, params)
-
-    return step
-
-
-def evaluate(
-    agent: Any,
-    state: Any,
-    env: Any,
-    env_params: Any,
-    key: Array,
-    num_episodes: int,
-    obs_stats: RunningMeanStd | None = None,
-    deterministic: bool | Array | None = None,
-) -> Array:
-    """Mean undiscounted return of ``num_episodes`` parallel episodes. By default NPG/TRPO
-    act deterministically if ``agent.deterministic_eval``; DDPG always acts without noise
-    (Tianshou's test collector); ``deterministic`` (a bool, or a traced one) overrides it.
-    Each episode runs until its first termination or truncation, at most
-    ``env_params.max_steps_in_episode`` steps. With ``obs_stats`` the policy sees
-    observations normalized by those (frozen) statistics."""
-    if deterministic is None:
-        deterministic = agent.evaluates_deterministically
-    env_step = _step_without_reset(env)
-    reset_key, run_key = jax.random.split(key)
-    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
-        jax.random.split(reset_key, num_episodes), env_params
-    )
-
-    def step(carry: tuple, step_key: Array) -> tuple[tuple, None]:
-        obs, env_state, returns, running = carry
-        act_key, env_key = jax.random.split(step_key)
-        if obs_stats is not None:
-            obs = normalize_observations(obs_stats, obs, update=False)[1]
-        action = agent.policy(state, obs, act_key, deterministic)
-        obs, env_state, reward, terminated, truncated = jax.vmap(env_step, in_axes=(0, 0, 0, None))(
-            jax.random.split(env_key, num_episodes), env_state, action, env_params
-        )
-        returns = returns + jnp.where(running, reward, 0.0)
-        running = running & ~(terminated | truncated)
-        return (obs, env_state, returns, running), None
-
-    init = (obs, strong_types(env_state), jnp.zeros(num_episodes), jnp.ones(num_episodes, bool))
-    horizon = int(env_params.max_steps_in_episode)
-    (_, _, returns, _), _ = lax.scan(step, init, jax.random.split(run_key, horizon))
-    return jnp.mean(returns)
 
 
 class TrainCarry(NamedTuple):
@@ -262,7 +199,7 @@ class _JittedRun:
       layout: the run's collections and periods (``config.layout``).
       observation_space, action_space: the environment's spaces, described eagerly.
       step: one vector step of the environments with the agent's exploration
-        (:func:`jaxrl.training.collect.make_jax_step`, as the collectors take it).
+        (:func:`jaxrl.training.env_step.make_jax_step`, as the collectors take it).
       num_updates: off-policy updates per collection; None for an on-policy agent.
     """
 

@@ -25,9 +25,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.algorithms.protocol import evaluates_both_modes
-from jaxrl.core.prng import bucketed_keys
 from jaxrl.envs.jax_envs import make_env
-from jaxrl.training.jax_driver import TrainLoop, evaluate, make_train_loop
+from jaxrl.training.evaluation import jax_evaluation_program
+from jaxrl.training.jax_driver import TrainLoop, make_train_loop
 from jaxrl.training.seeds import over_seeds, resolve_seed_axis, seed_keys
 from jaxrl.training.settings import RunSettings
 from jaxrl.training.sharding import SeedPlacement
@@ -214,38 +214,3 @@ class JaxLoop:
 
     def close(self) -> None:
         pass
-
-
-@functools.lru_cache(maxsize=8)
-def jax_evaluation_program(
-    structure: Any,
-    env_id: str,
-    brax_backend: str | None,
-    episodes: int,
-    static: bool | None,
-    placement: Any = None,
-) -> Callable:
-    """``(leaves, state [S], obs_stats [S], keys [S], deterministic) -> returns [S]``, jitted,
-    for agents of one ``structure`` (their pytree definition: class and static fields),
-    whose ``leaves`` (numeric hyperparameters) are arguments: the settings of a sweep group
-    share the program.
-
-    With ``static=None``, ``deterministic`` is a traced bool, so that the deterministic and
-    the stochastic evaluations (the step-0 and the final ones) share one compiled program;
-    otherwise the policy acts as ``static`` says and the argument is ignored. ``placement``
-    (a :class:`jaxrl.training.sharding.SeedPlacement`) splits the seeds over the devices
-    of a job of several processes."""
-    env, env_params = make_env(env_id, brax_backend=brax_backend)
-
-    def one(
-        leaves: list, state: Any, stats: Any, key: jax.Array, deterministic: jax.Array
-    ) -> jax.Array:
-        agent = jax.tree_util.tree_unflatten(structure, leaves)
-        mode = deterministic if static is None else static
-        return evaluate(agent, state, env, env_params, key, episodes, stats, mode)
-
-    # The same numbers as over_seeds' programs draw, compiled as fewer kernels on a CPU.
-    seeds = bucketed_keys(jax.vmap(one, in_axes=(None, 0, 0, 0, None)))
-    if placement is None:
-        return jax.jit(seeds)
-    return placement.jit(seeds, split=(False, True, True, True, False))
