@@ -47,8 +47,9 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
 
     from jaxrl.algorithms import registry
     from jaxrl.io import RunConfig
-    from jaxrl.io.backends import jax_loop, seed_keys
+    from jaxrl.io.runner import make_loop
     from jaxrl.training import over_seeds, resolve_seed_axis
+    from jaxrl.training.seeds import seed_keys
 
     run = {"total_steps": args.total_steps, "num_seeds": args.num_seeds, "seed": args.seed}
     for name in ("num_envs", "num_steps", "eval_every", "eval_episodes"):
@@ -65,8 +66,8 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
         **run,
     )
     agent = config.make_agent()
-    loop = jax_loop(config, agent)  # the loop `jaxrl train` runs (hyperparameters as constants)
-    keys = seed_keys(config)
+    loop = make_loop(config, agent).seed_loop()  # the loop `jaxrl train` runs (constants)
+    keys = seed_keys(config.seed, config.num_seeds)
     load_before = loadavg()
     start = time.perf_counter()
     over = functools.partial(over_seeds, how=args.seed_axis, agent=agent, env=loop.env)

@@ -305,12 +305,13 @@ def _cli_program() -> dict[str, Any]:
     import jax
 
     from jaxrl.io import RunConfig
-    from jaxrl.io.backends import JaxBackend, jax_evaluation_program, seed_keys
+    from jaxrl.io.runner import make_loop
+    from jaxrl.training.evaluation import jax_evaluation_program
 
     config = RunConfig.from_preset("trpo", "Pendulum-v1", backend="jax")
     agent = config.make_agent()
-    group = JaxBackend(config, agent).group  # the programs `jaxrl train` runs
-    keys = seed_keys(config)
+    group = make_loop(config, agent)  # the programs `jaxrl train` runs
+    keys = group.keys()
     leaves = group.leaves
     parts = [_measure("init", group.init_program, leaves, keys)]
     carry = group.init_program(leaves, keys)

@@ -445,7 +445,7 @@ def breakdown(
     import jax
 
     from jaxrl.io.config import RunConfig
-    from jaxrl.training import TrainConfig, collect
+    from jaxrl.training import TrainConfig, env_step, evaluation
     from jaxrl.training import gymnasium_driver as driver
 
     config = RunConfig.from_preset(
@@ -468,17 +468,17 @@ def breakdown(
     timer = PartTimer()
     counts: dict[str, int] = defaultdict(int)
 
-    make_env = driver.make_host_env
+    make_env = evaluation.make_host_env
 
     def eval_envs(*args: Any, **kwargs: Any) -> _CountedEnv:
         with timer.part("eval.envs"):
             return _CountedEnv(make_env(*args, **kwargs), timer, counts)
 
     patched = {
-        (collect, "checked_step"): timer.wrap("checked_step", collect.checked_step),
-        (collect, "host_step"): timer.wrap("host_step", collect.host_step),
+        (env_step, "checked_step"): timer.wrap("checked_step", env_step.checked_step),
+        (driver, "host_step"): timer.wrap("host_step", driver.host_step),
         (driver, "evaluate_gymnasium"): timer.wrap("evaluate", driver.evaluate_gymnasium),
-        (driver, "make_host_env"): eval_envs,  # the training envs are made before
+        (evaluation, "make_host_env"): eval_envs,  # the evaluations' environments
     }
     originals = {key: getattr(*key) for key in patched}
     loop = driver.HostTrainLoop(config.make_agent(), env_id, shape, list(range(num_seeds)), backend)

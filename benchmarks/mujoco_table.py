@@ -375,7 +375,6 @@ def _train_in_one_call(
 ) -> list[dict[str, Any]]:
     """A group trained by the host driver in one call (no checkpoints)."""
     from jaxrl.envs.host import resolve_env_backend
-    from jaxrl.io.backends import train_config
     from jaxrl.training.gymnasium_driver import train_gymnasium
 
     config = cell.config
@@ -399,7 +398,7 @@ def _train_in_one_call(
     _, metrics = train_gymnasium(
         cell.make_agent(),
         cell.env,
-        train_config(config),  # the run's shape, as `jaxrl train` gives it to the driver
+        config.driver_settings,  # the run's shape, as `jaxrl train` gives it to the driver
         seed=seeds[0],
         num_seeds=len(seeds),
         env_backend=backend,

@@ -1367,7 +1367,7 @@ def host_step_rows(peaks: dict[str, Any], args: Any) -> list[dict[str, Any]]:
     with HostTrainLoop(agent, env_id, config, [0], env_backend) as loop:
         programs = loop._programs
         carry = jax.tree_util.tree_map(jnp.copy, loop.init_carry())
-        raw = gymnasium_driver._split_seeds(loop.env.reset(), 1)
+        raw = gymnasium_driver.split_seeds(loop.env.reset(), 1)
         carry, loop._sample, loop._obs, _ = programs.observe_and_act(carry, raw, raw, 0)
         captured: dict[str, Any] = {}
         # One env step per collection: each step observes, then learns and acts.

@@ -65,7 +65,7 @@ def measure(algo: str, env_id: str, seeds: int, warmup: int, calls: int) -> dict
     group = list(range(seeds))
     with HostTrainLoop(config.make_agent(), env_id, config, group, "auto") as loop:
         carry = jax.tree_util.tree_map(jnp.copy, loop.init_carry())
-        raw = gymnasium_driver._split_seeds(loop.env.reset(), seeds)
+        raw = gymnasium_driver.split_seeds(loop.env.reset(), seeds)
         carry, loop._sample, loop._obs, _ = loop._programs.observe_and_act(carry, raw, raw, 0)
         before = loop._env_steps
         for _ in range(warmup):

@@ -349,8 +349,8 @@ def _report(config: Any, run_dir: Any, result: Any, resume_cmd: str) -> None:
 
 def _resolve_sweep(args: Any, argv: list[str]) -> tuple[Any, dict[str, list[Any]], Path]:
     """The sweep's base run, its grid and its directory (errors before anything compiles)."""
+    from jaxrl.io.grid import parse_grid
     from jaxrl.io.run_dir import default_run_path
-    from jaxrl.io.studies import parse_grid
 
     algo = type(args).algo
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
@@ -386,7 +386,7 @@ def _study_error(error: Exception, argv: list[str]) -> UsageError:
     """A sweep's or a study's error as one line: a :class:`jaxrl.io.studies.SweepError`
     names the field as ``--sweep``/``--search`` wrote it, and the error of an invalid setting
     it carries (as any other error here) names the flags to change."""
-    from jaxrl.io.studies import SweepError
+    from jaxrl.io.grid import SweepError
 
     if isinstance(error, SweepError) and error.cause is None:
         return UsageError(str(error))

@@ -246,12 +246,11 @@ def test_td3_solves_pendulum_with_four_seeds(td3):
     TD3-test actor lr 1e-4 (DDPG's preset value) seeds 0-7 end at -219 +- 124: seed 1 stalls
     (-539 at 50,000 steps, -875 at 100,000), which is why the plug-in sets its own."""
     from jaxrl.io import RunConfig
-    from jaxrl.io.backends import train_config
     from jaxrl.training.seeds import seed_keys
 
     config = RunConfig.from_preset("td3", "Pendulum-v1", backend="jax", num_seeds=4)
     assert config.total_steps == 50_000 and config.hyperparameters["actor_lr"] == 1e-3
-    train = make_train(config.make_agent(), "Pendulum-v1", train_config(config))
+    train = make_train(config.make_agent(), "Pendulum-v1", config.driver_settings)
     _, metrics = jax.jit(jax.vmap(train))(seed_keys(0, 4))
     final = np.asarray(metrics["eval/return"])[:, -1]
     print(f"\nfinal return per seed: {final}, mean {final.mean():.1f} +- {final.std():.1f}")

@@ -21,10 +21,12 @@ from jaxrl.envs.host import (
     HostVectorEnv,
     checked_step,
     envpool_available,
+    host_vector_env,
+    is_envpool,
     make_host_env,
     resolve_env_backend,
 )
-from jaxrl.envs.jax_envs import make_env
+from jaxrl.envs.jax_envs import make_env, resolve_backend
 
 __all__ = [
     "BRAX_BACKENDS",
@@ -33,6 +35,7 @@ __all__ = [
     "is_brax_id",
     "make_brax_env",
     "make_env",
+    "resolve_backend",
     "ENV_BACKENDS",
     "EnvPoolVectorEnv",
     "EnvironmentError_",
@@ -41,6 +44,8 @@ __all__ = [
     "HostVectorEnv",
     "checked_step",
     "envpool_available",
+    "host_vector_env",
+    "is_envpool",
     "make_host_env",
     "resolve_env_backend",
 ]

@@ -262,3 +262,81 @@ def seed_block(seeds: Sequence[int], count: int, stream: int = 0) -> int:
     if any(b != a + 1 for a, b in itertools.pairwise(seeds)):
         raise ValueError(f"seeds must be consecutive integers, got {list(seeds)}")
     return stream * 1_000_003 + seeds[0] * count
+
+
+# Environments made by the caller (the collectors adopt them).
+
+
+class _AdoptedGymnasiumVectorEnv(GymnasiumVectorEnv):
+    """A gymnasium vector env made by the caller (same-step auto-reset checked), behind
+    :class:`GymnasiumVectorEnv`'s step."""
+
+    def __init__(self, envs: gym.vector.VectorEnv) -> None:
+        self._envs, self._seed = envs, None
+        self.env_id = envs.spec.id if envs.spec is not None else type(envs).__name__
+        self.num_envs = envs.num_envs
+        self.single_observation_space = envs.single_observation_space
+        self.single_action_space = envs.single_action_space
+
+
+class _AdoptedEnvPool(EnvPoolVectorEnv):
+    """An EnvPool env made by the caller, behind :class:`EnvPoolVectorEnv`'s step
+    (ended environments reset at once: same-step auto-reset)."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+        self.env_id = type(pool).__name__
+        self.num_envs = pool.num_envs
+        self.single_observation_space = pool.observation_space
+        self.single_action_space = pool.action_space
+        self._action_dtype = self.single_action_space.dtype
+
+
+def is_envpool(env: Any) -> bool:
+    """Whether ``env`` is an EnvPool environment (False when EnvPool is not installed)."""
+    if importlib.util.find_spec("envpool") is None:
+        return False
+    from envpool.python.envpool import EnvPoolMixin
+
+    return isinstance(env, EnvPoolMixin)
+
+
+def host_vector_env(env: Any) -> HostVectorEnv:
+    """A host environment the collector can step with same-step auto-reset semantics.
+
+    Args:
+      env: a gymnasium vector env (``gym.make_vec``, possibly wrapped) made with
+        ``autoreset_mode=gym.vector.AutoresetMode.SAME_STEP``; an EnvPool env
+        (``envpool.make(..., env_type="gymnasium")``); or one of
+        :func:`jaxrl.envs.make_host_env`'s.
+
+    Raises:
+      ValueError: a gymnasium vector env with another (or no) autoreset mode: with
+        next-step auto-reset the step after an episode's end is a reset, not a transition,
+        and the final observation of the ended episode is not the one a rollout needs.
+      TypeError: a single (not vector) environment or anything else.
+    """
+    if isinstance(env, GymnasiumVectorEnv | EnvPoolVectorEnv):
+        return env
+    if is_envpool(env):
+        return _AdoptedEnvPool(env)
+    if isinstance(env, gym.vector.VectorEnv):
+        mode = env.metadata.get("autoreset_mode")
+        if mode != gym.vector.AutoresetMode.SAME_STEP:
+            raise ValueError(
+                f"env: this gymnasium vector env auto-resets with autoreset_mode={mode}, but a "
+                "rollout needs same-step auto-reset (the final observation of an ended "
+                "episode in the step that ends it): make it with gym.make_vec(..., "
+                "vector_kwargs={'autoreset_mode': gym.vector.AutoresetMode.SAME_STEP})"
+            )
+        return _AdoptedGymnasiumVectorEnv(env)
+    if isinstance(env, gym.Env):
+        raise TypeError(
+            f"env: got a single gymnasium environment ({env.spec.id if env.spec else env}); "
+            "collect from a vector env: gym.make_vec(ID, num_envs=N, vector_kwargs="
+            "{'autoreset_mode': gym.vector.AutoresetMode.SAME_STEP})"
+        )
+    raise TypeError(
+        "env must be a gymnax/Brax id or environment, a gymnasium vector env or an EnvPool "
+        f"env, got {type(env).__name__}"
+    )

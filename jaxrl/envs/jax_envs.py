@@ -7,11 +7,15 @@ interface; :func:`make_env` resolves what a user names to one:
 - a Brax id (``"brax:hopper"``): :class:`jaxrl.envs.brax_env.BraxEnv` on the backend given
   (``generalized`` by default);
 - an object that already has the interface (passed through).
+
+:func:`resolve_backend` says which driver runs an id: the jitted one (``"jax"``) for gymnax
+and Brax ids, the host one (``"gymnasium"``) for other registered gymnasium ids.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import difflib
+from typing import Any, Literal
 
 from jaxrl.envs.brax_env import DEFAULT_BRAX_BACKEND, brax_name, is_brax_id, make_brax_env
 
@@ -49,3 +53,39 @@ def make_env(
         if not callable(getattr(env, method, None)):
             raise TypeError(f"env must have the gymnax interface; it lacks {method}()")
     return env, env_params if env_params is not None else env.default_params
+
+
+def resolve_backend(env: str, backend: str = "auto") -> Literal["jax", "gymnasium"]:
+    """``"jax"`` for gymnax and Brax (``brax:NAME``) ids, ``"gymnasium"`` for other registered
+    gymnasium ids (or any id when ``backend="gymnasium"``).
+
+    Raises:
+      ValueError: an id neither library knows, naming the closest known ids, or a Brax id
+        with ``backend="gymnasium"``.
+    """
+    import gymnasium as gym
+    import gymnax
+
+    if is_brax_id(env):
+        if backend == "gymnasium":
+            raise ValueError(f"{env} is a Brax environment: it runs in the jitted driver (jax)")
+        return "jax"
+
+    jax_ids = list(gymnax.registered_envs)
+    gym_ids = list(gym.envs.registry)
+    if backend == "jax":
+        if env not in jax_ids:
+            close = difflib.get_close_matches(env, jax_ids, n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise ValueError(f"unknown gymnax environment id {env!r}{hint}")
+        return "jax"
+    if backend == "auto" and env in jax_ids:
+        return "jax"
+    if env in gym_ids or ":" in env:  # "module:EnvId" ids register on import
+        return "gymnasium"
+    known = list(dict.fromkeys(jax_ids + gym_ids))  # ids both libraries have, once
+    close = difflib.get_close_matches(env, known, n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise ValueError(
+        f"unknown environment id {env!r}: neither a gymnax nor a registered gymnasium id{hint}"
+    )

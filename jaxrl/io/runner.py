@@ -1,11 +1,13 @@
 """Training, resuming and evaluating runs kept in a run directory (:mod:`jaxrl.io.run_dir`).
 
-One loop for both drivers (:mod:`jaxrl.io.backends`): the run's backend gives a fresh or
-restored carry and its ``run_period``; after each evaluation period the runner writes the
-metrics, updates the progress bar and, every ``checkpoint_every`` periods and at the end,
-checkpoints what the backend keeps (the jitted driver's whole ``TrainCarry``, bit-identical
-on resume; the host driver's ``HostCarry``, resumed on fresh environments with a seed
-offset).
+One loop for both drivers: the runner drives a :class:`jaxrl.training.loop.Loop`
+(:func:`make_loop`: the jitted :class:`jaxrl.training.jax_loop.JaxLoop` or the host
+:class:`jaxrl.training.host_loop.HostLoop`), which gives a fresh or restored carry and
+its ``run_period``; after each evaluation period the runner writes the metrics, updates the
+progress bar and, every ``checkpoint_every`` periods and at the end, checkpoints what the loop
+keeps (the jitted driver's whole ``TrainCarry``, bit-identical on resume; the host driver's
+``HostCarry``, resumed on fresh environments with a seed offset). A sweep group
+(:func:`train_group`) is the same loop over several settings, each with its run directory.
 
 In a job of several processes (:func:`jaxrl.training.initialize_distributed`) every process
 runs this loop on its share of the seeds; each period's metrics, the evaluations and the
@@ -18,60 +20,26 @@ filesystem every process reads).
 from __future__ import annotations
 
 import dataclasses
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.algorithms.protocol import evaluates_both_modes
-from jaxrl.io.backends import resolve_backend, run_backend, seed_keys
+from jaxrl.envs.jax_envs import resolve_backend
+from jaxrl.io.bookkeeping import RunBook, TrainResult
 from jaxrl.io.checkpoints import CheckpointError, CheckpointStore
 from jaxrl.io.config import RunConfig
-from jaxrl.io.metrics import MetricsLogger
-from jaxrl.io.plots import plot_runs
-from jaxrl.io.progress import RunProgress
 from jaxrl.io.report import FinalEvaluation
 from jaxrl.io.run_dir import RunDir
-from jaxrl.training.sharding import barrier, is_primary, several_processes
+from jaxrl.training.loop import Loop
+from jaxrl.training.sharding import SeedPlacement, barrier, is_primary, several_processes
 
-
-@dataclasses.dataclass(frozen=True)
-class TrainResult:
-    """What a call of :func:`train_run` did.
-
-    Attributes:
-      run_dir: the run directory.
-      config: the run's configuration.
-      period: evaluation periods completed (in total, over all resumes).
-      num_periods: evaluation periods of the whole run.
-      env_steps: env steps per seed completed.
-      eval_returns: the latest evaluation return of each seed.
-      checkpoint: the newest checkpoint directory (None if none was written).
-      plot: the learning-curve image.
-      seconds: wall time of this call.
-      final: evaluations of the final policy (when this call finished the run), else None.
-    """
-
-    run_dir: RunDir
-    config: RunConfig
-    period: int
-    num_periods: int
-    env_steps: int
-    eval_returns: np.ndarray
-    checkpoint: Path | None
-    plot: Path
-    seconds: float
-    final: FinalEvaluation | None = None
-
-    @property
-    def finished(self) -> bool:
-        """Whether the run reached its last period."""
-        return self.period >= self.num_periods
+if TYPE_CHECKING:
+    from jaxrl.training.jax_loop import JaxLoop
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,162 +61,6 @@ class LoadedRun:
     carry: Any
     metadata: dict[str, Any]
     step: int
-
-
-class _NoMetrics:
-    """The metrics of a process that writes none (not process 0 of a job)."""
-
-    def log_updates(self, rows: Any) -> None:
-        del rows
-
-    def log_evals(self, rows: Any) -> None:
-        del rows
-
-    def close(self) -> None:
-        pass
-
-
-class _Run:
-    """Shared bookkeeping of a training call: metrics, checkpoints, progress, plot (written
-    by the primary process only, :func:`jaxrl.training.sharding.is_primary`)."""
-
-    def __init__(
-        self,
-        config: RunConfig,
-        run_dir: RunDir,
-        store: CheckpointStore,
-        start_period: int,
-        start_steps: int,
-        elapsed: float,
-        resumed: bool,
-        num_periods: int,
-        total_steps: int,
-        progress: bool,
-    ) -> None:
-        self.config, self.run_dir, self.store = config, run_dir, store
-        self.period, self.env_steps = start_period, start_steps
-        self.num_periods = num_periods
-        self.elapsed0, self.started = elapsed, time.perf_counter()
-        self.primary = is_primary()
-        # A run resumed without a checkpoint starts over: its files are cleared (period -1),
-        # and every run that starts at period 0 first logs the initial policy's evaluation.
-        self.metrics: MetricsLogger | _NoMetrics = _NoMetrics()
-        if self.primary:
-            self.metrics = MetricsLogger(
-                run_dir.path,
-                config.num_seeds,
-                resume_period=(start_period if start_period > 0 else -1) if resumed else None,
-                resume_steps=start_steps,
-            )
-        if start_period == 0 and self.primary:
-            run_dir.final_eval.unlink(missing_ok=True)
-        self.final: FinalEvaluation | None = None
-        self.eval_returns = np.full(config.num_seeds, np.nan)
-        self.checkpoint: Path | None = (
-            run_dir.checkpoints / str(start_period) if start_period in store.steps() else None
-        )
-        self.saved_period = start_period if self.checkpoint is not None else -1
-        description = f"{config.algo.upper()} {config.env}" + (
-            f" x{config.num_seeds}" if config.num_seeds > 1 else ""
-        )
-        self.progress = RunProgress(
-            description, total_steps, config.num_seeds, start_steps=start_steps
-        )
-        if not progress or not self.primary:
-            self.progress.console.quiet = True
-
-    def wall_time(self) -> float:
-        return self.elapsed0 + time.perf_counter() - self.started
-
-    def start(self, agent: Any, state: Any, obs_stats: Any) -> None:
-        """At period 0, evaluate the initial policy: the learning curve's first point."""
-        if self.period == 0:
-            returns = evaluate_policy(
-                self.config, agent, state, obs_stats, self.config.eval_episodes
-            )
-            self._log_evals(returns, 0)
-
-    def finish(self, agent: Any, state: Any, obs_stats: Any) -> None:
-        """After the last period: evaluate the final policy (``final_eval.json``)."""
-        if self.period >= self.num_periods:
-            self.final = final_evaluation(self.config, agent, state, obs_stats, self.env_steps)
-            if self.primary:
-                self.final.save(self.run_dir.final_eval)
-
-    def end_period(
-        self, update_rows: list[dict[str, Any]], eval_returns: np.ndarray, env_steps: int
-    ) -> None:
-        """Log one evaluation period (``self.period`` already advanced)."""
-        self.env_steps = env_steps
-        self.eval_returns = np.asarray(eval_returns, np.float64)
-        self.metrics.log_updates(update_rows)
-        self._log_evals(self.eval_returns, env_steps)
-        per_seed = jnp.asarray(self.eval_returns)
-        self.progress.update(env_steps, float(jnp.mean(per_seed)), float(jnp.std(per_seed)))
-
-    def _log_evals(self, returns: np.ndarray, env_steps: int) -> None:
-        wall = self.wall_time()
-        self.metrics.log_evals(
-            [
-                {
-                    "seed": seed,
-                    "period": self.period,
-                    "env_steps": env_steps,
-                    "eval_return": float(value),
-                    "wall_time": round(wall, 3),
-                }
-                for seed, value in enumerate(returns)
-            ]
-        )
-
-    def checkpoint_due(self) -> bool:
-        every = self.config.checkpoint_every
-        return self.period >= self.num_periods or (every > 0 and self.period % every == 0)
-
-    def save(self, tree: Any) -> None:
-        """Checkpoint ``tree`` as this period (in the background) and redraw the plot (the
-        primary process; the others only note where it is)."""
-        self.checkpoint = self.run_dir.checkpoints / str(self.period)
-        self.saved_period = self.period
-        if not self.primary:
-            return
-        self.store.save(
-            self.period,
-            tree,
-            {
-                "period": self.period,
-                "env_steps": self.env_steps,
-                "elapsed": self.wall_time(),
-                "algo": self.config.algo,
-                "env": self.config.env,
-                "backend": self.config.backend,
-            },
-        )
-        if self.period < self.num_periods:  # the last one is drawn after the final evaluation
-            self.plot()
-
-    def plot(self) -> Path:
-        if not self.primary:
-            return self.run_dir.plot
-        return plot_runs([self.run_dir.path], self.run_dir.plot)
-
-    def close(self) -> None:
-        self.store.close()
-        self.metrics.close()
-
-    def result(self) -> TrainResult:
-        return TrainResult(
-            run_dir=self.run_dir,
-            config=self.config,
-            period=self.period,
-            num_periods=self.num_periods,
-            env_steps=self.env_steps,
-            eval_returns=self.eval_returns,
-            checkpoint=self.checkpoint,
-            plot=self.run_dir.plot,
-            seconds=time.perf_counter() - self.started,
-            final=self.final,
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,17 +105,17 @@ def train_run(
     agent = config.make_agent()
     if is_primary():
         config.save(run_dir.config)
-    backend = run_backend(config, agent)
+    loop = make_loop(config, agent)
     store = CheckpointStore(run_dir.checkpoints)
     say = on_setup or (lambda line: warnings.warn(line, stacklevel=3))
-    restored, meta = _resume_point(store, backend.template(), resume, say)
-    carry = backend.fresh() if restored is None else backend.from_checkpoint(restored)
-    layout = backend.layout
+    restored, meta = _resume_point(store, loop.checkpoint_template(), resume, say)
+    carry = loop.init() if restored is None else loop.from_checkpoint(restored)
+    layout = loop.layout
     start_period = meta["period"] if meta else 0
     # A checkpoint records its env steps (periods before it may differ in length).
     start_steps = meta.get("env_steps", start_period * layout.steps_per_period) if meta else 0
     done = start_steps // layout.steps_per_collect  # collections so far
-    run = _Run(
+    run = RunBook(
         config,
         run_dir,
         store,
@@ -317,62 +129,167 @@ def train_run(
     )
     if on_setup is not None:
         on_setup(_setup_message(run))
+    report = None
+    if on_period is not None:
+
+        def report(period: int, env_steps: int, returns: list[np.ndarray]) -> bool:
+            on_period(period, env_steps, returns[0])
+            return False
+
     try:
-        with run.progress, backend.periods(carry, start_steps) as (carry, run_period):
-            run.start(agent, carry.state, carry.obs_stats)
-            carry = _train_periods(
-                run,
-                backend,
-                carry,
-                run_period,
-                layout.periods_after(done),
-                done,
-                stop_after_periods,
-                stop,
-                on_period,
-            )
-            run.finish(agent, carry.state, carry.obs_stats)
+        with run.progress:
+            _drive(loop, [run], carry, start_steps, done, stop_after_periods, stop, report)
         run.plot()
     finally:
         run.close()
     return run.result()
 
 
-def _train_periods(
-    run: _Run,
-    backend: Any,
+def train_group(
+    configs: Sequence[RunConfig],
+    run_dirs: Sequence[RunDir],
+    on_period: Callable[[int, int, list[np.ndarray]], bool] | None = None,
+) -> JaxLoop:
+    """Train the settings ``configs`` of one sweep group (runs on JAX environments that
+    differ only in numeric hyperparameters) from scratch in one program, each setting's run
+    directory written as :func:`train_run` writes it. Returns the loop (its
+    ``compile_seconds``).
+
+    ``on_period(period, env_steps, returns)`` is called after each evaluation period with
+    each setting's evaluation returns ``[num_seeds]``; ``True`` stops the group there (its
+    runs stay unfinished: a tuner has pruned every setting of the group)."""
+    from jaxrl.training.jax_loop import JaxLoop
+
+    loop = JaxLoop([config.make_agent() for config in configs], configs[0].env, configs)
+    layout = loop.layout
+    runs = []
+    for config, run_dir in zip(configs, run_dirs, strict=True):
+        config.save(run_dir.config)
+        store = CheckpointStore(run_dir.checkpoints)
+        runs.append(
+            RunBook(config, run_dir, store, 0, 0, 0.0, False, layout.num_periods,
+                 layout.total_steps, progress=False)
+        )  # fmt: skip
+    try:
+        _drive(loop, runs, loop.init(), 0, 0, on_period=on_period)
+        for run in runs:
+            run.plot()
+    finally:
+        for run in runs:
+            run.close()
+    return loop
+
+
+def make_loop(config: RunConfig, agent: Any) -> Loop:
+    """The :class:`jaxrl.training.loop.Loop` that trains ``config`` (``config.backend``) with
+    ``agent``.
+
+    Raises:
+      ValueError: a host-driver run in a job of several processes.
+    """
+    if config.backend == "jax":
+        from jaxrl.training.jax_loop import JaxLoop
+
+        return JaxLoop([agent], config.env, [config], SeedPlacement.for_job())
+    if several_processes():
+        raise ValueError(
+            f"several processes need the jitted driver (a gymnax or Brax id): {config.env} "
+            "runs on the host driver"
+        )
+    from jaxrl.training.host_loop import HostLoop
+
+    return HostLoop(agent, config.env, config)
+
+
+def _drive(
+    loop: Loop,
+    runs: Sequence[RunBook],
     carry: Any,
-    run_period: Callable[[Any, int], tuple[Any, dict[str, Any]]],
+    start_steps: int,
+    done: int,
+    stop_after_periods: int | None = None,
+    stop: Callable[[], bool] | None = None,
+    on_period: Callable[[int, int, list[np.ndarray]], bool] | None = None,
+) -> Any:
+    """Train the ``runs`` (one per setting of ``loop``) from ``carry``, after ``start_steps``
+    env steps and ``done`` collections per seed: the initial policy's evaluation at period 0,
+    the periods left (:func:`_train_periods`), the final policy's evaluation after the last
+    one. Returns the last carry."""
+    carry = loop.start(carry, start_steps)
+    try:
+        first = runs[0]
+        if first.period == 0:  # the learning curve's first point
+            episodes = first.config.eval_episodes
+            deterministic = loop.agent.evaluates_deterministically
+            returns = loop.evaluate(carry.state, carry.obs_stats, episodes, 0, deterministic)
+            for g, run in enumerate(runs):
+                run.log_evals(loop.part(returns, g), 0)
+        periods = loop.layout.periods_after(done)
+        carry = _train_periods(
+            loop, runs, carry, periods, done, stop_after_periods, stop, on_period
+        )
+        if first.period >= first.num_periods:
+            episodes = first.config.eval_episodes
+            finals = _final_evaluations(loop, carry.state, carry.obs_stats, episodes)
+            for run, (deterministic, stochastic) in zip(runs, finals, strict=True):
+                run.finish(FinalEvaluation(episodes, run.env_steps, deterministic, stochastic))
+    finally:
+        loop.close()
+    return carry
+
+
+def _train_periods(
+    loop: Loop,
+    runs: Sequence[RunBook],
+    carry: Any,
     periods: Sequence[int],
     done: int,
     stop_after_periods: int | None,
     stop: Callable[[], bool] | None,
-    on_period: Callable[[int, int, np.ndarray], None] | None = None,
+    on_period: Callable[[int, int, list[np.ndarray]], bool] | None,
 ) -> Any:
-    """The evaluation periods of one :func:`train_run` call (``periods``: the collections of
-    each; ``done``: collections before them): each period trained, its metrics gathered and
-    logged, and checkpointed when due or when ``stop`` ends the call there. Returns the
+    """The evaluation periods of one call (``periods``: the collections of each; ``done``:
+    collections before them): each period trained, each setting's share of its metrics
+    logged to its run, and checkpointed when due or when ``stop`` ends the call there
+    (``on_period`` returning True ends it without that checkpoint: pruned). Returns the
     carry after the last period trained."""
     for count, collections in enumerate(periods):
         if stop_after_periods is not None and count >= stop_after_periods:
             break
-        carry, metrics = run_period(carry, collections)
-        run.period += 1
-        metrics = backend.gather(metrics)
-        run.end_period(
-            update_rows(metrics, run.period, first_update=done + 1),
-            metrics["eval/return"],
-            int(metrics["eval/env_steps"][0]),
-        )
+        carry, metrics = loop.run_period(carry, collections)
+        for g, run in enumerate(runs):
+            own = loop.part(metrics, g)
+            run.period += 1
+            rows = update_rows(own, run.period, first_update=done + 1)
+            run.end_period(rows, own["eval/return"], int(own["eval/env_steps"][0]))
         done += collections
-        if on_period is not None:
-            on_period(run.period, run.env_steps, run.eval_returns)
-        stopping = run.period < run.num_periods and stop is not None and stop()
-        if run.checkpoint_due() or stopping:
-            run.save(backend.to_checkpoint(carry))  # gathered by every process
-        if stopping:
+        first = runs[0]
+        pruned = on_period is not None and on_period(
+            first.period, first.env_steps, [run.eval_returns for run in runs]
+        )
+        stopping = not pruned and first.period < first.num_periods and stop is not None and stop()
+        for g, run in enumerate(runs):
+            if run.checkpoint_due() or stopping:
+                run.save(loop.to_checkpoint(loop.part(carry, g)))  # gathered by every process
+        if stopping or pruned:
             break
     return carry
+
+
+def _final_evaluations(
+    loop: Loop, state: Any, obs_stats: Any, episodes: int
+) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """Per setting of ``loop``, ``(deterministic [S], stochastic [S] or None)``: the final
+    policy evaluated deterministically and (NPG/TRPO) stochastically, ``episodes`` episodes
+    per seed and mode, on evaluation seed 0."""
+    deterministic = loop.evaluate(state, obs_stats, episodes, 0, True)
+    stochastic = None
+    if evaluates_both_modes(loop.agent):
+        stochastic = loop.evaluate(state, obs_stats, episodes, 0, False)
+    return [
+        (loop.part(deterministic, g), None if stochastic is None else loop.part(stochastic, g))
+        for g in range(loop.num_settings)
+    ]
 
 
 __all__ = [
@@ -383,8 +300,9 @@ __all__ = [
     "evaluate_run",
     "final_evaluation",
     "load_run",
+    "make_loop",
     "resolve_backend",
-    "seed_keys",
+    "train_group",
     "train_run",
     "update_rows",
 ]
@@ -396,7 +314,7 @@ def check_config(config: RunConfig) -> None:
     Raises:
       ValueError, TypeError: the problem, naming the field or setting.
     """
-    run_backend(config, config.make_agent()).check()
+    make_loop(config, config.make_agent()).check()
 
 
 def _resume_point(
@@ -439,7 +357,7 @@ def update_rows(
     return rows
 
 
-def _setup_message(run: _Run) -> str:
+def _setup_message(run: RunBook) -> str:
     config = run.config
     where = (
         f"resuming at period {run.period}/{run.num_periods} ({run.env_steps:,} env steps)"
@@ -473,9 +391,9 @@ def load_run(run_dir: str | Path | RunDir, step: int | None = None) -> LoadedRun
     store = CheckpointStore(run_dir.checkpoints)
     if store.latest_step() is None:
         raise CheckpointError(f"run {str(run_dir.path)!r} has no finished checkpoint yet")
-    backend = run_backend(config, agent)
-    tree, meta = store.restore(backend.template(), step)
-    carry = backend.from_checkpoint(tree)
+    loop = make_loop(config, agent)
+    tree, meta = store.restore(loop.checkpoint_template(), step)
+    carry = loop.from_checkpoint(tree)
     return LoadedRun(config, agent, carry.state, carry, meta, meta["step"])
 
 
@@ -495,8 +413,7 @@ def evaluate_policy(
     mode."""
     if deterministic is None:
         deterministic = agent.evaluates_deterministically
-    backend = run_backend(config, agent)
-    return backend.evaluate(state, obs_stats, episodes, seed, bool(deterministic))
+    return make_loop(config, agent).evaluate(state, obs_stats, episodes, seed, bool(deterministic))
 
 
 def final_evaluation(
@@ -506,11 +423,9 @@ def final_evaluation(
     ``eval_episodes`` episodes per seed and mode; the deterministic figure is what
     ``jaxrl evaluate RUN_DIR --episodes <eval_episodes>`` reproduces for a deterministic
     evaluator."""
+    loop = make_loop(config, agent)
     episodes = config.eval_episodes
-    deterministic = evaluate_policy(config, agent, state, obs_stats, episodes, 0, True)
-    stochastic = None
-    if evaluates_both_modes(agent):
-        stochastic = evaluate_policy(config, agent, state, obs_stats, episodes, 0, False)
+    ((deterministic, stochastic),) = _final_evaluations(loop, state, obs_stats, episodes)
     return FinalEvaluation(episodes, env_steps, deterministic, stochastic)
 
 

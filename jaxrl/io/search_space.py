@@ -9,7 +9,7 @@ import typing
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from jaxrl.io.studies import SweepError, check_field, parse_value, split_values, sweepable_fields
+from jaxrl.io.grid import SweepError, check_field, parse_value, split_values, sweepable_fields
 
 
 class TuneError(SweepError):

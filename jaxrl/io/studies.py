@@ -12,7 +12,7 @@ with the same seeds, in a sweep directory::
 
 Settings form groups: the settings of a group differ only in numeric hyperparameters that
 are pytree leaves of the algorithm object, and train together in ONE compiled program per
-period length on JAX environments (:class:`jaxrl.io.backends.JaxGroupBackend`: the leaves are
+period length on JAX environments (:class:`jaxrl.training.jax_loop.JaxLoop`: the leaves are
 arguments over a settings x seeds axis, mapped or vmapped as the seed axis is). A setting that
 changes shapes or static structure (hidden sizes, ``num_envs``, a schedule...) starts another
 group, compiled once. The host driver trains a group's settings one after another in the same
@@ -24,153 +24,22 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import difflib
 import itertools
 import json
 import shutil
 import time
-import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import jax
 import numpy as np
 
-from jaxrl.io.config import RunConfig, hyperparameters
+from jaxrl.io.config import RunConfig
+from jaxrl.io.grid import SweepError, cell
 from jaxrl.io.report import CurveSummary, FinalEvaluation
 from jaxrl.io.run_dir import RunDir
-from jaxrl.training.settings import command_line_options, launch_settings, settings_fields
-
-NOT_SWEPT = {
-    "seed": "the seeds are the sweep's other axis: use num_seeds and seed",
-    "num_seeds": "every setting trains the same seeds: use num_seeds",
-    "checkpoint_every": "checkpoints do not change what a run learns",
-    "checkpoint_buffer": "checkpoints do not change what a run learns",
-    "check_finite": "the checked mode is for finding faults, not for studies",
-}
-
-
-class SweepError(ValueError):
-    """A grid the sweep cannot train: names the field (and value) and the reason.
-
-    Attributes:
-      cause: for a setting that is not a valid run, the error of its run configuration or
-        algorithm (which the command line spells with its flags); else None.
-    """
-
-    def __init__(self, message: str, cause: Exception | None = None) -> None:
-        super().__init__(message if cause is None else f"{message}: {cause}")
-        self.message, self.cause = message, cause
-
-
-# ---------------------------------------------------------------------------------------------
-# The grid
-# ---------------------------------------------------------------------------------------------
-
-
-def sweepable_fields(algo: str, preset: str) -> dict[str, Any]:
-    """``name -> command-line type`` of what a sweep of ``algo`` can vary: every
-    command-line hyperparameter and the run settings the drivers depend on."""
-    from jaxrl.io.config import run_defaults
-
-    kinds = {spec.name: spec.type for spec in hyperparameters(algo, preset)}
-    run = command_line_options(RunConfig, run_defaults(algo, preset), preset)
-    driver = {f.name for f in settings_fields() if f.metadata["driver"]}
-    kinds.update({name: kind for name, kind, _, _ in run if name in driver})
-    return kinds
-
-
-def split_values(text: str) -> list[str]:
-    """``"0.1,0.2"`` -> ``["0.1", "0.2"]``; commas inside brackets stay: ``"[64,64],[32]"``."""
-    values, depth, current = [], 0, ""
-    for char in text:
-        depth += {"[": 1, "(": 1, "]": -1, ")": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            values.append(current.strip())
-            current = ""
-        else:
-            current += char
-    values.append(current.strip())
-    return [value for value in values if value]
-
-
-def parse_value(name: str, text: str, kind: Any, flag: str = "--sweep") -> Any:
-    """One written value of field ``name`` as its command-line type ``kind``.
-
-    Raises:
-      SweepError: naming the field, the value and the type expected.
-    """
-    origin, args = typing.get_origin(kind), typing.get_args(kind)
-    if origin is not Literal and type(None) in args:
-        if text.lower() == "none":
-            return None
-        (kind,) = [a for a in args if a is not type(None)]
-        return parse_value(name, text, kind, flag)
-    try:
-        if kind is bool:
-            return {"true": True, "false": False}[text.lower()]
-        if kind in (int, float, str):
-            return kind(text)
-        if origin is Literal:
-            (match,) = [a for a in args if str(a) == text]
-            return match
-        if origin is tuple:
-            return tuple(int(v) for v in text.strip("[]()").replace("x", ",").split(",") if v)
-    except (KeyError, ValueError):
-        pass
-    expected = "true or false" if kind is bool else getattr(kind, "__name__", str(kind))
-    if origin is Literal:
-        expected = "one of " + ", ".join(str(a) for a in args)
-    raise SweepError(f"{flag} {name}={text}: expected {expected}")
-
-
-def parse_grid(algo: str, preset: str, specs: Sequence[str]) -> dict[str, list[Any]]:
-    """``["max_kl=0.005,0.01", "hidden_sizes=[64,64],[32,32]"]`` as ``{field: values}``.
-
-    Raises:
-      SweepError: a malformed spec, an unknown field (with the closest names), a field that
-        cannot be swept (and why), a value of the wrong type, or a field given twice.
-    """
-    kinds = sweepable_fields(algo, preset)
-    grid: dict[str, list[Any]] = {}
-    for spec in specs:
-        name, equals, text = spec.partition("=")
-        name = name.strip().replace("-", "_")
-        if not equals or not split_values(text):
-            raise SweepError(f"--sweep {spec!r}: write FIELD=VALUE,VALUE,...")
-        check_field(name, kinds, algo)
-        if name in grid:
-            raise SweepError(f"--sweep {name} is given twice: list all its values once")
-        grid[name] = [parse_value(name, value, kinds[name]) for value in split_values(text)]
-        written = [_cell(value) for value in grid[name]]
-        repeated = sorted({str(v) for v in written if written.count(v) > 1})
-        if repeated:  # two settings would train into one directory
-            raise SweepError(f"--sweep {name}={text}: {', '.join(repeated)} is listed twice")
-    return grid
-
-
-def check_field(name: str, kinds: Mapping[str, Any], algo: str, flag: str = "--sweep") -> None:
-    """That ``name`` is a field a study can vary (``kinds``: :func:`sweepable_fields`).
-
-    Raises:
-      SweepError: naming ``flag`` and the field, why it cannot vary, or the closest names.
-    """
-    if name in kinds:
-        return
-    if name in NOT_SWEPT:
-        raise SweepError(f"{flag} {name}: cannot be swept ({NOT_SWEPT[name]})")
-    if name in launch_settings():
-        raise SweepError(
-            f"{flag} {name}: cannot be swept (a launch setting: how the processes of a job "
-            "find each other, not what a run learns)"
-        )
-    fields = {f.name for f in dataclasses.fields(RunConfig)} | {"env", "algo"}
-    if name in fields:
-        raise SweepError(f"{flag} {name}: cannot be swept (one sweep trains one {name})")
-    close = difflib.get_close_matches(name, list(kinds), n=3)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise SweepError(f"{flag} {name}: {algo} has no such hyperparameter or run setting{hint}")
+from jaxrl.training.settings import settings_fields
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,7 +53,7 @@ class Setting:
 
 
 def _setting_name(values: Mapping[str, Any]) -> str:
-    return ",".join(f"{name}={_cell(value)}" for name, value in values.items())
+    return ",".join(f"{name}={cell(value)}" for name, value in values.items())
 
 
 def resolve_settings(base: RunConfig, grid: Mapping[str, Sequence[Any]]) -> list[Setting]:
@@ -249,51 +118,10 @@ def _train_jax_group(
     ``on_period(period, env_steps, returns)`` is called after each evaluation period with
     each setting's evaluation returns ``[num_seeds]``; ``True`` stops the group there (its
     runs stay unfinished: a tuner has pruned every setting of the group)."""
-    from jaxrl.io.backends import JaxGroupBackend
-    from jaxrl.io.checkpoints import CheckpointStore
-    from jaxrl.io.runner import _Run, update_rows
+    from jaxrl.io.runner import train_group
 
-    configs = [s.config for s in settings]
-    agents = [c.make_agent() for c in configs]
-    backend = JaxGroupBackend(configs, agents)
-    layout = backend.layout
-    runs = []
-    for config, run_dir in zip(configs, run_dirs, strict=True):
-        config.save(run_dir.config)
-        store = CheckpointStore(run_dir.checkpoints)
-        runs.append(
-            _Run(config, run_dir, store, 0, 0, 0.0, False, layout.num_periods,
-                 layout.total_steps, progress=False)
-        )  # fmt: skip
-    try:
-        carry = backend.fresh()
-        for g, (run, agent) in enumerate(zip(runs, agents, strict=True)):
-            part = backend.part(carry, g)
-            run.start(agent, part.state, part.obs_stats)
-        done = 0
-        for collections in layout.period_collections:
-            carry, metrics = backend.run_period(carry, collections)
-            metrics = jax.device_get(metrics)
-            for g, run in enumerate(runs):
-                own = backend.part(metrics, g)
-                run.period += 1
-                rows = update_rows(own, run.period, first_update=done + 1)
-                run.end_period(rows, own["eval/return"], int(own["eval/env_steps"][0]))
-                if run.checkpoint_due():
-                    run.save(backend.part(carry, g))
-            done += collections
-            if on_period is not None:
-                returns = [np.asarray(run.eval_returns) for run in runs]
-                if on_period(runs[0].period, runs[0].env_steps, returns):
-                    break
-        for g, (run, agent) in enumerate(zip(runs, agents, strict=True)):
-            part = backend.part(carry, g)
-            run.finish(agent, part.state, part.obs_stats)
-            run.plot()
-    finally:
-        for run in runs:
-            run.close()
-    return f"period programs compiled in {backend.compile_seconds:.1f} s"
+    loop = train_group([s.config for s in settings], run_dirs, on_period)
+    return f"period programs compiled in {loop.compile_seconds:.1f} s"
 
 
 def _train_host_group(settings: Sequence[Setting], run_dirs: Sequence[RunDir]) -> str:
@@ -493,7 +321,7 @@ def _row(setting: Setting, run_dir: Path, fields: Sequence[str]) -> list[dict[st
     rows = []
     for seed in range(curve.num_seeds):
         row = {"setting": setting.name}
-        row.update({name: _cell(setting.values[name]) for name in fields})
+        row.update({name: cell(setting.values[name]) for name in fields})
         row.update(
             seed=setting.config.seed + seed,
             final_return=float(final.deterministic[seed]),
@@ -504,10 +332,6 @@ def _row(setting: Setting, run_dir: Path, fields: Sequence[str]) -> list[dict[st
         )
         rows.append(row)
     return rows
-
-
-def _cell(value: Any) -> Any:
-    return "x".join(str(v) for v in value) if isinstance(value, tuple | list) else value
 
 
 def ranking(rows: Sequence[dict[str, Any]], fields: Sequence[str]) -> list[dict[str, Any]]:

@@ -38,9 +38,10 @@ from typing import Any
 import numpy as np
 
 from jaxrl.io.config import RunConfig
+from jaxrl.io.grid import SweepError
 from jaxrl.io.run_dir import RunDir
 from jaxrl.io.search_space import Dimension, TuneError, label, parse_search
-from jaxrl.io.studies import Setting, SweepError, groups, make_setting
+from jaxrl.io.studies import Setting, groups, make_setting
 from jaxrl.io.tuning_report import TuneResult, objective_text, values_of, write_summary
 
 TUNE_SEED = 1000

@@ -8,12 +8,12 @@ from jaxrl.training.collect import (
     JaxCollector,
     make_collector,
 )
+from jaxrl.training.evaluation import evaluate
 from jaxrl.training.jax_driver import (
     TrainCarry,
     TrainConfig,
     TrainLoop,
     checked_call,
-    evaluate,
     make_env,
     make_train,
     make_train_loop,

@@ -35,19 +35,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl.core.normalization import RunningMeanStd, normalize_observations
+from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.core.prng import bucketed_keys
 from jaxrl.envs.host import (
     EnvironmentError_,
-    HostVectorEnv,
-    checked_step,
     make_host_env,
     seed_block,
 )
 from jaxrl.replay import ReplayBuffer, Transition
 from jaxrl.rollout import Rollout
 from jaxrl.spaces import describe_space
-from jaxrl.training import collect
 from jaxrl.training.agent_steps import (
     is_off_policy,
     mean_stats,
@@ -55,9 +52,15 @@ from jaxrl.training.agent_steps import (
     updates_per_collect,
     updates_take_effect,
 )
+from jaxrl.training.env_step import host_step, observe, observe_and_act, stack_steps
+from jaxrl.training.evaluation import (
+    ObservationNormalizer,
+    evaluate_gymnasium,
+    split_seeds,
+)
 from jaxrl.training.jax_driver import TrainConfig
 from jaxrl.training.periods import drive, join_periods
-from jaxrl.training.seeds import seed_keys, split_seed_key
+from jaxrl.training.seeds import host_seed_keys
 
 __all__ = [
     "EnvironmentError_",
@@ -88,39 +91,6 @@ class HostCarry(NamedTuple):
     obs_stats: RunningMeanStd | None
 
 
-@dataclasses.dataclass
-class ObservationNormalizer:
-    """Host-side observation normalization of one stream of observations (or none): the
-    same arithmetic as :func:`jaxrl.core.normalize_observations`, for code outside jit."""
-
-    enabled: bool
-    stats: RunningMeanStd | None = None
-
-    def __call__(self, obs: np.ndarray, update: bool) -> np.ndarray:
-        if not self.enabled:
-            return np.asarray(obs, np.float32)
-        if self.stats is None:
-            self.stats = RunningMeanStd.create(np.shape(obs)[1:])
-        self.stats, normalized = normalize_observations(self.stats, obs, update)
-        return np.asarray(normalized)
-
-
-def _split_seeds(x: np.ndarray, num_seeds: int) -> np.ndarray:
-    return x.reshape(num_seeds, -1, *x.shape[1:])
-
-
-def _join_seeds(x: Any) -> np.ndarray:
-    x = np.asarray(x)
-    return x.reshape(-1, *x.shape[2:])
-
-
-def _seed_keys(seeds: list[int]) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Per seed ``s``: the init, explore and learn keys (:func:`jaxrl.training.seeds.seed_keys`
-    and :func:`~jaxrl.training.seeds.split_seed_key`, the jitted driver's rule), each ``[S]``."""
-    keys = jnp.stack([seed_keys(s, 1)[0] for s in seeds])
-    return jax.vmap(split_seed_key)(keys)
-
-
 def init_host_carry(
     agent: Any,
     seeds: list[int],
@@ -133,7 +103,7 @@ def init_host_carry(
     from unless given ``initial``); wrap it in ``jax.eval_shape`` for a checkpoint template."""
     observation_spec = describe_space(observation_space, "observation_space")
     action_spec = describe_space(action_space, "action_space")
-    init_keys = _seed_keys(seeds)[0]
+    init_keys = host_seed_keys(seeds)[0]
     state, buffer = jax.vmap(
         lambda key: agent.init_training(key, observation_spec, action_spec, num_envs)
     )(init_keys)
@@ -159,12 +129,12 @@ class _Programs:
     update left, as in Tianshou and the jitted driver)."""
 
     def __init__(self, agent: Any, seeds: list[int], num_updates: int, num_steps: int) -> None:
-        _, self._explore_keys, self._learn_keys = _seed_keys(seeds)
+        _, self._explore_keys, self._learn_keys = host_seed_keys(seeds)
         self.agent, self.num_updates = agent, num_updates
         self.stack_on_host = num_steps > STACK_ON_HOST_AFTER
         # Random numbers through bucketed keys: Threefry's numbers, fewer kernels on a CPU.
         self.observe_and_act = jax.jit(bucketed_keys(self._observe_and_act), donate_argnums=0)
-        self._observe_seeds = jax.jit(jax.vmap(collect.observe))
+        self._observe_seeds = jax.jit(jax.vmap(observe))
         learn = self._add_and_learn if is_off_policy(agent) else self._update
         self.learn = jax.jit(bucketed_keys(learn), donate_argnums=0, static_argnums=3)
 
@@ -174,9 +144,9 @@ class _Programs:
 
     def _observe_and_act(self, carry: HostCarry, raw, raw_final, steps) -> tuple:
         """Normalize what the last env step returned, then act on it (one dispatch):
-        :func:`jaxrl.training.collect.observe_and_act` of every seed."""
+        :func:`jaxrl.training.observe_and_act` of every seed."""
         state, stats, sample, obs, final = jax.vmap(
-            functools.partial(collect.observe_and_act, self.agent),
+            functools.partial(observe_and_act, self.agent),
             in_axes=(0, 0, 0, 0, 0, None),
         )(carry.state, carry.obs_stats, raw, raw_final, self._explore_keys, steps)
         return carry._replace(state=state, obs_stats=stats), sample, obs, final
@@ -233,92 +203,8 @@ class _Programs:
         them: each field's steps stacked on the host into ``[S, T, N, ...]`` when there are
         more than :data:`STACK_ON_HOST_AFTER`, else the lists, stacked inside the program."""
         if self.stack_on_host:
-            return tuple(collect.stack_steps(field, axis=1) for field in fields)
+            return tuple(stack_steps(field, axis=1) for field in fields)
         return fields
-
-
-def evaluate_gymnasium(
-    agent: Any,
-    state: Any,
-    env_id: str,
-    normalizer: ObservationNormalizer | RunningMeanStd | None,
-    num_episodes: int,
-    seed: int,
-    env_kwargs: dict[str, Any] | None = None,
-    *,
-    env_backend: str = "auto",
-    num_seeds: int | None = None,
-    deterministic: bool | None = None,
-) -> Any:
-    """Mean return of ``num_episodes`` episodes run in parallel on fresh environments (the
-    policy acts deterministically where ``agent.evaluates_deterministically``, or as
-    ``deterministic`` says).
-
-    With ``num_seeds=S`` the ``state`` (and the observation statistics) have a leading seed
-    axis and the result is the per-seed mean return ``[S]``: all seeds' episodes run in one
-    vector env, their actions in one jitted call per step. Environment ``e`` of seed ``i``
-    is seeded ``seed + i * num_episodes + e``.
-    """
-    stacked = num_seeds is not None
-    if not stacked:
-        state = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], state)
-    if isinstance(normalizer, ObservationNormalizer):
-        normalizer = normalizer.stats if normalizer.enabled else None
-    if normalizer is not None and not stacked:
-        normalizer = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], normalizer)
-    count = num_seeds or 1
-    if deterministic is None:
-        deterministic = agent.evaluates_deterministically
-    programs = _evaluation_programs(agent, bool(deterministic))
-    env = make_host_env(env_id, count * num_episodes, seed, env_backend, env_kwargs)
-    try:
-        # Seed i's actions use key(seed + i * num_episodes): the same alone or stacked.
-        keys = jnp.stack([jax.random.key(seed + i * num_episodes) for i in range(count)])
-        returns = _run_evaluation(programs, env, state, normalizer, keys)
-    finally:
-        env.close()
-    means = returns.mean(axis=1)
-    return means if stacked else float(means[0])
-
-
-_EVALUATION_CACHE: dict[Any, Callable] = {}
-
-
-def _evaluation_programs(agent: Any, deterministic: bool) -> Callable:
-    """The jitted evaluation policy of ``agent``, built once per agent and mode (not per
-    evaluation)."""
-    if (agent, deterministic) not in _EVALUATION_CACHE:
-
-        def actions(state, stats, raw, keys, step):
-            def one_seed(state, stats, raw, key):
-                _, obs = normalize_observations(stats, raw, update=False)
-                key = jax.random.fold_in(key, step)
-                return agent.policy(state, obs, key, deterministic)
-
-            return jax.vmap(one_seed)(state, stats, raw, keys)
-
-        _EVALUATION_CACHE[agent, deterministic] = jax.jit(bucketed_keys(actions))
-    return _EVALUATION_CACHE[agent, deterministic]
-
-
-def _run_evaluation(
-    actions: Callable, env: HostVectorEnv, state: Any, stats: Any, keys: jax.Array
-) -> np.ndarray:
-    """Returns ``[S, E]`` of one episode per environment (environments laid out seed after
-    seed)."""
-    obs = env.reset()
-    returns = np.zeros(env.num_envs)
-    running = np.ones(env.num_envs, bool)
-    num_seeds = keys.shape[0]
-    step = 0
-    while running.any():
-        action = actions(state, stats, _split_seeds(obs, num_seeds), keys, step)
-        out = checked_step(env, step, _join_seeds(action))
-        returns += np.where(running, out.reward, 0.0)
-        running &= ~(out.terminated | out.truncated)
-        obs = out.obs
-        step += 1
-    return returns.reshape(num_seeds, -1)
 
 
 _SHAPE_FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig))
@@ -497,7 +383,7 @@ class HostTrainLoop:
         programs = self._programs
         carry = jax.tree_util.tree_map(jnp.copy, carry)  # the calls donate their carry
         if self._sample is None:
-            raw_obs = _split_seeds(self.env.reset(), count)
+            raw_obs = split_seeds(self.env.reset(), count)
             carry, self._sample, self._obs, _ = programs.observe_and_act(carry, raw_obs, raw_obs, 0)
         rows = []
         for _ in range(collections):
@@ -531,7 +417,7 @@ class HostTrainLoop:
         for step in range(self.config.num_steps):
             # The last step only observes: its next action comes from learn, after the updates.
             last = step == self.config.num_steps - 1
-            carry, sample, obs, transition = collect.host_step(
+            carry, sample, obs, transition = host_step(
                 self.env, programs.observe if last else programs.observe_and_act, carry,
                 sample, obs, self._env_steps, num_envs, count,
             )  # fmt: skip

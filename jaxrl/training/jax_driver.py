@@ -34,8 +34,7 @@ import numpy as np
 from jax import lax
 from jax.experimental import checkify
 
-from jaxrl.core.normalization import RunningMeanStd, normalize_observations
-from jaxrl.core.tree import strong_types
+from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.envs.jax_envs import make_env
 from jaxrl.replay import Transition
 from jaxrl.spaces import describe_space
@@ -45,7 +44,8 @@ from jaxrl.training.agent_steps import (
     off_policy_updates,
     updates_per_collect,
 )
-from jaxrl.training.collect import make_jax_step, reset_jax_envs
+from jaxrl.training.env_step import make_jax_step, reset_jax_envs
+from jaxrl.training.evaluation import evaluate
 from jaxrl.training.periods import drive
 from jaxrl.training.seeds import over_seeds, resolve_seed_axis, split_seed_key
 from jaxrl.training.settings import RunLayout, RunSettings
@@ -71,69 +71,6 @@ def checked_call(train: Callable[[Array], Any], keys: Array) -> Any:
     error, out = jax.jit(checkify.checkify(fn))(keys)
     error.throw()
     return out
-
-
-def _step_without_reset(env: Any) -> Callable:
-    """``(key, state, action, params) -> (obs, state, reward, terminated, truncated)``.
-
-    Evaluation stops counting an episode at its first end, so it needs no auto-reset: for
-    gymnax environments this is ``step_env`` with the step key ``env.step`` would give it
-    (the same numbers, without tracing a reset every step); other environments use ``step``.
-    """
-    if not (
-        callable(getattr(env, "step_env", None)) and callable(getattr(env, "is_truncated", None))
-    ):
-        return lambda key, state, action, params: env.step(key, state, action, params)[:5]
-
-    def step(key: Array, state: Any, action: Array, params: Any) -> tuple:
-        step_key, _ = jax.random.split(key)  # env.step's split: its key for step_env
-        obs, state, reward, terminated, _ = env.step_env(step_key, state, action, params)
-        return obs, state, reward, terminated, env.is_truncated(state, params)
-
-    return step
-
-
-def evaluate(
-    agent: Any,
-    state: Any,
-    env: Any,
-    env_params: Any,
-    key: Array,
-    num_episodes: int,
-    obs_stats: RunningMeanStd | None = None,
-    deterministic: bool | Array | None = None,
-) -> Array:
-    """Mean undiscounted return of ``num_episodes`` parallel episodes. By default NPG/TRPO
-    act deterministically if ``agent.deterministic_eval``; DDPG always acts without noise
-    (Tianshou's test collector); ``deterministic`` (a bool, or a traced one) overrides it.
-    Each episode runs until its first termination or truncation, at most
-    ``env_params.max_steps_in_episode`` steps. With ``obs_stats`` the policy sees
-    observations normalized by those (frozen) statistics."""
-    if deterministic is None:
-        deterministic = agent.evaluates_deterministically
-    env_step = _step_without_reset(env)
-    reset_key, run_key = jax.random.split(key)
-    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
-        jax.random.split(reset_key, num_episodes), env_params
-    )
-
-    def step(carry: tuple, step_key: Array) -> tuple[tuple, None]:
-        obs, env_state, returns, running = carry
-        act_key, env_key = jax.random.split(step_key)
-        if obs_stats is not None:
-            obs = normalize_observations(obs_stats, obs, update=False)[1]
-        action = agent.policy(state, obs, act_key, deterministic)
-        obs, env_state, reward, terminated, truncated = jax.vmap(env_step, in_axes=(0, 0, 0, None))(
-            jax.random.split(env_key, num_episodes), env_state, action, env_params
-        )
-        returns = returns + jnp.where(running, reward, 0.0)
-        running = running & ~(terminated | truncated)
-        return (obs, env_state, returns, running), None
-
-    init = (obs, strong_types(env_state), jnp.zeros(num_episodes), jnp.ones(num_episodes, bool))
-    horizon = int(env_params.max_steps_in_episode)
-    (_, _, returns, _), _ = lax.scan(step, init, jax.random.split(run_key, horizon))
-    return jnp.mean(returns)
 
 
 class TrainCarry(NamedTuple):
@@ -224,25 +161,16 @@ def make_train_loop(
       arrays ``eval/env_steps`` and ``eval/return``.
     """
     env, env_params = make_env(env, env_params)
-    run = _Run.build(agent, env, env_params, config, progress)
-    # The run's named steps, from the innermost out, each bound to the run once: lax.scan
-    # caches the trace of a body by its function object, so every period (and the shorter last
-    # one) reuses one trace of a collection and its update.
-    env_step = functools.partial(_env_step, run)
-    collect_and_learn = functools.partial(_collect_and_learn, run, env_step)
-    period = functools.partial(_period, run, collect_and_learn)
-    init = functools.partial(_init_carry, run)
-    layout = run.layout
-    train = functools.partial(_train, layout, init, period)
+    run = _JittedRun.build(agent, env, env_params, config, progress)
     return TrainLoop(
-        init=init,
-        run_period=period(layout.collections_per_period),
-        num_periods=layout.num_periods,
-        train=train,
+        init=run.init,
+        run_period=run.period(run.layout.collections_per_period),
+        num_periods=run.layout.num_periods,
+        train=run.train,
         agent=agent,
         env=env,
-        layout=layout,
-        period=period,
+        layout=run.layout,
+        period=run.period,
     )
 
 
@@ -253,14 +181,15 @@ RunPeriod = Callable[[TrainCarry], tuple[TrainCarry, Metrics]]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class _Run:
-    """What the steps of a run (:func:`make_train_loop`) share, all static::
+class _JittedRun:
+    """One seed's run (:func:`make_train_loop`), read top to bottom as PureJaxRL's shape::
 
-        _train(key)                          _init_carry, then lax.scan over the periods
-          _run_period(collections, carry)    lax.scan of _collect_and_learn, then evaluate
-            _collect_and_learn(carry, key)   lax.scan of _env_step, then _learn
-              _env_step(carry, key)          one vector step of the num_envs environments
-              _learn(carry, rollout, key)    the agent's update(s) on what was collected
+        train(key)                   init, then lax.scan of run_period over the periods
+          run_period(carry)          lax.scan of update_step over a period's collections,
+                                     then evaluate
+            update_step(carry, key)  lax.scan of env_step (nested) over a collection's
+                                     vector steps, then learn
+              env_step(carry, key)   one vector step of the num_envs environments
 
     ``eq=False``: it compares and hashes by identity (``env_params`` may hold arrays).
 
@@ -270,7 +199,7 @@ class _Run:
       layout: the run's collections and periods (``config.layout``).
       observation_space, action_space: the environment's spaces, described eagerly.
       step: one vector step of the environments with the agent's exploration
-        (:func:`jaxrl.training.collect.make_jax_step`, as the collectors take it).
+        (:func:`jaxrl.training.env_step.make_jax_step`, as the collectors take it).
       num_updates: off-policy updates per collection; None for an on-policy agent.
     """
 
@@ -293,10 +222,9 @@ class _Run:
         env_params: Any,
         config: TrainConfig,
         progress: Callable[[dict], None] | None,
-    ) -> _Run:
+    ) -> _JittedRun:
         """Check the run's shape and the agent's update ratio, describe the spaces and make
         the env step: a bad config raises here, before anything is traced."""
-        layout = config.layout
         num_updates = None
         if is_off_policy(agent):
             num_updates = updates_per_collect(agent, config.steps_per_collect)
@@ -308,96 +236,124 @@ class _Run:
             )
             action_space = describe_space(env.action_space(env_params), "action_space")
         step = make_jax_step(agent, env, env_params, config.num_envs, config.check_finite)
+        spaces = (observation_space, action_space)
         return cls(
-            agent,
-            env,
-            env_params,
-            config,
-            progress,
-            layout,
-            observation_space,
-            action_space,
-            step,
-            num_updates,
+            agent, env, env_params, config, progress, config.layout, *spaces, step, num_updates
         )
 
+    def train(self, key: Array) -> tuple[Any, Metrics]:
+        """A whole run from one seed's ``key``: :meth:`init`, a ``lax.scan`` over the whole
+        periods, then the shorter last period where the layout has one. Returns the agent's
+        final state and the run's metrics: ``[num_collections]`` per collection,
+        ``[num_periods]`` per evaluation (``eval/...``)."""
+        layout = self.layout
+        last = layout.period_collections[-1]
+        whole = layout.num_periods - (last != layout.collections_per_period)
+        run_period = self.period(layout.collections_per_period)
+        carry, metrics = lax.scan(lambda carry, _: run_period(carry), self.init(key), None, whole)
+        metrics = _flatten_periods(metrics)
+        if whole < layout.num_periods:  # the shorter last period
+            carry, tail = self.period(last)(carry)
+            metrics = _append_period(metrics, tail)
+        return carry.state, metrics
 
-def _init_carry(run: _Run, key: Array) -> TrainCarry:
-    """The start of a run: one seed's ``key`` split into the agent's initialization, the
-    environments' reset and the run's own key; the agent's state (and replay buffer),
-    ``N = num_envs`` freshly reset environments, zero returns ``[N]`` and env steps."""
-    num_envs = run.config.num_envs
-    init_key, reset_key, run_key = split_seed_key(key)
-    state, buffer = run.agent.init_training(
-        init_key, run.observation_space, run.action_space, num_envs
-    )
-    stats = RunningMeanStd.create(run.observation_space.shape) if run.config.normalize_obs else None
-    obs, env_state, obs_stats = reset_jax_envs(run.env, run.env_params, reset_key, num_envs, stats)
-    return TrainCarry(
-        state,
-        buffer,
-        obs,
-        env_state,
-        jnp.zeros(num_envs),
-        jnp.zeros((), jnp.int32),
-        run_key,
-        obs_stats,
-    )
+    def init(self, key: Array) -> TrainCarry:
+        """The start of a run: one seed's ``key`` split into the agent's initialization, the
+        environments' reset and the run's own key; the agent's state (and replay buffer),
+        ``N = num_envs`` freshly reset environments, zero returns ``[N]`` and env steps."""
+        num_envs = self.config.num_envs
+        init_key, reset_key, run_key = split_seed_key(key)
+        state, buffer = self.agent.init_training(
+            init_key, self.observation_space, self.action_space, num_envs
+        )
+        stats = None
+        if self.config.normalize_obs:
+            stats = RunningMeanStd.create(self.observation_space.shape)
+        obs, env_state, stats = reset_jax_envs(
+            self.env, self.env_params, reset_key, num_envs, stats
+        )
+        returns, env_steps = jnp.zeros(num_envs), jnp.zeros((), jnp.int32)
+        return TrainCarry(state, buffer, obs, env_state, returns, env_steps, run_key, stats)
 
+    def period(self, collections: int) -> RunPeriod:
+        """``run_period(carry) -> (carry, metrics)``: ``collections`` (static) of
+        :meth:`update_step`, then one evaluation of the agent, reported to ``progress``. The
+        metrics: the collections', ``[collections]`` each, and the scalars
+        ``eval/env_steps`` and ``eval/return``."""
 
-def _env_step(run: _Run, carry: TrainCarry, step_key: Array) -> tuple[TrainCarry, tuple]:
-    """One vector step (a ``lax.scan`` body): the carry moved on by one step of the ``N``
-    environments, and ``(transition, (return_sum, episodes))``: the step's transition (leaves
-    ``[N, ...]``) and the summed return and the count (scalars) of the episodes that ended."""
-    out = run.step(
-        carry.state,
-        carry.obs,
-        carry.env_state,
-        carry.obs_stats,
-        carry.episode_return,
-        carry.env_steps,
-        step_key,
-    )
-    finished = (jnp.sum(jnp.where(out.done, out.ended_return, 0.0)), jnp.sum(out.done))
-    carry = carry._replace(
-        state=out.agent_state,
-        obs=out.obs,
-        env_state=out.env_state,
-        episode_return=out.episode_return,
-        env_steps=out.env_steps,
-        obs_stats=out.obs_stats,
-    )
-    return carry, (out.transition, finished)
+        def run_period(carry: TrainCarry) -> tuple[TrainCarry, Metrics]:
+            next_key, learn_key, eval_key = jax.random.split(carry.key, 3)
+            carry, metrics = lax.scan(
+                self.update_step,
+                carry._replace(key=next_key),
+                jax.random.split(learn_key, collections),
+            )
+            eval_return = evaluate(
+                self.agent,
+                carry.state,
+                self.env,
+                self.env_params,
+                eval_key,
+                self.config.eval_episodes,
+                carry.obs_stats,
+            )
+            if self.progress is not None:
+                _report_progress(self.progress, carry.env_steps, eval_return)
+            return carry, {**metrics, "eval/env_steps": carry.env_steps, "eval/return": eval_return}
 
+        return run_period
 
-def _learn(run: _Run, carry: TrainCarry, rollout: Any, key: Array) -> tuple[TrainCarry, Any]:
-    """Learning after a collection (``rollout``: its transitions, leaves ``[T, N, ...]`` for
-    ``T = num_steps``): on-policy, one ``agent.update`` on it; off-policy, it joins the replay
-    buffer and ``num_updates`` updates follow. Returns the carry with the new agent state (and
-    buffer) and the updates' stats."""
-    if run.num_updates is None:
-        state, stats = run.agent.update(carry.state, rollout, key)
-        return carry._replace(state=state), stats
-    buffer = carry.buffer.extend(Transition(*rollout))
-    # Updates take effect after a collection that starts past the warm-up, as on the host
-    # driver (and in Tianshou, which collects its warm-up before training).
-    start = carry.env_steps - run.layout.steps_per_collect
-    state, stats = off_policy_updates(run.agent, carry.state, buffer, key, run.num_updates, start)
-    return carry._replace(state=state, buffer=buffer), stats
+    def update_step(self, carry: TrainCarry, key: Array) -> tuple[TrainCarry, Metrics]:
+        """One collection and its learning (a ``lax.scan`` body): ``num_steps`` of
+        ``env_step``, then :meth:`learn`. Returns the carry and the collection's scalar
+        metrics (:func:`_collection_metrics`)."""
 
+        def env_step(carry: TrainCarry, step_key: Array) -> tuple[TrainCarry, tuple]:
+            """One vector step: the carry moved on by one step of the ``N`` environments, and
+            ``(transition, (return_sum, episodes))``: the step's transition (leaves
+            ``[N, ...]``) and the summed return and count (scalars) of the episodes that
+            ended."""
+            out = self.step(
+                carry.state,
+                carry.obs,
+                carry.env_state,
+                carry.obs_stats,
+                carry.episode_return,
+                carry.env_steps,
+                step_key,
+            )
+            finished = (jnp.sum(jnp.where(out.done, out.ended_return, 0.0)), jnp.sum(out.done))
+            carry = carry._replace(
+                state=out.agent_state,
+                obs=out.obs,
+                env_state=out.env_state,
+                episode_return=out.episode_return,
+                env_steps=out.env_steps,
+                obs_stats=out.obs_stats,
+            )
+            return carry, (out.transition, finished)
 
-def _collect_and_learn(
-    run: _Run, env_step: Callable, carry: TrainCarry, key: Array
-) -> tuple[TrainCarry, Metrics]:
-    """One collection and its learning (a ``lax.scan`` body): ``num_steps`` of ``env_step``
-    (:func:`_env_step` bound to the run), then :func:`_learn`. Returns the carry and the
-    collection's scalar metrics (:func:`_collection_metrics`)."""
-    collect_key, learn_key = jax.random.split(key)
-    carry, (rollout, finished) = lax.scan(
-        env_step, carry, jax.random.split(collect_key, run.config.num_steps)
-    )
-    carry, stats = _learn(run, carry, rollout, learn_key)
-    return carry, _collection_metrics(carry.env_steps, finished, stats)
+        collect_key, learn_key = jax.random.split(key)
+        step_keys = jax.random.split(collect_key, self.config.num_steps)
+        carry, (rollout, finished) = lax.scan(env_step, carry, step_keys)
+        carry, stats = self.learn(carry, rollout, learn_key)
+        return carry, _collection_metrics(carry.env_steps, finished, stats)
+
+    def learn(self, carry: TrainCarry, rollout: Any, key: Array) -> tuple[TrainCarry, Any]:
+        """Learning after a collection (``rollout``: its transitions, leaves ``[T, N, ...]``
+        for ``T = num_steps``): on-policy, one ``agent.update`` on it; off-policy, it joins
+        the replay buffer and ``num_updates`` updates follow. Returns the carry with the new
+        agent state (and buffer) and the updates' stats."""
+        if self.num_updates is None:
+            state, stats = self.agent.update(carry.state, rollout, key)
+            return carry._replace(state=state), stats
+        buffer = carry.buffer.extend(Transition(*rollout))
+        # Updates take effect after a collection that starts past the warm-up, as on the host
+        # driver (and in Tianshou, which collects its warm-up before training).
+        start = carry.env_steps - self.layout.steps_per_collect
+        agent, updates = self.agent, self.num_updates
+        state, stats = off_policy_updates(agent, carry.state, buffer, key, updates, start)
+        return carry._replace(state=state, buffer=buffer), stats
 
 
 def _collection_metrics(env_steps: Array, finished: tuple[Array, Array], stats: Any) -> Metrics:
@@ -413,38 +369,6 @@ def _collection_metrics(env_steps: Array, finished: tuple[Array, Array], stats: 
     }
 
 
-def _period(run: _Run, collect_and_learn: Callable, collections: int) -> RunPeriod:
-    """``carry -> (carry, metrics)``: :func:`_run_period` of ``collections`` (static)."""
-    return functools.partial(_run_period, run, collect_and_learn, collections)
-
-
-def _run_period(
-    run: _Run, collect_and_learn: Callable, collections: int, carry: TrainCarry
-) -> tuple[TrainCarry, Metrics]:
-    """``collections`` of ``collect_and_learn`` (:func:`_collect_and_learn` bound to the run),
-    then one evaluation of the agent, reported to ``progress``. Returns the carry and the
-    period's metrics: the collections', ``[collections]`` each, and the scalars
-    ``eval/env_steps`` and ``eval/return``."""
-    next_key, learn_key, eval_key = jax.random.split(carry.key, 3)
-    carry, metrics = lax.scan(
-        collect_and_learn,
-        carry._replace(key=next_key),
-        jax.random.split(learn_key, collections),
-    )
-    eval_return = evaluate(
-        run.agent,
-        carry.state,
-        run.env,
-        run.env_params,
-        eval_key,
-        run.config.eval_episodes,
-        carry.obs_stats,
-    )
-    if run.progress is not None:
-        _report_progress(run.progress, carry.env_steps, eval_return)
-    return carry, {**metrics, "eval/env_steps": carry.env_steps, "eval/return": eval_return}
-
-
 def _report_progress(
     progress: Callable[[dict], None], env_steps: Array, eval_return: Array
 ) -> None:
@@ -454,27 +378,6 @@ def _report_progress(
         env_steps,
         eval_return,
     )
-
-
-def _train(
-    layout: RunLayout,
-    init: Callable[[Array], TrainCarry],
-    period: Callable[[int], RunPeriod],
-    key: Array,
-) -> tuple[Any, Metrics]:
-    """A whole run from one seed's ``key``: ``init`` (:func:`_init_carry`), a ``lax.scan``
-    over the whole periods, then the shorter last period where the layout has one (``period``:
-    :func:`_period` bound to the run). Returns the agent's final state and the run's metrics:
-    ``[num_collections]`` per collection, ``[num_periods]`` per evaluation (``eval/...``)."""
-    last = layout.period_collections[-1]
-    whole = layout.num_periods - (last != layout.collections_per_period)
-    run_period = period(layout.collections_per_period)
-    carry, metrics = lax.scan(lambda carry, _: run_period(carry), init(key), None, length=whole)
-    metrics = _flatten_periods(metrics)
-    if whole < layout.num_periods:  # the shorter last period
-        carry, tail = period(last)(carry)
-        metrics = _append_period(metrics, tail)
-    return carry.state, metrics
 
 
 def _flatten_periods(metrics: Metrics) -> Metrics:

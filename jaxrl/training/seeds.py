@@ -59,6 +59,14 @@ def split_seed_key(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     return init_key, env_key, run_key
 
 
+def host_seed_keys(seeds: list[int]) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The host driver's keys of seeds ``seeds`` (any integers, one per trained seed): per
+    seed ``s``, :func:`split_seed_key` of :func:`seed_keys` ``(s, 1)``, the jitted driver's
+    rule, as ``(init, explore, learn)`` keys, ``[S]`` each."""
+    keys = jnp.stack([seed_keys(s, 1)[0] for s in seeds])
+    return jax.vmap(split_seed_key)(keys)
+
+
 def resolve_seed_axis(how: str, agent: Any = None, env: Any = None) -> Literal["vmap", "map"]:
     """``"vmap"`` or ``"map"`` for ``how`` (``"auto"`` decides from the default backend, the
     agent's :func:`jaxrl.algorithms.protocol.batches_seeds_on_cpu` and the environment's

@@ -96,7 +96,8 @@ def test_trpo_learns_to_balance_the_pole_with_vmapped_seeds():
     of 4 spreads by about 160: its bar, 300, is 2.5 of those below and 15x a random
     policy's. 9 of the 10 seeds reached 300 at some evaluation: at least 2 of 4 must."""
     from jaxrl.io import RunConfig
-    from jaxrl.io.backends import jax_loop, seed_keys
+    from jaxrl.io.runner import make_loop
+    from jaxrl.training.seeds import seed_keys
 
     config = RunConfig.from_preset(
         "trpo",
@@ -109,8 +110,8 @@ def test_trpo_learns_to_balance_the_pole_with_vmapped_seeds():
         eval_episodes=4,
     )
     assert config.preset == "mujoco" and config.normalize_obs
-    loop = jax_loop(config, config.make_agent())  # what the command runs
-    _, metrics = jax.jit(jax.vmap(loop.train))(seed_keys(config))
+    loop = make_loop(config, config.make_agent()).seed_loop()  # what the command runs
+    _, metrics = jax.jit(jax.vmap(loop.train))(seed_keys(config.seed, config.num_seeds))
     first_episodes = np.asarray(metrics["train_return"])[:, 0]  # the initial policy's
     returns = np.asarray(metrics["eval/return"])  # [seed, period]
     print(f"\nevaluation returns [seed, period]:\n{returns}")

@@ -369,7 +369,7 @@ def test_stack_steps_stacks_host_and_device_steps_on_the_host():
     one host array with the step axis where asked: ``[T] x [S, N, ...] -> [S, T, N, ...]``
     for the host driver's learning program (one argument, not one per step), ``[T, N, ...]``
     for the research collector; values, dtype and order kept."""
-    from jaxrl.training.collect import stack_steps
+    from jaxrl.training.env_step import stack_steps
 
     rng = np.random.default_rng(0)
     steps = [rng.normal(size=(2, 3, 4)).astype(np.float32) for _ in range(5)]

@@ -32,14 +32,13 @@ def test_trpo_solves_gymnasium_pendulum_with_its_final_policy():
     spreads by about 26 across seed sets, so the mean's bar, -275, is 3 of those below
     -196; no seed of 23 ended below -300 (an untrained policy scores about -1,200)."""
     from jaxrl.io import RunConfig
-    from jaxrl.io.backends import train_config
 
     config = RunConfig.from_preset("trpo", "Pendulum-v1", backend="gymnasium", num_seeds=3)
     assert config.preset == "pendulum" and config.total_steps == 327_680
     agent = config.make_agent()
     assert agent.deterministic_eval
     _, metrics = train_gymnasium(
-        agent, "Pendulum-v1", train_config(config), seed=0, num_seeds=config.num_seeds
+        agent, "Pendulum-v1", config.driver_settings, seed=0, num_seeds=config.num_seeds
     )
     assert metrics["eval/env_steps"][0, -1] == 327_680
     final = metrics["eval/return"][:, -1]

@@ -249,7 +249,7 @@ def test_a_sweep_runs_in_one_process(capsys, monkeypatch):
     processes (each process would train the whole sweep into one directory), and a launch
     setting cannot be swept."""
     from jaxrl.cli import main
-    from jaxrl.io.studies import SweepError, parse_grid
+    from jaxrl.io.grid import SweepError, parse_grid
 
     sweep = ["sweep", "trpo", "--sweep", "max-kl=0.01,0.02"]
     assert main([*sweep, "--num-processes", "2", "--process-id", "0"]) == 2

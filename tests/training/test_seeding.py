@@ -9,10 +9,10 @@ import jax
 import numpy as np
 
 import jaxrl
-from jaxrl.io.backends import seed_keys as run_seed_keys
 from jaxrl.io.config import RunConfig
 from jaxrl.training import TrainConfig, make_train_loop
 from jaxrl.training.gymnasium_driver import init_host_carry
+from jaxrl.training.jax_loop import JaxLoop
 from jaxrl.training.seeds import seed_keys
 
 AGENTS = {"trpo": jaxrl.TRPO(hidden_sizes=(8,)), "ddpg": jaxrl.DDPG(hidden_sizes=(8,))}
@@ -45,4 +45,5 @@ def test_a_seed_is_the_same_in_any_number_of_seeds():
     np.testing.assert_array_equal(keys[2], jax.random.key_data(seed_keys(5, 1))[0])
     np.testing.assert_array_equal(keys[0], jax.random.key_data(jax.random.key(3)))
     config = RunConfig.from_preset("trpo", "Pendulum-v1", seed=3, num_seeds=4)
-    np.testing.assert_array_equal(jax.random.key_data(run_seed_keys(config)), keys)
+    run_keys = JaxLoop([config.make_agent()], config.env, [config]).keys()  # the run's
+    np.testing.assert_array_equal(jax.random.key_data(run_keys), keys)
