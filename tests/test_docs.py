@@ -34,7 +34,9 @@ def documented_names() -> set[str]:
             module, in_table = "", False
             for line in block.splitlines():
                 stripped = line.strip()
-                if stripped.startswith(".. currentmodule::"):
+                if stripped.startswith(".. module::"):  # a package's page
+                    names.add(stripped.split("::", 1)[1].strip())
+                elif stripped.startswith(".. currentmodule::"):
                     module = stripped.split("::", 1)[1].strip()
                 elif stripped.startswith(".. autosummary::"):
                     in_table = True

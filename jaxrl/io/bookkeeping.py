@@ -1,6 +1,6 @@
 """What a training call of :mod:`jaxrl.io.runner` writes to a run directory as it goes
-(:class:`RunBook`: metrics, checkpoints, the progress bar, the plot, the final evaluation) and
-what it returns (:class:`TrainResult`)."""
+(:class:`~jaxrl.io.bookkeeping.RunBook`: metrics, checkpoints, the progress bar, the plot, the
+final evaluation) and what it returns (:class:`TrainResult`)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from jaxrl.training.sharding import is_primary
 
 @dataclasses.dataclass(frozen=True)
 class TrainResult:
-    """What a call of :func:`train_run` did.
+    """What a call of :func:`~jaxrl.io.runner.train_run` did.
 
     Attributes:
       run_dir: the run directory.

@@ -232,7 +232,8 @@ class RunConfig(RunSettings):
     ) -> RunConfig:
         """The run of ``algo`` on ``env`` with every default of ``preset`` (the one
         :func:`jaxrl.algorithms.presets.preset_for_env` picks when None), ``hyperparameters``
-        and ``run`` settings overriding them (:meth:`RunSettings.for_budget`: a budget given
+        and ``run`` settings overriding them
+        (:meth:`~jaxrl.training.settings.RunSettings.for_budget`: a budget given
         without an interval evaluates about 10 times)."""
         from jaxrl.algorithms.presets import preset_for_env
 
@@ -252,7 +253,7 @@ class RunConfig(RunSettings):
         """A JSON-able dict (what ``config.json`` holds): the run settings but the launch
         settings (:func:`jaxrl.training.settings.launch_settings`: how this launch's
         processes joined, not what the run is); ``counts`` records what the run does
-        (:attr:`layout`), for reading only."""
+        (``layout``), for reading only."""
         layout = self.layout
         launch = launch_settings()
         return {
@@ -294,7 +295,7 @@ class RunConfig(RunSettings):
 
     def resumed(self, given: Mapping[str, Any]) -> RunConfig:
         """This run, continued with the settings and hyperparameters ``given`` again (on the
-        command line): the ones a resume may change (:data:`RESUME_OVERRIDES`) and the launch
+        command line): the ones a resume may change (``RESUME_OVERRIDES``) and the launch
         settings (:func:`jaxrl.training.settings.launch_settings`) are taken; an ``"auto"``
         backend matches any; ``given`` names that are not settings of a run (``resume``,
         ``run_dir``) are ignored.
@@ -349,8 +350,8 @@ class RunConfig(RunSettings):
 
     def num_agent_updates(self) -> int:
         """Calls of ``agent.update`` that take effect over the whole run
-        (:meth:`RunLayout.agent_updates`): the length of a linear schedule, which so reaches
-        0 on the run's last update."""
+        (:meth:`~jaxrl.training.settings.RunLayout.agent_updates`): the length of a linear
+        schedule, which so reaches 0 on the run's last update."""
         info = registry.get(self.algo)
         if not info.off_policy:
             return self.layout.agent_updates()

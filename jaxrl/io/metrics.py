@@ -9,7 +9,7 @@ appears after the first rows (DDPG's losses, after a random warm-up longer than 
 becomes a column then; the earlier rows' cells are empty.
 
 TensorBoard (``tensorboard/seed_<i>``) holds ``eval/return`` at every evaluation and the
-update statistics ``train/<name>`` at most once per :data:`TENSORBOARD_ENV_STEPS` env steps
+update statistics ``train/<name>`` at most once per ``TENSORBOARD_ENV_STEPS`` env steps
 of a seed: the mean of that window's finite values (Tianshou's logger writes them every
 1,000 gradient steps, its ``update_interval``). ``updates.csv`` keeps every row: DDPG has one
 per env step, a million per seed at Tianshou's MuJoCo budget.
@@ -177,7 +177,8 @@ def tensorboard_points(
 class MetricsLogger:
     """Writes a run's metrics: ``updates.csv``, ``evals.csv`` and TensorBoard events under
     ``tensorboard/seed_<i>`` (scalars ``eval/return`` and ``train/<name>`` against env steps,
-    the latter one point per :data:`TENSORBOARD_ENV_STEPS`: :func:`tensorboard_points`).
+    the latter one point per ``TENSORBOARD_ENV_STEPS``:
+    :func:`~jaxrl.io.metrics.tensorboard_points`).
 
     Args:
       directory: the run directory.
@@ -220,7 +221,7 @@ class MetricsLogger:
     def log_updates(self, rows: Sequence[dict[str, Any]]) -> None:
         """Rows with ``seed``, ``period``, ``update``, ``env_steps``, ``train_return`` and
         the agent's statistics: every row to ``updates.csv``, their windows' means to
-        TensorBoard (:func:`tensorboard_points`)."""
+        TensorBoard (:func:`~jaxrl.io.metrics.tensorboard_points`)."""
         self.updates.append(rows)
         if not self.writers:
             return

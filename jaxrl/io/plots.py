@@ -302,7 +302,8 @@ def plot_runs(
     spread: Spread = "std",
     labels: Sequence[str] | None = None,
 ) -> Path:
-    """Draw the learning curves of ``run_dirs`` in one figure (:func:`learning_curve_figure`)
+    """Draw the learning curves of ``run_dirs`` in one figure
+    (:func:`~jaxrl.io.plots.learning_curve_figure`)
     and write it to ``output`` (PNG, its title in the file's ``Title`` metadata; written to a
     temporary file and renamed, so a viewer never sees half a file).
 

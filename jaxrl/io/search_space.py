@@ -1,6 +1,6 @@
 """The search space of a tuning study (``jaxrl tune --search``): each searched field a
-:class:`Dimension`, a range of an int or float field or a list of values, read from the
-command line's specs by :func:`parse_search`."""
+:class:`~jaxrl.io.search_space.Dimension`, a range of an int or float field or a list of values,
+read from the command line's specs by :func:`~jaxrl.io.search_space.parse_search`."""
 
 from __future__ import annotations
 

@@ -148,8 +148,10 @@ class SweepResult:
       ranking: one dict per setting, best first: ``setting``, its values, ``seeds``,
         ``mean``, ``std``, ``ci_low``, ``ci_high`` of the final policy's deterministic
         return across seeds.
-      curves: setting name -> its evaluations during training (:class:`CurveSummary`).
-      finished: settings finished; total: settings in the grid.
+      curves: setting name -> its evaluations during training
+        (:class:`~jaxrl.io.report.CurveSummary`).
+      finished: settings finished.
+      total: settings in the grid.
     """
 
     sweep_dir: Path
@@ -203,9 +205,9 @@ def sweep(
     table, ranking and figure.
 
     Args:
-      base: the run every setting starts from (:meth:`RunConfig.from_preset`).
+      base: the run every setting starts from (:meth:`~jaxrl.io.config.RunConfig.from_preset`).
       grid: field -> values (hyperparameters and run settings the drivers depend on;
-        :func:`parse_grid` reads command-line strings).
+        :func:`~jaxrl.io.grid.parse_grid` reads command-line strings).
       sweep_dir: the sweep directory (created, or resumed when it holds this sweep).
       stop_after_groups: stop after training this many groups, as an interruption would.
       on_group: called with a line before each group trains (with ``jobs``, as each setting

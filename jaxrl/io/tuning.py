@@ -368,7 +368,7 @@ def tune(
 
     Args:
       base: the run every trial starts from (its seeds are the search seeds).
-      space: the searched fields (:func:`parse_search`).
+      space: the searched fields (:func:`~jaxrl.io.search_space.parse_search`).
       tune_dir: the tuning directory (created, or resumed when it holds this study).
       trials: end when this many trials are complete, pruned or failed.
       batch: trials asked at once and trained together.
@@ -376,7 +376,7 @@ def tune(
         name of ``optuna.samplers``), seeded with ``sampler_seed``.
       pruner: ``median`` (the default), ``percentile``, ``hyperband``,
         ``successive-halving``, ``none`` or a class name of ``optuna.pruners``.
-      storage: where the study lives (see :func:`_storage`); default
+      storage: where the study lives (see ``_storage``); default
         ``TUNE_DIR/study.log``.
       study_name: the study's name in the storage; default the tuning directory's name.
       objective_evals: evaluations the objective averages (see the module docstring).

@@ -1,13 +1,15 @@
-"""What a tuning directory shows (:func:`write_summary`)::
+"""What a tuning directory shows (:func:`~jaxrl.io.tuning_report.write_summary`):
 
-TUNE_DIR/tune.json        what is tuned: the base run, the search space, the objective
-TUNE_DIR/study.log        the study (Optuna's journal file; ``storage`` chooses another)
-TUNE_DIR/trials/trial-N/  one run directory per trial (``jaxrl plot`` etc. work on each)
-TUNE_DIR/tune.csv         one row per trial: its state, objective and values
-TUNE_DIR/tune.md          the trials ranked by objective, and the best trial's command
-TUNE_DIR/best.json        the best trial's values as a preset file (``--preset-file``)
-TUNE_DIR/history.png      Optuna's optimization history; importances.png: the values'
-                          importances (from two finished trials on)
+.. code-block:: text
+
+    TUNE_DIR/tune.json        what is tuned: the base run, the search space, the objective
+    TUNE_DIR/study.log        the study (Optuna's journal file; ``storage`` chooses another)
+    TUNE_DIR/trials/trial-N/  one run directory per trial (``jaxrl plot`` etc. work on each)
+    TUNE_DIR/tune.csv         one row per trial: its state, objective and values
+    TUNE_DIR/tune.md          the trials ranked by objective, and the best trial's command
+    TUNE_DIR/best.json        the best trial's values as a preset file (``--preset-file``)
+    TUNE_DIR/history.png      Optuna's optimization history; importances.png: the values'
+                              importances (from two finished trials on)
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ class TuneResult:
       study: the Optuna study.
       rows: one dict per trial (the rows of ``tune.csv``).
       best: the best complete trial's row, or None.
-      complete, pruned, failed, running: trials in each state.
+      complete: the complete trials.
+      pruned: the pruned trials.
+      failed: the failed trials.
+      running: the trials running.
     """
 
     tune_dir: Path

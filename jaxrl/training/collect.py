@@ -161,11 +161,13 @@ class JaxCollector(NamedTuple):
         ``jax.random.split(key, num_steps)[t]``) as one ``lax.scan``; ``rollout`` is a
         :class:`jaxrl.Rollout` ``[num_steps, num_envs, ...]``. Pure: jit it, or call it
         inside a jitted training step.
-      num_envs, num_steps: the rollout's shape.
-      observation_space, action_space: the environment's spaces (gymnax ones), for
+      num_envs: the rollout's environments ``N``.
+      num_steps: the rollout's steps ``T``.
+      observation_space: the environment's observation space (a gymnax one), for
         ``agent.init(key, observation_space, action_space)``.
-      env, env_params: the environment and its parameters (for
-        :func:`jaxrl.training.evaluate`).
+      action_space: its action space.
+      env: the environment (for :func:`jaxrl.training.evaluate`).
+      env_params: its parameters.
     """
 
     init: Callable[[Array], CollectorState]
@@ -237,9 +239,11 @@ class HostCollector:
     and closes it.
 
     Attributes:
-      env: the environments (:func:`host_vector_env`).
-      num_envs, num_steps: the rollout's shape.
-      observation_space, action_space: one environment's spaces (gymnasium ones).
+      env: the environments (:func:`~jaxrl.envs.host.host_vector_env`).
+      num_envs: the rollout's environments ``N``.
+      num_steps: the rollout's steps ``T``.
+      observation_space: one environment's observation space (a gymnasium one).
+      action_space: its action space.
     """
 
     def __init__(self, agent: Any, env: Any, num_steps: int, normalize_obs: bool) -> None:
@@ -354,7 +358,7 @@ def make_collector(
       env: a gymnax id (``"Pendulum-v1"``), a Brax id (``"brax:hopper"``) or an object with
         the gymnax interface (-> :class:`JaxCollector`); or a gymnasium vector env made with
         same-step auto-reset, an EnvPool env, or :func:`jaxrl.envs.make_host_env`'s
-        (-> :class:`HostCollector`; see :func:`host_vector_env`).
+        (-> :class:`HostCollector`; see :func:`~jaxrl.envs.host.host_vector_env`).
       num_steps: vector steps per rollout (``T``).
       num_envs: JAX environments stepped together (``N``; required for JAX envs). Host envs
         have their own count; if given it must match.

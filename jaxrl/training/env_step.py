@@ -1,8 +1,10 @@
 """One env step, as the collectors (:mod:`jaxrl.training.collect`) and the training loops
 (:mod:`jaxrl.training.jax_driver`, :mod:`jaxrl.training.gymnasium_driver`) all take it: the
-observations a step returned as the agent sees them (:func:`observe`), one vector step of
-JAX environments (:func:`make_jax_step`), and one of host environments (:func:`host_step`
-with :func:`observe_and_act` on the device). A transition is a one-step
+observations a step returned as the agent sees them
+(:func:`~jaxrl.training.env_step.observe`), one vector step of JAX environments
+(:func:`~jaxrl.training.env_step.make_jax_step`), and one of host environments
+(:func:`~jaxrl.training.env_step.host_step` with
+:func:`~jaxrl.training.env_step.observe_and_act` on the device). A transition is a one-step
 :class:`jaxrl.Rollout` with Tianshou's semantics (module docstring of
 :mod:`jaxrl.training.collect`).
 """
@@ -56,7 +58,9 @@ class JaxEnvStep(NamedTuple):
     Attributes:
       agent_state: the agent state after ``explore`` (DDPG's noise state advances).
       transition: the step as a one-step :class:`jaxrl.Rollout`, fields ``[N, ...]``.
-      obs, env_state, obs_stats: what the next step starts from.
+      obs: the observations the next step starts from.
+      env_state: the environments' state the next step starts from.
+      obs_stats: the observation statistics the next step starts from.
       episode_return: ``[N]`` running returns, zero where an episode ended.
       done: ``[N]`` bool, ``terminated | truncated``.
       ended_return: ``[N]`` the return of the episode that ended (valid where ``done``).
@@ -78,14 +82,14 @@ def make_jax_step(
     agent: Any, env: Any, env_params: Any, num_envs: int, check_finite: bool = False
 ) -> Callable[..., JaxEnvStep]:
     """One vector step of ``num_envs`` JAX environments with the agent's exploration, for
-    :class:`JaxCollector` and the jitted driver alike.
+    :class:`~jaxrl.training.collect.JaxCollector` and the jitted driver alike.
 
     Returns ``step(agent_state, obs, env_state, obs_stats, episode_return, env_steps, key)
     -> JaxEnvStep``: act with ``agent.explore`` (``split(key)``: action key, then env key,
     split over the environments), step the environments (auto-reset in the same step, the
     final observation kept), normalize what they returned when ``obs_stats`` is not None,
     and record the transition with the raw action. With ``check_finite`` the observations
-    (raw) and rewards are checked with ``checkify`` (run under :func:`checkify.checkify`).
+    (raw) and rewards are checked with ``checkify`` (run under ``checkify.checkify``).
     """
     vmapped_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
@@ -187,7 +191,8 @@ def host_step(
     num_envs: int,
     num_seeds: int | None = None,
 ) -> tuple[Any, Any, Array, Rollout]:
-    """One vector step of host environments, for :class:`HostCollector` and the host driver.
+    """One vector step of host environments, for :class:`~jaxrl.training.collect.HostCollector` and
+    the host driver.
 
     Sends ``sample.env_action`` to ``env`` (checked: :func:`jaxrl.envs.checked_step`), then
     ``act(carry, raw_obs, raw_final_obs, env_steps + num_envs) -> (carry, next_sample, next_obs,

@@ -3,10 +3,10 @@ fresh episodes.
 
 - :func:`evaluate`: one seed's policy on JAX environments, pure (the jitted run evaluates
   with it after every period; :func:`jax_evaluation_program` vmaps it over seeds for
-  :meth:`jaxrl.training.jax_loop.JaxLoop.evaluate`).
+  ``JaxLoop.evaluate``).
 - :func:`evaluate_gymnasium`: on host environments (gymnasium, EnvPool), every seed's
   episodes in one vector env, their actions in one jitted call per step (the host loop's
-  evaluations and :meth:`jaxrl.training.host_loop.HostLoop.evaluate`).
+  evaluations and ``HostLoop.evaluate``).
 
 Each episode counts until its first end. The policy acts deterministically where the agent
 evaluates so (``agent.evaluates_deterministically``: NPG/TRPO with ``deterministic_eval``,

@@ -230,14 +230,16 @@ def train_gymnasium(
     agent's jitted exploration, then learns: NPG/TRPO call ``agent.update`` on the rollout;
     DDPG adds the transitions to its replay buffer and runs ``update_per_step * num_envs *
     num_steps`` updates. Evaluates after every evaluation period
-    (:class:`jaxrl.training.periods.RunLayout`: whole collections; the last period may be shorter).
+    (:class:`~jaxrl.training.settings.RunLayout`: whole collections; the last period may be
+    shorter).
 
     Args:
-      config: the run's shape, the jitted driver's :class:`TrainConfig` (its defaults when
-        None; ``check_finite`` is always on here: every env step is checked on the host).
-      shape: :class:`TrainConfig` fields given as keywords (``num_envs=``, ``num_steps=``,
-        ``total_steps=``, ``eval_every=``, ``eval_episodes=``, ``normalize_obs=``); they
-        replace ``config``'s.
+      config: the run's shape, the jitted driver's :class:`~jaxrl.training.TrainConfig` (its
+        defaults when None; ``check_finite`` is always on here: every env step is checked on
+        the host).
+      shape: :class:`~jaxrl.training.TrainConfig` fields given as keywords (``num_envs=``,
+        ``num_steps=``, ``total_steps=``, ``eval_every=``, ``eval_episodes=``,
+        ``normalize_obs=``); they replace ``config``'s.
       num_seeds: ``None`` (one seed, ``seed``; unstacked state and 1-D metrics, as before)
         or ``S >= 1``: seeds ``seed, ..., seed + S - 1`` trained together; the state and
         every metric get a leading seed axis, as ``jax.vmap(make_train(...))`` gives them.
@@ -252,7 +254,8 @@ def train_gymnasium(
         ``metrics`` (the period's per-collection metrics, ``[S, collections]``).
       stop: optional Tianshou ``stop_fn``: the run ends after the first evaluation for which
         it returns True. Given the evaluation return (a float) when ``num_seeds`` is None,
-        else the evaluation returns so far ``[S, periods]`` (as :func:`train_until`).
+        else the evaluation returns so far ``[S, periods]`` (as
+        :func:`~jaxrl.training.jax_driver.train_until`).
 
     Returns:
       ``(state, metrics)`` with per-collection arrays (``env_steps``, ``train_return``, the

@@ -19,7 +19,8 @@ from jaxrl.training.sharding import SeedPlacement
 
 class HostLoop:
     """The host driver's :class:`jaxrl.training.loop.Loop`: a run of one setting on gymnasium
-    or EnvPool environments (:class:`HostTrainLoop` between :meth:`start` and :meth:`close`).
+    or EnvPool environments (:class:`~jaxrl.training.gymnasium_driver.HostTrainLoop` between
+    ``start`` and ``close``).
 
     The checkpoint is ``{"carry": HostCarry}`` (agent states, observation statistics and,
     unless ``settings.checkpoint_buffer`` is off, the replay buffers); a resumed run

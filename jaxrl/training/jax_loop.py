@@ -39,7 +39,8 @@ class JaxLoop:
 
     The agents of a group differ only in their leaves (numeric hyperparameters: their
     pytree definitions, static fields included, are equal), and their runs share every
-    setting the drivers' programs depend on (:attr:`RunSettings.driver_settings`). The
+    setting the drivers' programs depend on
+    (:attr:`~jaxrl.training.settings.RunSettings.driver_settings`). The
     leaves become arguments over a flattened ``[G * S]`` axis (setting ``g``, seed ``s`` at
     ``g * S + s``) that the period programs map or vmap like a seed axis
     (:func:`jaxrl.training.over_seeds`); seed ``s`` of every setting has the key of seed
@@ -167,7 +168,7 @@ class JaxLoop:
 
     def run_period(self, carry: Any, collections: int) -> tuple[Any, dict[str, Any]]:
         """One period of ``collections`` collections of every setting and seed (its program
-        compiled at its first call, the time added to :attr:`compile_seconds`)."""
+        compiled at its first call, the time added to ``compile_seconds``)."""
         if collections not in self._periods:
             start = time.perf_counter()
             program = self.period_program(collections)

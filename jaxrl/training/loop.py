@@ -1,4 +1,5 @@
-"""The one interface a run's training has: a :class:`Loop` cut at its evaluations.
+"""The one interface a run's training has: a :class:`~jaxrl.training.loop.Loop` cut at its
+evaluations.
 
 Two classes implement it: :class:`jaxrl.training.jax_loop.JaxLoop` (JAX environments: the
 jitted driver, one program over every seed, or over the settings x seeds of a sweep group)
@@ -12,7 +13,7 @@ the host). :mod:`jaxrl.io.runner` drives either the same way::
         ... log loop.part(metrics, g) of each setting g; checkpoint loop.to_checkpoint(...)
     loop.close()
 
-Shapes: a loop trains ``G`` settings (:attr:`Loop.num_settings`; 1 but for a sweep group) of
+Shapes: a loop trains ``G`` settings (``Loop.num_settings``; 1 but for a sweep group) of
 ``S`` seeds each; every leaf of a carry and every metric has a leading ``[G * S]`` axis,
 setting ``g``'s seeds at ``g * S .. (g + 1) * S - 1`` (:meth:`Loop.part`).
 """

@@ -60,9 +60,10 @@ def drive(
     progress: Callable[[dict], None] | None = None,
     single: bool = False,
 ) -> tuple[Any, dict[str, np.ndarray]]:
-    """Run the ``periods`` (collections of each, :attr:`RunLayout.period_collections`) of
+    """Run the ``periods`` (collections of each,
+    :attr:`~jaxrl.training.settings.RunLayout.period_collections`) of
     ``run_period`` from ``carry``, or fewer if ``stop`` says so (:func:`stop_requested`); the
-    period loop of :func:`train_until` and ``train_gymnasium``.
+    period loop of :func:`~jaxrl.training.jax_driver.train_until` and ``train_gymnasium``.
 
     ``progress``, when given, is called after each evaluation with one payload for every
     driver: ``env_steps``, ``eval_return`` (mean over seeds), ``eval_returns`` (``[S]``),

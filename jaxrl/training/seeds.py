@@ -95,7 +95,7 @@ def over_seeds(
     Returns:
       ``(*xs) -> ys``: every ``x`` has a leading seed axis ``[S, ...]``, and so does every
       leaf of ``ys``; as ``jax.vmap(fn)``. Jit it: ``jax.jit(over_seeds(train, agent=agent))``.
-      On a CPU its random numbers are drawn through :func:`jaxrl.core.prng.bucketed_keys`
+      On a CPU its random numbers are drawn through :func:`jaxrl.core.bucketed_keys`
       (the same numbers as Threefry, compiled as fewer kernels); its key outputs are
       Threefry keys.
     """

@@ -148,9 +148,10 @@ def _expected(hint: Any, minimum: int | None) -> tuple[Callable[[Any], bool], st
 class RunSettings:
     """The settings of a training run (all static: none is traced).
 
-    The jitted driver (:func:`jaxrl.make_train`) reads the shape, the evaluation, ``check_finite``
-    and ``normalize_obs``; the host driver (``jaxrl.training.gymnasium_driver``) those and the
-    environment backend; the ``jaxrl`` command and :mod:`jaxrl.io` all of them.
+    The jitted driver (:func:`~jaxrl.training.jax_driver.make_train`) reads the shape, the
+    evaluation, ``check_finite`` and ``normalize_obs``; the host driver
+    (``jaxrl.training.gymnasium_driver``) those and the environment backend; the ``jaxrl``
+    command and :mod:`jaxrl.io` all of them.
 
     Attributes:
       num_envs: parallel training environments (per seed).
@@ -334,7 +335,7 @@ class RunSettings:
 
     @property
     def driver_settings(self) -> RunSettings:
-        """The settings the drivers' programs depend on (the others at their defaults): equal
+        """The settings the drivers' programs depend on, the others at their defaults; equal
         for runs that can share compiled programs, whatever their seeds or checkpoints."""
         fields = settings_fields()
         return RunSettings(
@@ -416,7 +417,7 @@ def evaluation_interval(
     """The evaluation interval of a budget ``total_steps`` whose settings default to
     ``default_eval_every`` for a budget of ``default_total``: that interval, shortened for a
     smaller budget so the run evaluates at least as often as the default run does, up to
-    :data:`MIN_EVALUATIONS` times (at most after every collection). A short run so keeps a
+    ``MIN_EVALUATIONS`` times (at most after every collection). A short run so keeps a
     learning curve; a given ``eval_every`` is taken as it is."""
     wanted = min(MIN_EVALUATIONS, max(1, default_total // default_eval_every))
     return max(steps_per_collect, min(default_eval_every, total_steps // wanted))
@@ -490,7 +491,7 @@ class RunLayout:
 
     @property
     def total_steps(self) -> int:
-        """Env steps the run takes (per seed): its whole collections."""
+        """The env steps the run takes per seed, its whole collections."""
         return self.steps_per_collect * self.num_collections
 
     def shortfall(self, requested: int) -> int:
