@@ -1,6 +1,8 @@
-"""Training drivers (whole runs as compiled programs on JAX environments; the host driver is
-:mod:`jaxrl.training.gymnasium_driver`) and the collectors research code builds its own loop
-from (:func:`make_collector`, :mod:`jaxrl.training.collect`)."""
+"""Training drivers: a run's training is a :class:`~jaxrl.training.loop.Loop`
+(:class:`~jaxrl.training.jax_loop.JaxLoop` on JAX environments, whole runs as compiled
+programs; :class:`~jaxrl.training.host_loop.HostLoop` on gymnasium and EnvPool), and the
+collectors research code builds its own loop from (:func:`make_collector`,
+:mod:`jaxrl.training.collect`)."""
 
 from jaxrl.training.collect import (
     CollectorState,
@@ -9,6 +11,7 @@ from jaxrl.training.collect import (
     make_collector,
 )
 from jaxrl.training.evaluation import evaluate
+from jaxrl.training.host_loop import HostLoop
 from jaxrl.training.jax_driver import (
     TrainCarry,
     TrainConfig,
@@ -19,6 +22,8 @@ from jaxrl.training.jax_driver import (
     make_train_loop,
     train_until,
 )
+from jaxrl.training.jax_loop import JaxLoop
+from jaxrl.training.loop import Loop
 from jaxrl.training.seeds import SeedAxis, over_seeds, resolve_seed_axis
 from jaxrl.training.sharding import (
     SeedPlacement,
@@ -31,7 +36,10 @@ from jaxrl.training.sharding import (
 __all__ = [
     "CollectorState",
     "HostCollector",
+    "HostLoop",
     "JaxCollector",
+    "JaxLoop",
+    "Loop",
     "SeedAxis",
     "SeedPlacement",
     "TrainCarry",
