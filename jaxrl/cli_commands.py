@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -179,19 +178,6 @@ def _backends(values: dict[str, Any]) -> tuple[str, str, str | None]:
     elif brax_backend is not None:
         raise UsageError(f"--brax-backend is for Brax environments (--env brax:NAME), not {env}")
     return backend, env_backend, brax_backend
-
-
-def _interrupt_on_sigterm() -> None:
-    """Treat SIGTERM (a cluster's preemption, ``kill``) like Ctrl-C: pending checkpoint
-    writes finish and the run stays resumable."""
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread
-        pass
 
 
 def _format_seconds(seconds: float) -> str:
@@ -397,6 +383,7 @@ def _study_error(error: Exception, argv: list[str]) -> UsageError:
 
 
 def sweep(args: Any, argv: list[str]) -> int:
+    from jaxrl.io.preemption import Preemption
     from jaxrl.io.studies import sweep as run_sweep
 
     _enable_compilation_cache()
@@ -407,7 +394,7 @@ def sweep(args: Any, argv: list[str]) -> int:
             raise UsageError("missing --sweep FIELD=VALUE,...: the grid to train")
         again = argv if "sweep_dir" in given_options(argv) else [*argv, "--sweep-dir", str(path)]
         resume_cmd = "jaxrl " + " ".join(again)
-        _interrupt_on_sigterm()
+        preemption = Preemption(args.preemption_grace).install()
         said: list[str] = []
 
         def say(line: str) -> None:  # the directory once, before the first group trains
@@ -418,12 +405,20 @@ def sweep(args: Any, argv: list[str]) -> int:
 
         result = run_sweep(
             base, grid, path, stop_after_groups=args.stop_after_groups, on_group=say,
-            jobs=args.jobs,
+            jobs=args.jobs, stop=preemption,
         )  # fmt: skip
+        preemption.disarm()
     except (ValueError, TypeError, ModuleNotFoundError) as error:
         raise _study_error(error, argv) from None
     except KeyboardInterrupt:
         print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
+        return 130
+    if preemption.requested and result.finished < result.total:
+        print(
+            f"\nStopped by SIGTERM with {result.finished} of {result.total} settings finished "
+            f"(the group under way checkpointed). Continue with: {resume_cmd}",
+            file=sys.stderr,
+        )
         return 130
     print((path / "sweep.md").read_text(), end="")
     if result.finished < result.total:
@@ -459,6 +454,7 @@ def _search_specs(values: dict[str, Any]) -> list[str]:
 
 
 def tune(args: Any, argv: list[str]) -> int:
+    from jaxrl.io.preemption import Preemption
     from jaxrl.io.run_dir import default_run_path
     from jaxrl.io.tuning import TUNE_SEED, parse_search
     from jaxrl.io.tuning import tune as run_tune
@@ -479,7 +475,7 @@ def tune(args: Any, argv: list[str]) -> int:
         path = Path(values["tune_dir"] or default_run_path(algo, values["env"], root="tunes"))
         again = argv if "tune_dir" in given else [*argv, "--tune-dir", str(path)]
         resume_cmd = "jaxrl " + " ".join(again)
-        _interrupt_on_sigterm()
+        preemption = Preemption(args.preemption_grace).install()
         result = run_tune(
             base,
             space,
@@ -495,14 +491,23 @@ def tune(args: Any, argv: list[str]) -> int:
             enqueue_base=args.enqueue_base,
             stop_after_batches=args.stop_after_batches,
             on_batch=lambda line: print(line, file=sys.stderr, flush=True),
+            stop=preemption,
         )
+        preemption.disarm()
     except (ValueError, TypeError, ModuleNotFoundError) as error:
         raise _study_error(error, argv) from None
     except KeyboardInterrupt:
         print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
         return 130
-    print((path / "tune.md").read_text(), end="")
     ended = result.complete + result.pruned + result.failed
+    if preemption.requested and ended < args.trials:
+        print(
+            f"\nStopped by SIGTERM with {ended} of {args.trials} trials ended (those under "
+            f"way checkpointed). Continue with: {resume_cmd}",
+            file=sys.stderr,
+        )
+        return 130
+    print((path / "tune.md").read_text(), end="")
     if ended < args.trials:
         print(f"Stopped with {ended} of {args.trials} trials; continue with:")
         print(f"  {resume_cmd}")

@@ -92,6 +92,13 @@ _PRESET_FILE = (
     "a preset file (jaxrl tune's best.json): its preset and values are the defaults, and "
     "options written on the command line override them",
 )
+_PREEMPTION_GRACE = (
+    "preemption_grace",
+    float,
+    20.0,
+    "after SIGTERM, seconds to reach the end of an evaluation period and checkpoint it; "
+    "then it stops from its last checkpoint",
+)
 # Options of ``jaxrl train``, ``sweep`` and ``tune`` that are not settings of a run (what the
 # command does with its runs).
 _COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
@@ -117,16 +124,11 @@ _COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
             "at the end of the run, write an episode of seed 0's final policy to this .gif "
             "or .mp4 (MuJoCo headless: MUJOCO_GL=egl)",
         ),
-        (
-            "preemption_grace",
-            float,
-            20.0,
-            "after SIGTERM, seconds to reach the end of an evaluation period and checkpoint "
-            "it; then the run stops from its last checkpoint",
-        ),
+        _PREEMPTION_GRACE,
     ],
     "sweep": [
         _PRESET_FILE,
+        _PREEMPTION_GRACE,
         (
             "sweep",
             Annotated[tuple[str, ...], tyro.conf.UseAppendAction],
@@ -157,6 +159,7 @@ _COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
     ],
     "tune": [
         _PRESET_FILE,
+        _PREEMPTION_GRACE,
         (
             "search",
             Annotated[tuple[str, ...], tyro.conf.UseAppendAction],

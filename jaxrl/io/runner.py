@@ -106,27 +106,8 @@ def train_run(
     if is_primary():
         config.save(run_dir.config)
     loop = make_loop(config, agent)
-    store = CheckpointStore(run_dir.checkpoints)
     say = on_setup or (lambda line: warnings.warn(line, stacklevel=3))
-    restored, meta = _resume_point(store, loop.checkpoint_template(), resume, say)
-    carry = loop.init() if restored is None else loop.from_checkpoint(restored)
-    layout = loop.layout
-    start_period = meta["period"] if meta else 0
-    # A checkpoint records its env steps (periods before it may differ in length).
-    start_steps = meta.get("env_steps", start_period * layout.steps_per_period) if meta else 0
-    done = start_steps // layout.steps_per_collect  # collections so far
-    run = RunBook(
-        config,
-        run_dir,
-        store,
-        start_period=start_period,
-        start_steps=start_steps,
-        elapsed=meta["elapsed"] if meta else 0.0,
-        resumed=resume,
-        num_periods=start_period + len(layout.periods_after(done)),
-        total_steps=layout.total_steps,
-        progress=progress,
-    )
+    carry, (run,), start_steps, done = _open_books(loop, [config], [run_dir], resume, say, progress)
     if on_setup is not None:
         on_setup(_setup_message(run))
     report = None
@@ -149,35 +130,94 @@ def train_group(
     configs: Sequence[RunConfig],
     run_dirs: Sequence[RunDir],
     on_period: Callable[[int, int, list[np.ndarray]], bool] | None = None,
+    *,
+    resume: bool = False,
+    stop: Callable[[], bool] | None = None,
+    on_setup: Callable[[str], None] | None = None,
 ) -> JaxLoop:
     """Train the settings ``configs`` of one sweep group (runs on JAX environments that
-    differ only in numeric hyperparameters) from scratch in one program, each setting's run
-    directory written as :func:`train_run` writes it. Returns the loop (its
-    ``compile_seconds``).
+    differ only in numeric hyperparameters) in one program, each setting's run directory
+    written as :func:`train_run` writes it. Returns the loop (its ``compile_seconds``).
 
     ``on_period(period, env_steps, returns)`` is called after each evaluation period with
     each setting's evaluation returns ``[num_seeds]``; ``True`` stops the group there (its
-    runs stay unfinished: a tuner has pruned every setting of the group)."""
+    runs stay unfinished: a tuner has pruned every setting of the group). ``resume``:
+    continue from the newest period every setting has a checkpoint of that restores (else
+    from scratch); ``stop`` and ``on_setup`` as in :func:`train_run` (``stop`` checkpoints
+    every setting at the period it ends)."""
     from jaxrl.training.jax_loop import JaxLoop
 
     loop = JaxLoop([config.make_agent() for config in configs], configs[0].env, configs)
-    layout = loop.layout
-    runs = []
     for config, run_dir in zip(configs, run_dirs, strict=True):
         config.save(run_dir.config)
-        store = CheckpointStore(run_dir.checkpoints)
-        runs.append(
-            RunBook(config, run_dir, store, 0, 0, 0.0, False, layout.num_periods,
-                 layout.total_steps, progress=False)
-        )  # fmt: skip
+    say = on_setup or (lambda line: None)
+    carry, runs, start_steps, done = _open_books(loop, configs, run_dirs, resume, say, False)
+    if runs[0].period:
+        first = runs[0]
+        say(
+            f"resuming at period {first.period}/{first.num_periods} ({first.env_steps:,} env steps)"
+        )
     try:
-        _drive(loop, runs, loop.init(), 0, 0, on_period=on_period)
+        _drive(loop, runs, carry, start_steps, done, stop=stop, on_period=on_period)
         for run in runs:
             run.plot()
     finally:
         for run in runs:
             run.close()
     return loop
+
+
+def _open_books(
+    loop: Loop,
+    configs: Sequence[RunConfig],
+    run_dirs: Sequence[RunDir],
+    resume: bool,
+    say: Callable[[str], None],
+    progress: bool,
+) -> tuple[Any, list[RunBook], int, int]:
+    """Where the runs of ``loop`` (one per setting) start: ``(carry, books, env steps per
+    seed, collections done)``. With ``resume``, from the newest checkpoint of each run that
+    restores (:func:`_resume_point`), their trees joined along the ``[G * S]`` axis; where
+    the settings' checkpoints are of different periods (one was damaged), or one has none,
+    every run starts over."""
+    template = loop.checkpoint_template()
+    if loop.num_settings > 1:  # what one setting's checkpoint holds: its S seeds
+        seeds = configs[0].num_seeds
+        template = jax.tree_util.tree_map(
+            lambda x: jax.ShapeDtypeStruct((seeds, *x.shape[1:]), x.dtype), template
+        )
+    stores = [CheckpointStore(run_dir.checkpoints) for run_dir in run_dirs]
+    points = [_resume_point(store, template, resume, say) for store in stores]
+    metas = [meta for _, meta in points]
+    if all(m is not None for m in metas) and len({m["period"] for m in metas}) == 1:
+        trees = [tree for tree, _ in points]
+        joined = trees[0] if len(trees) == 1 else jax.tree_util.tree_map(_join, *trees)
+        carry = loop.from_checkpoint(joined)
+    else:
+        if any(m is not None for m in metas):
+            say("the settings' checkpoints are of different periods; the group starts over")
+            for store in stores if is_primary() else ():
+                store.prune_after(-1)
+        carry, metas = loop.init(), [None] * len(metas)
+    meta = metas[0]
+    layout = loop.layout
+    start_period = meta["period"] if meta else 0
+    # A checkpoint records its env steps (periods before it may differ in length).
+    start_steps = meta.get("env_steps", start_period * layout.steps_per_period) if meta else 0
+    done = start_steps // layout.steps_per_collect  # collections so far
+    num_periods = start_period + len(layout.periods_after(done))
+    books = [
+        RunBook(config, run_dir, store, start_period, start_steps,
+                own["elapsed"] if own else 0.0, resume, num_periods, layout.total_steps,
+                progress)
+        for config, run_dir, store, own in zip(configs, run_dirs, stores, metas, strict=True)
+    ]  # fmt: skip
+    return carry, books, start_steps, done
+
+
+def _join(*parts: Any) -> Any:
+    """Settings' restored arrays ``[S, ...]`` as one ``[G * S, ...]`` array."""
+    return jax.numpy.concatenate(parts)
 
 
 def make_loop(config: RunConfig, agent: Any) -> Loop:

@@ -17,7 +17,11 @@ arguments over a settings x seeds axis, mapped or vmapped as the seed axis is). 
 changes shapes or static structure (hidden sizes, ``num_envs``, a schedule...) starts another
 group, compiled once. The host driver trains a group's settings one after another in the same
 process. A sweep is resumable: a setting whose run finished (``final_eval.json``) is not
-trained again; the others start over.
+trained again; the others continue from their newest checkpoint (a group of the jitted
+driver from the newest period all its settings have, bit-identical to an uninterrupted
+sweep; a host setting as a resumed ``jaxrl train`` does), or start over where they have
+none. ``stop`` (SIGTERM on the command line) checkpoints the group under way at the end of
+its period.
 """
 
 from __future__ import annotations
@@ -110,6 +114,10 @@ def _train_jax_group(
     settings: Sequence[Setting],
     run_dirs: Sequence[RunDir],
     on_period: Callable[[int, int, list[np.ndarray]], bool] | None = None,
+    *,
+    resume: bool = False,
+    stop: Callable[[], bool] | None = None,
+    on_setup: Callable[[str], None] | None = None,
 ) -> str:
     """One group on the jitted driver: one program over its settings x seeds; each setting's
     run directory written as :func:`jaxrl.io.runner.train_run` writes it. Returns a line on
@@ -117,19 +125,32 @@ def _train_jax_group(
 
     ``on_period(period, env_steps, returns)`` is called after each evaluation period with
     each setting's evaluation returns ``[num_seeds]``; ``True`` stops the group there (its
-    runs stay unfinished: a tuner has pruned every setting of the group)."""
+    runs stay unfinished: a tuner has pruned every setting of the group). ``resume``,
+    ``stop`` and ``on_setup``: :func:`jaxrl.io.runner.train_group`."""
     from jaxrl.io.runner import train_group
 
-    loop = train_group([s.config for s in settings], run_dirs, on_period)
+    configs = [s.config for s in settings]
+    loop = train_group(configs, run_dirs, on_period, resume=resume, stop=stop, on_setup=on_setup)
     return f"period programs compiled in {loop.compile_seconds:.1f} s"
 
 
-def _train_host_group(settings: Sequence[Setting], run_dirs: Sequence[RunDir]) -> str:
-    """One group on the host driver: its settings one after another in this process."""
+def _train_host_group(
+    settings: Sequence[Setting],
+    run_dirs: Sequence[RunDir],
+    *,
+    resume: bool = False,
+    stop: Callable[[], bool] | None = None,
+    on_setup: Callable[[str], None] | None = None,
+) -> str:
+    """One group on the host driver: its settings one after another in this process (a
+    ``stop`` ends the setting under way at its period, checkpointed, and starts no other)."""
     from jaxrl.io.runner import train_run
 
     for setting, run_dir in zip(settings, run_dirs, strict=True):
-        train_run(setting.config, run_dir, progress=False)
+        if stop is not None and stop():
+            break
+        say = on_setup or (lambda line: None)
+        train_run(setting.config, run_dir, resume=resume, stop=stop, progress=False, on_setup=say)
     return "host driver, one setting after another"
 
 
@@ -199,6 +220,7 @@ def sweep(
     stop_after_groups: int | None = None,
     on_group: Callable[[str], None] | None = None,
     jobs: int = 1,
+    stop: Callable[[], bool] | None = None,
 ) -> SweepResult:
     """Train every setting of ``grid`` over ``base`` (each with ``base``'s seeds) in
     ``sweep_dir``, or the settings an earlier call did not finish, and write the sweep's
@@ -218,6 +240,10 @@ def sweep(
         into ``min(jobs, settings to train)`` shares, and a single setting trains in this
         process. A JAX environment's settings train in one program: ``jobs`` must be 1
         there.
+      stop: asked after every evaluation period (as :func:`jaxrl.io.runner.train_run`'s)
+        and before each group; ``True`` checkpoints the group under way at that period and
+        ends the call (its settings stay unfinished: the same call again resumes them from
+        those checkpoints, a JAX group bit-identical to an uninterrupted one).
 
     Raises:
       SweepError: an invalid grid, ``jobs``, or a directory holding another sweep, before
@@ -238,7 +264,9 @@ def sweep(
         _train_side_by_side(flat, path, min(jobs, len(flat)), on_group)
         return write_summary(path, settings, list(grid))
     for number, group in enumerate(todo):
-        run_dirs = [_fresh_run_dir(path, setting) for setting in group]
+        if stop is not None and stop():
+            break
+        run_dirs = [_open_run_dir(path, setting) for setting in group]
         if on_group is not None:
             names = "; ".join(s.name for s in group)
             on_group(
@@ -246,10 +274,17 @@ def sweep(
             )
         train = _train_jax_group if base.backend == "jax" else _train_host_group
         start = time.perf_counter()
-        note = train(group, run_dirs)
+        note = train(group, run_dirs, resume=True, stop=stop, on_setup=_resumed_only(on_group))
         if on_group is not None:
             on_group(f"  group {number + 1} done in {time.perf_counter() - start:.1f} s ({note})")
     return write_summary(path, settings, list(grid))
+
+
+def _resumed_only(on_group: Callable[[str], None] | None) -> Callable[[str], None]:
+    """What a sweep says of a run's set-up: only where it resumes (or skipped a damaged
+    checkpoint), not the description of every fresh run."""
+    say = on_group or (lambda line: None)
+    return lambda line: say(f"  {line}") if "resum" in line or "skipped" in line else None
 
 
 def _check_jobs(jobs: int, base: RunConfig) -> None:
@@ -266,10 +301,14 @@ def _check_jobs(jobs: int, base: RunConfig) -> None:
         )
 
 
-def _fresh_run_dir(path: Path, setting: Setting) -> RunDir:
-    """The setting's run directory, made anew (an unfinished one is trained again)."""
-    shutil.rmtree(path / "runs" / setting.name, ignore_errors=True)
-    return RunDir.create(path / "runs" / setting.name)
+def _open_run_dir(path: Path, setting: Setting) -> RunDir:
+    """The setting's run directory: an unfinished one that a stopped sweep left (resumed
+    from its checkpoints), else made anew."""
+    run_dir = path / "runs" / setting.name
+    if (run_dir / "config.json").is_file():
+        return RunDir(run_dir)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return RunDir.create(run_dir)
 
 
 def _train_side_by_side(
@@ -287,7 +326,7 @@ def _train_side_by_side(
 
     def tasks() -> Iterator[Task]:
         for setting in settings:
-            run_dir = _fresh_run_dir(path, setting)
+            run_dir = _open_run_dir(path, setting)
             started[setting.name] = time.perf_counter()
             say(f"{setting.name}: {setting.config.num_seeds} seeds, started")
             yield Task(setting.name, _train_setting, (setting.config, str(run_dir.path)))
@@ -310,7 +349,7 @@ def _train_setting(config: RunConfig, run_dir: str) -> int:
     """One host setting, in a process of ``jobs`` (:func:`_train_side_by_side`)."""
     from jaxrl.io.runner import train_run
 
-    train_run(config, RunDir(Path(run_dir)), progress=False)
+    train_run(config, RunDir(Path(run_dir)), resume=True, progress=False)
     return 0
 
 

@@ -19,7 +19,9 @@ group a pruned trial stops reporting, and the group stops where all its trials a
 same ``storage`` and ``study_name``): each asks its own trials, so none is trained twice;
 the study ends when ``trials`` trials are complete, pruned or failed. A worker that starts
 takes over the RUNNING trials of this machine's dead workers (process gone, or rebooted
-since): a host trial with a checkpoint continues from it, any other is asked again.
+since): a trial with a checkpoint continues from it (the trials of a JAX group from the
+newest period they all have), any other is asked again. SIGTERM (``stop``) leaves the
+trials under way so, checkpointed at their period.
 
 **Seeds**: the command line's search seeds start at 1000 (``jaxrl train``'s at 0); a preset
 file records them, and ``jaxrl train --preset-file`` refuses to report on them.
@@ -205,7 +207,7 @@ def _retry_orphans(
     study: Any, base: RunConfig | None = None, space: Sequence[Dimension] = (), path: Path = Path()
 ) -> tuple[list[tuple[Any, Setting]], list[int]]:
     """Trials left RUNNING by a dead worker of this machine (its process gone, or the
-    machine rebooted since): a host trial whose run directory holds a checkpoint is taken
+    machine rebooted since): a trial whose run directory holds a checkpoint is taken
     over, to be resumed from it (``[(trial, setting)]``); any other is failed and its values
     asked again (``enqueue_trial``; their numbers)."""
     import optuna
@@ -219,7 +221,7 @@ def _retry_orphans(
         trial = optuna.trial.Trial(study, frozen._trial_id)
         name = f"trial-{frozen.number}"
         store = CheckpointStore(path / "trials" / name / "checkpoints")
-        if base is not None and base.backend != "jax" and store.latest_step() is not None:
+        if base is not None and store.latest_step() is not None:
             try:
                 setting = make_setting(base, values_of(frozen.params, space), name, "trial")
             except (SweepError, KeyError, ValueError):
@@ -285,42 +287,52 @@ def _train_batch(
     objective_evals: int,
     say: Callable,
     resume: bool = False,
-) -> None:
+    stop: Callable[[], bool] | None = None,
+) -> bool:
     """Train a batch of trials (as a study's groups) and tell the study how each ended;
-    ``resume``: host trials a dead worker left, continued from their checkpoints."""
+    ``resume``: trials a dead worker left, continued from their checkpoints. ``stop``
+    (SIGTERM) checkpoints the group under way at its period and leaves its trials and the
+    batch's others running in the study, for the next worker on this machine to continue;
+    returns whether it stopped so."""
     import optuna
 
     from jaxrl.io.runner import train_run
-    from jaxrl.io.studies import _train_jax_group
+    from jaxrl.io.studies import _resumed_only, _train_jax_group
 
+    resumed = _resumed_only(say)
     reporters = {s.name: _Reporter(trial, objective_evals) for trial, s in batch}
     trials = {s.name: trial for trial, s in batch}
     for group in groups([s for _, s in batch]):
+        if stop is not None and stop():
+            return True
         open_dir = RunDir if resume else RunDir.create
         run_dirs = [open_dir(path / "trials" / s.name) for s in group]
+        dirs = {s.name: d.path for s, d in zip(group, run_dirs, strict=True)}
         say(f"  training {', '.join(s.name for s in group)}")
+
+        def on_period(period: int, env_steps: int, returns: list, group=group, dirs=dirs) -> bool:
+            del env_steps
+            for setting, own in zip(group, returns, strict=True):
+                reporters[setting.name].report(period, own, dirs[setting.name])
+            return all(reporters[s.name].pruned for s in group)
+
         if group[0].config.backend == "jax":
-
-            def on_period(period: int, env_steps: int, returns: list, group=group) -> bool:
-                del env_steps
-                for setting, own in zip(group, returns, strict=True):
-                    reporters[setting.name].report(period, own)
-                return all(reporters[s.name].pruned for s in group)
-
-            _train_jax_group(group, run_dirs, on_period)
-        else:
-            for setting, run_dir in zip(group, run_dirs, strict=True):
-                reporter = reporters[setting.name]
-                train_run(
-                    setting.config,
-                    run_dir,
-                    resume=resume,
-                    progress=False,
-                    on_period=lambda period, steps, returns, r=reporter, d=run_dir.path: r.report(
-                        period, returns, d
-                    ),
-                    stop=lambda r=reporter: r.pruned,
-                )
+            _train_jax_group(group, run_dirs, on_period, resume=resume, stop=stop, on_setup=resumed)
+        for setting, run_dir in zip(group, run_dirs, strict=True):
+            if group[0].config.backend == "jax" or (stop is not None and stop()):
+                break
+            reporter = reporters[setting.name]
+            train_run(
+                setting.config,
+                run_dir,
+                resume=resume,
+                progress=False,
+                on_period=lambda period, steps, returns, r=reporter, d=run_dir.path: r.report(
+                    period, returns, d
+                ),
+                stop=lambda r=reporter: r.pruned or (stop is not None and stop()),
+                on_setup=resumed,
+            )
         for setting, run_dir in zip(group, run_dirs, strict=True):
             trial, reporter = trials[setting.name], reporters[setting.name]
             returns = _trained_returns(run_dir.path)
@@ -332,9 +344,12 @@ def _train_batch(
                 value = objective(returns, objective_evals)
                 trial.study.tell(trial, value)
                 say(f"  {setting.name}: objective {value:.1f}")
+            elif stop is not None and stop():
+                say(f"  {setting.name}: stopped at period {returns.shape[0] - 1} (checkpointed)")
             else:
                 trial.study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 say(f"  {setting.name}: stopped before its last period (failed)")
+    return stop is not None and stop()
 
 
 def _env_steps(run_dir: Path) -> int:
@@ -363,6 +378,7 @@ def tune(
     enqueue_base: bool = True,
     stop_after_batches: int | None = None,
     on_batch: Callable[[str], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> TuneResult:
     """Run (or resume, or join as another worker) the study of ``space`` over ``base``.
 
@@ -384,6 +400,10 @@ def tune(
         fields (where the sampler starts from a known setting).
       stop_after_batches: stop after this many batches, as an interruption would.
       on_batch: called with a line as each batch starts and each trial ends.
+      stop: asked after every evaluation period and before each group (SIGTERM on the
+        command line): ``True`` checkpoints the trials under way at that period and ends the
+        call, leaving them running in the study; the next worker on this machine (the same
+        command) continues them from those checkpoints.
 
     Raises:
       TuneError: an invalid space, sampler, pruner or directory, before anything compiles.
@@ -406,7 +426,8 @@ def tune(
     if adopted:
         numbers = ", ".join(s.name[6:] for _, s in adopted)
         say(f"trials {numbers} of a stopped worker: resumed from their checkpoints")
-        _train_batch(adopted, path, objective_evals, say, resume=True)
+        if _train_batch(adopted, path, objective_evals, say, resume=True, stop=stop):
+            return write_summary(path, study, space, base, objective_evals)
     if enqueue_base and not study.trials:
         base_values = _base_values(base, space)
         values = {d.name: label(base_values[d.name]) for d in space}
@@ -419,7 +440,8 @@ def tune(
             break
         batches += 1
         say(f"batch {batches}: trials {', '.join(s.name[6:] for _, s in asked)}")
-        _train_batch(asked, path, objective_evals, say)
+        if _train_batch(asked, path, objective_evals, say, stop=stop):
+            break
         write_summary(path, study, space, base, objective_evals)
     return write_summary(path, study, space, base, objective_evals)
 

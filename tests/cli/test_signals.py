@@ -39,23 +39,26 @@ def _command() -> list[str]:
     return [sys.executable, "-c", restore, *command]
 
 
-def interrupt_after_first_checkpoint(
-    run_dir: Path, signum: int, environment: dict[str, str], timeout: float = 300
+def signal_when(
+    args: list[str],
+    ready: Callable[[], bool],
+    environment: dict[str, str],
+    signum: int = signal.SIGTERM,
+    timeout: float = 300,
 ) -> subprocess.CompletedProcess:
-    """Start ``jaxrl train`` and send ``signum`` once its first checkpoint is finalized
-    (polling the run directory; the run is killed after ``timeout`` seconds)."""
+    """Start ``jaxrl *args`` and send ``signum`` once ``ready()`` (polled; the process is
+    killed after ``timeout`` seconds)."""
     process = subprocess.Popen(
-        [*_command(), *RUN, "--run-dir", str(run_dir)],
+        [*_command(), *map(str, args)],
         env=environment,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     deadline = time.monotonic() + timeout
-    checkpoints = run_dir / "checkpoints"
     try:
         while process.poll() is None and time.monotonic() < deadline:
-            if checkpoints.is_dir() and CheckpointStore(checkpoints).steps():
+            if ready():
                 process.send_signal(signum)
                 break
             time.sleep(0.005)
@@ -65,6 +68,25 @@ def interrupt_after_first_checkpoint(
             process.kill()
             process.wait()
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def interrupt_after_first_checkpoint(
+    run_dir: Path, signum: int, environment: dict[str, str], timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """Start ``jaxrl train`` and send ``signum`` once its first checkpoint is finalized."""
+    checkpoints = run_dir / "checkpoints"
+
+    def ready() -> bool:
+        return checkpoints.is_dir() and bool(CheckpointStore(checkpoints).steps())
+
+    return signal_when([*RUN, "--run-dir", run_dir], ready, environment, signum, timeout)
+
+
+def evaluated_periods(evals: Path, num_seeds: int = 2) -> int:
+    """Evaluation periods logged to ``evals`` after the initial policy's (0 if none)."""
+    if not evals.is_file():
+        return 0
+    return max((evals.read_text().count("\n") - 1) // num_seeds - 1, 0)
 
 
 @pytest.fixture(scope="module")
@@ -147,3 +169,82 @@ def test_sigterm_checkpoints_the_period_it_stops_at_and_resumes_as_if_uninterrup
         np.testing.assert_array_equal(
             read_csv(run_dir / "evals.csv")[name], read_csv(plain / "evals.csv")[name]
         )
+
+
+def _evals_without_wall_time(run_dir: Path) -> dict[str, np.ndarray]:
+    evals = read_csv(run_dir / "evals.csv")
+    return {k: v for k, v in evals.items() if k != "wall_time"}
+
+
+def _assert_same_run(run_dir: Path, plain: Path) -> None:
+    """The same evaluations (every period and seed) and the same final evaluation."""
+    resumed, whole = _evals_without_wall_time(run_dir), _evals_without_wall_time(plain)
+    assert resumed.keys() == whole.keys()
+    for name in resumed:
+        np.testing.assert_array_equal(resumed[name], whole[name], err_msg=name)
+    assert (run_dir / "final_eval.json").read_text() == (plain / "final_eval.json").read_text()
+
+
+SWEEP = ["sweep", "trpo", *TINY, "--total-steps", str(128 * PERIODS), "--checkpoint-every", "0"]
+SWEEP += ["--sweep", "max-kl=0.005,0.02"]
+
+
+def test_sigterm_checkpoints_a_sweep_group_and_the_sweep_resumes_it_as_if_uninterrupted(
+    environment: dict[str, str], jaxrl: Callable[..., Result], tmp_path: Path
+):
+    """A JAX sweep group (2 settings in one program) stopped by SIGTERM checkpoints every
+    setting at the period it stops at; the same command continues the group from there and
+    ends with an uninterrupted sweep's numbers (bit-identical on a CPU)."""
+    sweep_dir = tmp_path / "sweep"
+    first = sweep_dir / "runs" / "max_kl=0.005"
+    stopped = signal_when(
+        [*SWEEP, "--sweep-dir", sweep_dir],
+        lambda: evaluated_periods(first / "evals.csv") >= 2,
+        environment,
+    )
+    assert stopped.returncode == 130, stopped.stderr[-3000:]
+    assert "Traceback" not in stopped.stderr
+    assert (
+        "Stopped by SIGTERM with 0 of 2 settings finished (the group under way checkpointed). "
+        f"Continue with: jaxrl {' '.join(SWEEP)} --sweep-dir {sweep_dir}"
+    ) in stopped.stderr
+    logged = int(read_csv(first / "evals.csv")["period"].max())
+    assert 2 <= logged < PERIODS
+    for setting in ("max_kl=0.005", "max_kl=0.02"):  # both, at the same period
+        assert CheckpointStore(sweep_dir / "runs" / setting / "checkpoints").steps() == [logged]
+    resumed = jaxrl(*SWEEP, "--sweep-dir", sweep_dir).check()
+    assert f"resuming at period {logged}/{PERIODS}" in resumed.stderr
+    whole = tmp_path / "whole"
+    jaxrl(*SWEEP, "--sweep-dir", whole).check()
+    for setting in ("max_kl=0.005", "max_kl=0.02"):
+        _assert_same_run(sweep_dir / "runs" / setting, whole / "runs" / setting)
+
+
+def test_sigterm_leaves_a_tune_trial_checkpointed_and_the_next_worker_finishes_it(
+    environment: dict[str, str], jaxrl: Callable[..., Result], tmp_path: Path
+):
+    """``jaxrl tune`` stopped by SIGTERM: its trial stays running in the study, checkpointed
+    at its period; the same command continues it from there (not asked again) and the trial
+    ends with an uninterrupted study's numbers."""
+    tune = ["tune", "trpo", *TINY, "--total-steps", str(128 * PERIODS)]
+    tune += ["--checkpoint-every", "0", "--search", "max-kl=0.01,0.02"]
+    tune += ["--trials", "1", "--batch", "1"]
+    tune_dir = tmp_path / "tune"
+    trial = tune_dir / "trials" / "trial-0"
+    stopped = signal_when(
+        [*tune, "--tune-dir", tune_dir],
+        lambda: evaluated_periods(trial / "evals.csv") >= 2,
+        environment,
+    )
+    assert stopped.returncode == 130, stopped.stderr[-3000:]
+    assert "Traceback" not in stopped.stderr
+    assert "Stopped by SIGTERM with 0 of 1 trials ended" in stopped.stderr
+    logged = int(read_csv(trial / "evals.csv")["period"].max())
+    assert CheckpointStore(trial / "checkpoints").steps() == [logged] and logged < PERIODS
+    resumed = jaxrl(*tune, "--tune-dir", tune_dir).check()
+    assert "trials 0 of a stopped worker: resumed from their checkpoints" in resumed.stderr
+    assert f"resuming at period {logged}/{PERIODS}" in resumed.stderr
+    assert not (tune_dir / "trials" / "trial-1").exists()  # not asked again
+    whole = tmp_path / "whole"
+    jaxrl(*tune, "--tune-dir", whole).check()
+    _assert_same_run(trial, whole / "trials" / "trial-0")
