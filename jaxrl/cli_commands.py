@@ -62,6 +62,17 @@ def _check_options(values: dict[str, Any], given: set[str]) -> None:
         raise UsageError(f"--preemption-grace must be positive seconds, got {grace}")
 
 
+def _tracking(args: Any) -> Any:
+    """``--logger``'s experiment trackers (:class:`jaxrl.io.tracking.Tracking`), their
+    packages found; else a one-line usage error naming ``--logger`` or the missing extra."""
+    from jaxrl.io.tracking import Tracking, TrackingError, parse_loggers
+
+    try:
+        return Tracking(parse_loggers(args.logger)).check()
+    except TrackingError as error:
+        raise UsageError(str(error)) from None
+
+
 def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     """The run's configuration and directory (created or opened), and whether to resume."""
     from jaxrl.io.run_dir import RunDir, default_run_path
@@ -261,6 +272,7 @@ def train(args: Any, argv: list[str]) -> int:
     from jaxrl.io.runner import train_run
     from jaxrl.training.sharding import is_primary, leave_job, several_processes
 
+    tracking = _tracking(args)
     _enable_compilation_cache()
     _join_job(args, argv)
     config, run_dir, resume = _resolve_in_step(args, argv)
@@ -278,6 +290,7 @@ def train(args: Any, argv: list[str]) -> int:
             stop_after_periods=args.stop_after_periods,
             stop=preemption,
             on_setup=say,
+            tracking=tracking,
         )
         preemption.disarm()  # a SIGTERM during the last period: the run finished anyway
     except KeyboardInterrupt:
@@ -313,13 +326,13 @@ def train(args: Any, argv: list[str]) -> int:
             f"--total-steps to extend it, or see it with: jaxrl evaluate {run_dir.path}"
         )
         return 0
-    _report(config, run_dir, result, resume_cmd)
+    _report(config, run_dir, result, resume_cmd, tracking)
     if result.finished and args.video is not None:
         _video(str(run_dir.path), args.video, 0, 1, None)
     return 0
 
 
-def _report(config: Any, run_dir: Any, result: Any, resume_cmd: str) -> None:
+def _report(config: Any, run_dir: Any, result: Any, resume_cmd: str, tracking: Any) -> None:
     """What a finished (or stopped) ``jaxrl train`` prints: the run, its report, its files."""
     from jaxrl.io.report import CurveSummary, report_lines
 
@@ -335,7 +348,13 @@ def _report(config: Any, run_dir: Any, result: Any, resume_cmd: str) -> None:
     print(f"Learning curve: {result.plot}")
     print(f"Checkpoint:     {result.checkpoint if result.checkpoint else '(none yet)'}")
     print(f"Metrics:        {run_dir.updates_csv}, {run_dir.evals_csv}")
-    print(f"TensorBoard:    tensorboard --logdir {run_dir.tensorboard}")
+    if tracking.tensorboard:
+        print(f"TensorBoard:    tensorboard --logdir {run_dir.tensorboard}")
+    if tracking.wandb:
+        from jaxrl.io.tracking import WANDB_ID_FILE
+
+        run_id = (run_dir.path / WANDB_ID_FILE).read_text().strip()
+        print(f"W&B:            run {run_id} (offline runs: wandb sync)")
     if result.finished:
         print(f"Evaluate:       jaxrl evaluate {run_dir.path}")
     else:
@@ -399,6 +418,7 @@ def _study_error(error: Exception, argv: list[str]) -> UsageError:
 def sweep(args: Any, argv: list[str]) -> int:
     from jaxrl.io.studies import sweep as run_sweep
 
+    tracking = _tracking(args)
     _enable_compilation_cache()
     _one_process_sweep(argv)
     try:
@@ -418,7 +438,7 @@ def sweep(args: Any, argv: list[str]) -> int:
 
         result = run_sweep(
             base, grid, path, stop_after_groups=args.stop_after_groups, on_group=say,
-            jobs=args.jobs,
+            jobs=args.jobs, tracking=tracking,
         )  # fmt: skip
     except (ValueError, TypeError, ModuleNotFoundError) as error:
         raise _study_error(error, argv) from None
@@ -463,6 +483,7 @@ def tune(args: Any, argv: list[str]) -> int:
     from jaxrl.io.tuning import TUNE_SEED, parse_search
     from jaxrl.io.tuning import tune as run_tune
 
+    tracking = _tracking(args)
     _enable_compilation_cache()
     _one_process_sweep(argv, "tune")
     algo = type(args).algo
@@ -495,6 +516,7 @@ def tune(args: Any, argv: list[str]) -> int:
             enqueue_base=args.enqueue_base,
             stop_after_batches=args.stop_after_batches,
             on_batch=lambda line: print(line, file=sys.stderr, flush=True),
+            tracking=tracking,
         )
     except (ValueError, TypeError, ModuleNotFoundError) as error:
         raise _study_error(error, argv) from None

@@ -92,11 +92,19 @@ _PRESET_FILE = (
     "a preset file (jaxrl tune's best.json): its preset and values are the defaults, and "
     "options written on the command line override them",
 )
+_LOGGER = (
+    "logger",
+    str,
+    "tensorboard",
+    "experiment trackers, comma-separated: tensorboard, wandb (pip install 'jaxrl[wandb]'; "
+    "WANDB_MODE=offline logs without an account); a resumed run continues its wandb run",
+)
 # Options of ``jaxrl train``, ``sweep`` and ``tune`` that are not settings of a run (what the
 # command does with its runs).
 _COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
     "train": [
         _PRESET_FILE,
+        _LOGGER,
         ("run_dir", str | None, None, "run directory; None: runs/ALGO-ENV-DATE-TIME"),
         (
             "resume",
@@ -127,6 +135,7 @@ _COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
     ],
     "sweep": [
         _PRESET_FILE,
+        _LOGGER,
         (
             "sweep",
             Annotated[tuple[str, ...], tyro.conf.UseAppendAction],
@@ -157,6 +166,7 @@ _COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
     ],
     "tune": [
         _PRESET_FILE,
+        _LOGGER,
         (
             "search",
             Annotated[tuple[str, ...], tyro.conf.UseAppendAction],

@@ -35,6 +35,7 @@ from jaxrl.io.checkpoints import CheckpointError, CheckpointStore
 from jaxrl.io.config import RunConfig
 from jaxrl.io.report import FinalEvaluation
 from jaxrl.io.run_dir import RunDir
+from jaxrl.io.tracking import DEFAULT_TRACKING, Tracking
 from jaxrl.training.loop import Loop
 from jaxrl.training.sharding import SeedPlacement, barrier, is_primary, several_processes
 
@@ -78,6 +79,7 @@ def train_run(
     progress: bool = True,
     on_setup: Callable[[str], None] | None = None,
     on_period: Callable[[int, int, np.ndarray], None] | None = None,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> TrainResult:
     """Train (or resume) the run ``config`` in ``run_dir``.
 
@@ -94,6 +96,8 @@ def train_run(
       on_setup: told once the run is set up (and of each damaged checkpoint it skipped).
       on_period: called after each period, before ``stop``, with the period, the env steps
         per seed and each seed's evaluation return ``[num_seeds]`` (a tuner's reports).
+      tracking: the experiment trackers it logs to (:mod:`jaxrl.io.tracking`; default
+        TensorBoard).
 
     In a job of several processes every process calls it with the same arguments; process 0
     alone writes ``run_dir`` (see the module docstring).
@@ -126,6 +130,7 @@ def train_run(
         num_periods=start_period + len(layout.periods_after(done)),
         total_steps=layout.total_steps,
         progress=progress,
+        tracking=tracking,
     )
     if on_setup is not None:
         on_setup(_setup_message(run))
@@ -149,6 +154,7 @@ def train_group(
     configs: Sequence[RunConfig],
     run_dirs: Sequence[RunDir],
     on_period: Callable[[int, int, list[np.ndarray]], bool] | None = None,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> JaxLoop:
     """Train the settings ``configs`` of one sweep group (runs on JAX environments that
     differ only in numeric hyperparameters) from scratch in one program, each setting's run
@@ -157,7 +163,8 @@ def train_group(
 
     ``on_period(period, env_steps, returns)`` is called after each evaluation period with
     each setting's evaluation returns ``[num_seeds]``; ``True`` stops the group there (its
-    runs stay unfinished: a tuner has pruned every setting of the group)."""
+    runs stay unfinished: a tuner has pruned every setting of the group). ``tracking``: the
+    experiment trackers each run logs to (:mod:`jaxrl.io.tracking`)."""
     from jaxrl.training.jax_loop import JaxLoop
 
     loop = JaxLoop([config.make_agent() for config in configs], configs[0].env, configs)
@@ -168,7 +175,7 @@ def train_group(
         store = CheckpointStore(run_dir.checkpoints)
         runs.append(
             RunBook(config, run_dir, store, 0, 0, 0.0, False, layout.num_periods,
-                 layout.total_steps, progress=False)
+                 layout.total_steps, progress=False, tracking=tracking)
         )  # fmt: skip
     try:
         _drive(loop, runs, loop.init(), 0, 0, on_period=on_period)

@@ -39,6 +39,7 @@ from jaxrl.io.config import RunConfig
 from jaxrl.io.grid import SweepError, cell
 from jaxrl.io.report import CurveSummary, FinalEvaluation
 from jaxrl.io.run_dir import RunDir
+from jaxrl.io.tracking import DEFAULT_TRACKING, Tracking
 from jaxrl.training.settings import settings_fields
 
 
@@ -110,6 +111,7 @@ def _train_jax_group(
     settings: Sequence[Setting],
     run_dirs: Sequence[RunDir],
     on_period: Callable[[int, int, list[np.ndarray]], bool] | None = None,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> str:
     """One group on the jitted driver: one program over its settings x seeds; each setting's
     run directory written as :func:`jaxrl.io.runner.train_run` writes it. Returns a line on
@@ -117,19 +119,22 @@ def _train_jax_group(
 
     ``on_period(period, env_steps, returns)`` is called after each evaluation period with
     each setting's evaluation returns ``[num_seeds]``; ``True`` stops the group there (its
-    runs stay unfinished: a tuner has pruned every setting of the group)."""
+    runs stay unfinished: a tuner has pruned every setting of the group). ``tracking``: the
+    experiment trackers each run logs to."""
     from jaxrl.io.runner import train_group
 
-    loop = train_group([s.config for s in settings], run_dirs, on_period)
+    loop = train_group([s.config for s in settings], run_dirs, on_period, tracking)
     return f"period programs compiled in {loop.compile_seconds:.1f} s"
 
 
-def _train_host_group(settings: Sequence[Setting], run_dirs: Sequence[RunDir]) -> str:
+def _train_host_group(
+    settings: Sequence[Setting], run_dirs: Sequence[RunDir], tracking: Tracking = DEFAULT_TRACKING
+) -> str:
     """One group on the host driver: its settings one after another in this process."""
     from jaxrl.io.runner import train_run
 
     for setting, run_dir in zip(settings, run_dirs, strict=True):
-        train_run(setting.config, run_dir, progress=False)
+        train_run(setting.config, run_dir, progress=False, tracking=tracking)
     return "host driver, one setting after another"
 
 
@@ -199,6 +204,7 @@ def sweep(
     stop_after_groups: int | None = None,
     on_group: Callable[[str], None] | None = None,
     jobs: int = 1,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> SweepResult:
     """Train every setting of ``grid`` over ``base`` (each with ``base``'s seeds) in
     ``sweep_dir``, or the settings an earlier call did not finish, and write the sweep's
@@ -218,6 +224,8 @@ def sweep(
         into ``min(jobs, settings to train)`` shares, and a single setting trains in this
         process. A JAX environment's settings train in one program: ``jobs`` must be 1
         there.
+      tracking: the experiment trackers each setting's run logs to
+        (:mod:`jaxrl.io.tracking`), grouped by the sweep directory's name.
 
     Raises:
       SweepError: an invalid grid, ``jobs``, or a directory holding another sweep, before
@@ -234,8 +242,9 @@ def sweep(
     todo = groups([s for s in settings if not _finished(path / "runs" / s.name)])
     todo = todo if stop_after_groups is None else todo[:stop_after_groups]
     flat = [s for group in todo for s in group]
+    tracking = tracking.grouped(path.resolve().name)
     if min(jobs, len(flat)) > 1:  # one setting left trains here, on all the CPUs
-        _train_side_by_side(flat, path, min(jobs, len(flat)), on_group)
+        _train_side_by_side(flat, path, min(jobs, len(flat)), on_group, tracking)
         return write_summary(path, settings, list(grid))
     for number, group in enumerate(todo):
         run_dirs = [_fresh_run_dir(path, setting) for setting in group]
@@ -246,7 +255,7 @@ def sweep(
             )
         train = _train_jax_group if base.backend == "jax" else _train_host_group
         start = time.perf_counter()
-        note = train(group, run_dirs)
+        note = train(group, run_dirs, tracking=tracking)
         if on_group is not None:
             on_group(f"  group {number + 1} done in {time.perf_counter() - start:.1f} s ({note})")
     return write_summary(path, settings, list(grid))
@@ -277,6 +286,7 @@ def _train_side_by_side(
     path: Path,
     jobs: int,
     on_group: Callable[[str], None] | None,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> None:
     """Host settings, up to ``jobs`` at once, each in a process of its own on its share of
     the CPUs (:func:`jaxrl.io.processes.run_in_processes`)."""
@@ -290,7 +300,8 @@ def _train_side_by_side(
             run_dir = _fresh_run_dir(path, setting)
             started[setting.name] = time.perf_counter()
             say(f"{setting.name}: {setting.config.num_seeds} seeds, started")
-            yield Task(setting.name, _train_setting, (setting.config, str(run_dir.path)))
+            args = (setting.config, str(run_dir.path), tracking)
+            yield Task(setting.name, _train_setting, args)
 
     def ended(end: TaskEnd) -> None:
         seconds = time.perf_counter() - started[end.task.label]
@@ -306,11 +317,11 @@ def _train_side_by_side(
         )
 
 
-def _train_setting(config: RunConfig, run_dir: str) -> int:
+def _train_setting(config: RunConfig, run_dir: str, tracking: Tracking = DEFAULT_TRACKING) -> int:
     """One host setting, in a process of ``jobs`` (:func:`_train_side_by_side`)."""
     from jaxrl.io.runner import train_run
 
-    train_run(config, RunDir(Path(run_dir)), progress=False)
+    train_run(config, RunDir(Path(run_dir)), progress=False, tracking=tracking)
     return 0
 
 

@@ -42,6 +42,7 @@ from jaxrl.io.grid import SweepError
 from jaxrl.io.run_dir import RunDir
 from jaxrl.io.search_space import Dimension, TuneError, label, parse_search
 from jaxrl.io.studies import Setting, groups, make_setting
+from jaxrl.io.tracking import DEFAULT_TRACKING, Tracking
 from jaxrl.io.tuning_report import TuneResult, objective_text, values_of, write_summary
 
 TUNE_SEED = 1000
@@ -285,9 +286,11 @@ def _train_batch(
     objective_evals: int,
     say: Callable,
     resume: bool = False,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> None:
     """Train a batch of trials (as a study's groups) and tell the study how each ended;
-    ``resume``: host trials a dead worker left, continued from their checkpoints."""
+    ``resume``: host trials a dead worker left, continued from their checkpoints;
+    ``tracking``: the experiment trackers each trial's run logs to."""
     import optuna
 
     from jaxrl.io.runner import train_run
@@ -307,7 +310,7 @@ def _train_batch(
                     reporters[setting.name].report(period, own)
                 return all(reporters[s.name].pruned for s in group)
 
-            _train_jax_group(group, run_dirs, on_period)
+            _train_jax_group(group, run_dirs, on_period, tracking)
         else:
             for setting, run_dir in zip(group, run_dirs, strict=True):
                 reporter = reporters[setting.name]
@@ -320,6 +323,7 @@ def _train_batch(
                         period, returns, d
                     ),
                     stop=lambda r=reporter: r.pruned,
+                    tracking=tracking,
                 )
         for setting, run_dir in zip(group, run_dirs, strict=True):
             trial, reporter = trials[setting.name], reporters[setting.name]
@@ -363,6 +367,7 @@ def tune(
     enqueue_base: bool = True,
     stop_after_batches: int | None = None,
     on_batch: Callable[[str], None] | None = None,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> TuneResult:
     """Run (or resume, or join as another worker) the study of ``space`` over ``base``.
 
@@ -384,6 +389,8 @@ def tune(
         fields (where the sampler starts from a known setting).
       stop_after_batches: stop after this many batches, as an interruption would.
       on_batch: called with a line as each batch starts and each trial ends.
+      tracking: the experiment trackers each trial's run logs to
+        (:mod:`jaxrl.io.tracking`), grouped by the tuning directory's name.
 
     Raises:
       TuneError: an invalid space, sampler, pruner or directory, before anything compiles.
@@ -396,6 +403,7 @@ def tune(
         if value < 1:
             raise TuneError(f"{name} must be a positive integer, got {value}")
     path = Path(tune_dir)
+    tracking = tracking.grouped(path.resolve().name)
     study = _open_study(
         base, space, path, sampler, sampler_seed, pruner, storage, study_name, objective_evals
     )
@@ -406,7 +414,7 @@ def tune(
     if adopted:
         numbers = ", ".join(s.name[6:] for _, s in adopted)
         say(f"trials {numbers} of a stopped worker: resumed from their checkpoints")
-        _train_batch(adopted, path, objective_evals, say, resume=True)
+        _train_batch(adopted, path, objective_evals, say, resume=True, tracking=tracking)
     if enqueue_base and not study.trials:
         base_values = _base_values(base, space)
         values = {d.name: label(base_values[d.name]) for d in space}
@@ -419,7 +427,7 @@ def tune(
             break
         batches += 1
         say(f"batch {batches}: trials {', '.join(s.name[6:] for _, s in asked)}")
-        _train_batch(asked, path, objective_evals, say)
+        _train_batch(asked, path, objective_evals, say, tracking=tracking)
         write_summary(path, study, space, base, objective_evals)
     return write_summary(path, study, space, base, objective_evals)
 
