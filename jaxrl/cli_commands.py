@@ -659,6 +659,19 @@ def plot(args: PlotCommand) -> int:
     return 0
 
 
+def _normalized_groups(args: CompareCommand) -> list[Any]:
+    """``--normalize``'s groups of normalized scores (:mod:`jaxrl.io.normalized`); none
+    without it."""
+    if args.normalize is None:
+        return []
+    from jaxrl.io.normalized import NormalizeError, normalized_groups
+
+    try:
+        return normalized_groups(args.run_dirs, args.normalize, args.labels)
+    except NormalizeError as error:
+        raise UsageError(str(error)) from None
+
+
 def compare(args: CompareCommand) -> int:
     from jaxrl.io.compare import (
         compare_runs,
@@ -673,20 +686,29 @@ def compare(args: CompareCommand) -> int:
         raise UsageError(
             f"--labels: got {len(args.labels)} labels for {len(args.run_dirs)} run directories"
         )
+    groups = _normalized_groups(args)
     output = default_output(args.run_dirs) if args.output is None else Path(args.output)
     path, rows = compare_runs(args.run_dirs, output, args.labels, args.title, args.spread)
     profile = None
     if args.profile is not None:
         try:
-            profile = profile_figure(rows, args.profile)
+            profile = profile_figure(rows, args.profile, groups)
         except ValueError as error:
             raise UsageError(str(error)) from None
     if args.json:
-        print(json.dumps({"figure": str(path), "runs": rows}))
+        from jaxrl.io.normalized import aggregate
+
+        normalized = {"normalized": [aggregate(g) for g in groups]} if groups else {}
+        print(json.dumps({"figure": str(path), "runs": rows, **normalized}))
         return 0
     print(format_table(rows))
     for line in robust_lines(rows):
         print(line)
+    if groups:
+        from jaxrl.io.normalized import normalized_lines
+
+        for line in normalized_lines(groups, args.normalize):
+            print(line)
     print(f"Learning curves: {path}")
     if profile is not None:
         print(f"Performance profile: {profile}")

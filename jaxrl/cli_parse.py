@@ -333,7 +333,18 @@ class CompareCommand:
     json: Annotated[bool, _arg("print the table as JSON")] = False
     profile: Annotated[
         str | None,
-        _arg("also draw a performance profile of the final policies' returns to this image"),
+        _arg(
+            "also draw a performance profile of the final policies' returns (normalized ones "
+            "with --normalize) to this image"
+        ),
+    ] = None
+    normalize: Annotated[
+        str | None,
+        _arg(
+            "runs on several tasks: normalize the final policies' returns by this reference "
+            "(tianshou: 0 = uniform random policy, 1 = the best of Tianshou's published "
+            "means) and aggregate them over tasks x seeds per algorithm (or per --labels)"
+        ),
     ] = None
 
 

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from jaxrl.io.metrics import read_csv
 from jaxrl.io.tracking import (
     TrackingError,
     final_summary,
@@ -21,7 +19,7 @@ from jaxrl.io.tracking import (
 )
 
 from .helpers import TINY, TRPO_RUN, error_line
-from .wandb_records import OfflineRun, offline_runs
+from .wandb_records import assert_history_is_the_csvs, offline_runs
 
 
 def test_loggers_are_a_comma_separated_list_of_known_names():
@@ -88,28 +86,6 @@ def test_a_missing_wandb_is_one_line_naming_the_extra(capsys, tmp_path, monkeypa
     )
     sweep = ["sweep", "trpo", *TINY, "--sweep", "max-kl=0.01,0.02", "--logger", "wandb"]
     assert "pip install 'jaxrl[wandb]'" in error_line(capsys, sweep)
-
-
-def assert_history_is_the_csvs(run_dir: Path, runs: list[OfflineRun]) -> None:
-    """The wandb history of ``runs`` (a run's training calls, in order) against the run's
-    CSVs: every evaluation of ``evals.csv`` (per seed and across seeds) and the update
-    statistics' mean across seeds at each period's env steps (one collection per period)."""
-    history = [row for run in runs for row in run.history]
-    evals = [row for row in history if "eval/return" in row]
-    table = read_csv(run_dir / "evals.csv")
-    steps = np.unique(table["env_steps"])
-    assert [row["env_steps"] for row in evals] == steps.tolist()
-    for row, step in zip(evals, steps, strict=True):
-        at = table["env_steps"] == step
-        for seed, value in zip(table["seed"][at], table["eval_return"][at], strict=True):
-            assert row[f"eval/return_seed_{int(seed)}"] == value
-        assert row["eval/return"] == pytest.approx(np.mean(table["eval_return"][at]), rel=1e-12)
-    updates = read_csv(run_dir / "updates.csv")
-    train = [row for row in history if "train/vf_loss" in row]
-    assert [row["env_steps"] for row in train] == np.unique(updates["env_steps"]).tolist()
-    for row in train:
-        at = updates["env_steps"] == row["env_steps"]
-        assert row["train/vf_loss"] == pytest.approx(np.mean(updates["vf_loss"][at]), rel=1e-12)
 
 
 def test_a_run_logged_to_wandb_offline_holds_its_csvs_and_resumes_the_same_run(

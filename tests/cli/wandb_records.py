@@ -17,6 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pytest
+
+from jaxrl.io.metrics import read_csv
+
 BLOCK = 32 * 1024
 HEADER = 7
 
@@ -97,3 +102,25 @@ def offline_runs(wandb_dir: Path) -> list[OfflineRun]:
     """Every offline run under ``wandb_dir`` (``.../wandb``), oldest first (a resumed run
     is one directory per training call, all with the run's id)."""
     return [offline_run(d) for d in sorted(Path(wandb_dir).glob("offline-run-*"))]
+
+
+def assert_history_is_the_csvs(run_dir: Path, runs: list[OfflineRun]) -> None:
+    """The wandb history of ``runs`` (a run's training calls, in order) against the run's
+    CSVs: every evaluation of ``evals.csv`` (per seed and across seeds) and the update
+    statistics' mean across seeds at each period's env steps (one collection per period)."""
+    history = [row for run in runs for row in run.history]
+    evals = [row for row in history if "eval/return" in row]
+    table = read_csv(run_dir / "evals.csv")
+    steps = np.unique(table["env_steps"])
+    assert [row["env_steps"] for row in evals] == steps.tolist()
+    for row, step in zip(evals, steps, strict=True):
+        at = table["env_steps"] == step
+        for seed, value in zip(table["seed"][at], table["eval_return"][at], strict=True):
+            assert row[f"eval/return_seed_{int(seed)}"] == value
+        assert row["eval/return"] == pytest.approx(np.mean(table["eval_return"][at]), rel=1e-12)
+    updates = read_csv(run_dir / "updates.csv")
+    train = [row for row in history if "train/vf_loss" in row]
+    assert [row["env_steps"] for row in train] == np.unique(updates["env_steps"]).tolist()
+    for row in train:
+        at = updates["env_steps"] == row["env_steps"]
+        assert row["train/vf_loss"] == pytest.approx(np.mean(updates["vf_loss"][at]), rel=1e-12)
