@@ -702,7 +702,7 @@ def compare(args: CompareCommand) -> int:
         print(json.dumps({"figure": str(path), "runs": rows, **normalized}))
         return 0
     print(format_table(rows))
-    for line in robust_lines(rows):
+    for line in robust_lines(rows, improvement=not groups):  # runs on other tasks: by group
         print(line)
     if groups:
         from jaxrl.io.normalized import normalized_lines

@@ -195,7 +195,7 @@ class RunBook:
 
     def close(self) -> None:
         """Finish the checkpoint writes and the metrics; the trackers get the learning curve
-        as drawn last (:meth:`plot`)."""
+        as drawn last (``plot``)."""
         self.store.close()
         self.metrics.close()
         self.tracker.close(self.run_dir.plot)

@@ -130,10 +130,11 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def robust_lines(rows: list[dict[str, Any]]) -> list[str]:
+def robust_lines(rows: list[dict[str, Any]], improvement: bool = True) -> list[str]:
     """Lines on the final policies' deterministic returns across seeds: each run's
-    interquartile mean with its 95% stratified bootstrap interval, and the probability that
-    a seed of the first run beats a seed of each other (:mod:`jaxrl.io.statistics`)."""
+    interquartile mean with its 95% stratified bootstrap interval, and (``improvement``) the
+    probability that a seed of the first run beats a seed of each other
+    (:mod:`jaxrl.io.statistics`)."""
     from jaxrl.io.statistics import probability_of_improvement
 
     finished = [row for row in rows if "final_policy" in row]
@@ -147,7 +148,7 @@ def robust_lines(rows: list[dict[str, Any]]) -> list[str]:
             interval = f"[{stat['iqm_low']:.1f}, {stat['iqm_high']:.1f}]"
         lines.append(f"  {row['run']}: {stat['iqm']:.1f} {interval}")
     first = finished[0]
-    for other in finished[1:]:
+    for other in finished[1:] if improvement else ():
         chance = probability_of_improvement(
             np.asarray(first["final_policy"]["returns"]),
             np.asarray(other["final_policy"]["returns"]),
@@ -166,7 +167,10 @@ def profile_figure(
     if groups:
         scores = {f"{g.label} ({len(g.tasks)} tasks)": g.scores for g in groups}
         return _draw_profile(
-            scores, "threshold: normalized score", "fraction of runs above it", path
+            scores,
+            "threshold: normalized score",
+            "fraction of seeds above it, mean over tasks",
+            path,
         )
     finished = [row for row in rows if "final_policy" in row]
     if not finished:

@@ -153,8 +153,9 @@ def aggregate(group: Group) -> dict[str, Any]:
 
 
 def improvement(first: Group, other: Group) -> tuple[float, tuple[str, ...]]:
-    """``P(first > other)`` over the tasks both ran (:func:`~jaxrl.io.statistics.
-    probability_of_improvement`), and those tasks; NaN where they share none."""
+    """``P(first > other)`` over the tasks both ran
+    (:func:`~jaxrl.io.statistics.probability_of_improvement`), and those tasks; NaN where
+    they share none."""
     from jaxrl.io.statistics import probability_of_improvement
 
     shared = tuple(task for task in first.tasks if task in other.tasks)

@@ -78,7 +78,7 @@ class Tracking:
     """Where a training call logs besides the CSVs.
 
     Attributes:
-      loggers: names from :data:`LOGGERS`.
+      loggers: names from ``LOGGERS``.
       group: the wandb group of the run (a sweep's or tuning study's directory name).
     """
 
@@ -97,7 +97,7 @@ class Tracking:
         """This tracking, once its loggers' packages are found.
 
         Raises:
-          TrackingError: ``wandb`` without the wandb package (:data:`MISSING_WANDB`).
+          TrackingError: ``wandb`` without the wandb package (``MISSING_WANDB``).
         """
         if self.wandb and importlib.util.find_spec("wandb") is None:
             raise TrackingError(MISSING_WANDB)
