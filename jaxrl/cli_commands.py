@@ -270,6 +270,7 @@ def train(args: Any, argv: list[str]) -> int:
     from jaxrl.io.checkpoints import CheckpointError
     from jaxrl.io.preemption import Preemption
     from jaxrl.io.runner import train_run
+    from jaxrl.io.tracking import TrackingError
     from jaxrl.training.sharding import is_primary, leave_job, several_processes
 
     tracking = _tracking(args)
@@ -298,6 +299,8 @@ def train(args: Any, argv: list[str]) -> int:
         return 130
     except CheckpointError as error:  # no checkpoint of the run restores
         raise UsageError(f"--resume {run_dir.path}: {error}; train it anew") from None
+    except TrackingError as error:  # wandb could not start (not logged in, ...)
+        raise UsageError(f"{error}; the run directory stays: continue with {resume_cmd}") from None
     except Exception:
         if several_processes():  # stop now: the others cannot go on without this process
             import traceback

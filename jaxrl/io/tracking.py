@@ -197,6 +197,9 @@ class WandbTracker(NoTracker):
       run_dir: the run directory (``config.json`` written; its ``wandb_id`` is read or
         written).
       group: the wandb group (a sweep's or tuning study's directory name), or None.
+
+    Raises:
+      TrackingError: wandb could not start the run (not logged in, ...).
     """
 
     def __init__(self, run_dir: RunDir, group: str | None = None) -> None:
@@ -204,15 +207,21 @@ class WandbTracker(NoTracker):
 
         config = json.loads(run_dir.config.read_text())
         self.env_steps = 0
-        self.run = wandb.init(
-            project=os.environ.get("WANDB_PROJECT") or "jaxrl",
-            id=wandb_run_id(run_dir),
-            resume="allow",
-            name=run_dir.path.name,
-            group=group,
-            dir=os.environ.get("WANDB_DIR") or str(run_dir.path),
-            reinit="create_new",  # a sweep group's runs are open at once
-        )
+        try:
+            self.run = wandb.init(
+                project=os.environ.get("WANDB_PROJECT") or "jaxrl",
+                id=wandb_run_id(run_dir),
+                resume="allow",
+                name=run_dir.path.name,
+                group=group,
+                dir=os.environ.get("WANDB_DIR") or str(run_dir.path),
+                reinit="create_new",  # a sweep group's runs are open at once
+            )
+        except wandb.errors.Error as error:  # not logged in, ...: what wandb says, one line
+            message = " ".join(str(error).split())
+            raise TrackingError(
+                f"--logger wandb: {message.rstrip('.')} (or log offline: WANDB_MODE=offline)"
+            ) from None
         self.run.config.update(config, allow_val_change=True)  # a resume may change some
         self.run.define_metric("env_steps")
         self.run.define_metric("*", step_metric="env_steps")

@@ -123,7 +123,8 @@ def test_a_sweep_groups_its_settings_in_wandb(jaxrl, tmp_path, offline_wandb):
     sweep_dir = tmp_path / "max-kl-study"
     grid = ["--sweep", "max-kl=0.005,0.02"]
     budget = ["--total-steps", "256"]
-    jaxrl("sweep", "trpo", *TINY, *budget, *grid, "--sweep-dir", sweep_dir, "--logger", "wandb")
+    sweep = ["sweep", "trpo", *TINY, *budget, *grid, "--sweep-dir", sweep_dir]
+    jaxrl(*sweep, "--logger", "wandb").check()
     run_dirs = sorted((sweep_dir / "runs").iterdir())
     assert len(run_dirs) == 2
     ids = set()
@@ -135,3 +136,34 @@ def test_a_sweep_groups_its_settings_in_wandb(jaxrl, tmp_path, offline_wandb):
         assert_history_is_the_csvs(run_dir, [run])
         ids.add(run.run_id)
     assert len(ids) == 2
+
+
+def test_a_tuning_study_groups_its_trials_in_wandb(jaxrl, tmp_path, offline_wandb):
+    tune_dir = tmp_path / "kl-study"
+    search = ["--search", "max-kl=0.002:0.05:log", "--trials", "2", "--batch", "2"]
+    jaxrl("tune", "trpo", *TINY, "--total-steps", "256", *search, "--tune-dir", tune_dir,
+          "--logger", "wandb").check()  # fmt: skip
+    trial_dirs = sorted((tune_dir / "trials").iterdir())
+    assert len(trial_dirs) == 2
+    for trial_dir in trial_dirs:
+        (run,) = offline_runs(trial_dir / "wandb")
+        assert run.group == "kl-study"
+        assert run.run_id == (trial_dir / "wandb_id").read_text().strip()
+        assert_history_is_the_csvs(trial_dir, [run])
+
+
+def test_wandb_refusing_to_start_is_one_line_and_the_run_resumable(capsys, tmp_path, monkeypatch):
+    import wandb
+
+    def not_logged_in(**kwargs: object) -> None:
+        raise wandb.errors.UsageError("No API key configured. Use `wandb login` to log in.")
+
+    monkeypatch.setattr(wandb, "init", not_logged_in)
+    run_dir = tmp_path / "r"
+    line = error_line(capsys, [*TRPO_RUN, "--run-dir", str(run_dir), "--logger", "wandb"])
+    assert line == (
+        "jaxrl: error: --logger wandb: No API key configured. Use `wandb login` to log in "
+        "(or log offline: WANDB_MODE=offline); the run directory stays: continue with "
+        f"jaxrl train trpo --resume {run_dir}"
+    )
+    assert (run_dir / "config.json").is_file()
