@@ -182,7 +182,7 @@ def test_a_lone_setting_of_a_host_sweep_with_jobs_trains_here(monkeypatch, tmp_p
     if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs CPU affinity (Linux) and 2 CPUs")
     here, apart = [], []
-    monkeypatch.setattr(studies, "_train_host_group", lambda g, d: here.append(len(g)) or "x")
+    monkeypatch.setattr(studies, "_train_host_group", lambda g, d, **_: here.append(len(g)) or "x")
     monkeypatch.setattr(studies, "_train_side_by_side", lambda *a: apart.append(a[2]))
     base = RunConfig.from_preset("trpo", "Pendulum-v1", backend="gymnasium", num_seeds=2)
     studies.sweep(base, {"max_kl": [0.01]}, tmp_path / "one", jobs=2)
