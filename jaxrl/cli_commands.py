@@ -61,6 +61,17 @@ def _check_options(values: dict[str, Any], given: set[str]) -> None:
         raise UsageError(f"--preemption-grace must be positive seconds, got {grace}")
 
 
+def _tracking(args: Any) -> Any:
+    """``--logger``'s experiment trackers (:class:`jaxrl.io.tracking.Tracking`), their
+    packages found; else a one-line usage error naming ``--logger`` or the missing extra."""
+    from jaxrl.io.tracking import Tracking, TrackingError, parse_loggers
+
+    try:
+        return Tracking(parse_loggers(args.logger)).check()
+    except TrackingError as error:
+        raise UsageError(str(error)) from None
+
+
 def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     """The run's configuration and directory (created or opened), and whether to resume."""
     from jaxrl.io.run_dir import RunDir, default_run_path
@@ -245,8 +256,10 @@ def train(args: Any, argv: list[str]) -> int:
     from jaxrl.io.checkpoints import CheckpointError
     from jaxrl.io.preemption import Preemption
     from jaxrl.io.runner import train_run
+    from jaxrl.io.tracking import TrackingError
     from jaxrl.training.sharding import is_primary, leave_job, several_processes
 
+    tracking = _tracking(args)
     _enable_compilation_cache()
     _join_job(args, argv)
     config, run_dir, resume = _resolve_in_step(args, argv)
@@ -264,6 +277,7 @@ def train(args: Any, argv: list[str]) -> int:
             stop_after_periods=args.stop_after_periods,
             stop=preemption,
             on_setup=say,
+            tracking=tracking,
         )
         preemption.disarm()  # a SIGTERM during the last period: the run finished anyway
     except KeyboardInterrupt:
@@ -271,6 +285,8 @@ def train(args: Any, argv: list[str]) -> int:
         return 130
     except CheckpointError as error:  # no checkpoint of the run restores
         raise UsageError(f"--resume {run_dir.path}: {error}; train it anew") from None
+    except TrackingError as error:  # wandb could not start (not logged in, ...)
+        raise UsageError(f"{error}; the run directory stays: continue with {resume_cmd}") from None
     except Exception:
         if several_processes():  # stop now: the others cannot go on without this process
             import traceback
@@ -299,13 +315,13 @@ def train(args: Any, argv: list[str]) -> int:
             f"--total-steps to extend it, or see it with: jaxrl evaluate {run_dir.path}"
         )
         return 0
-    _report(config, run_dir, result, resume_cmd)
+    _report(config, run_dir, result, resume_cmd, tracking)
     if result.finished and args.video is not None:
         _video(str(run_dir.path), args.video, 0, 1, None)
     return 0
 
 
-def _report(config: Any, run_dir: Any, result: Any, resume_cmd: str) -> None:
+def _report(config: Any, run_dir: Any, result: Any, resume_cmd: str, tracking: Any) -> None:
     """What a finished (or stopped) ``jaxrl train`` prints: the run, its report, its files."""
     from jaxrl.io.report import CurveSummary, report_lines
 
@@ -321,7 +337,13 @@ def _report(config: Any, run_dir: Any, result: Any, resume_cmd: str) -> None:
     print(f"Learning curve: {result.plot}")
     print(f"Checkpoint:     {result.checkpoint if result.checkpoint else '(none yet)'}")
     print(f"Metrics:        {run_dir.updates_csv}, {run_dir.evals_csv}")
-    print(f"TensorBoard:    tensorboard --logdir {run_dir.tensorboard}")
+    if tracking.tensorboard:
+        print(f"TensorBoard:    tensorboard --logdir {run_dir.tensorboard}")
+    if tracking.wandb:
+        from jaxrl.io.tracking import WANDB_ID_FILE
+
+        run_id = (run_dir.path / WANDB_ID_FILE).read_text().strip()
+        print(f"W&B:            run {run_id} (offline runs: wandb sync)")
     if result.finished:
         print(f"Evaluate:       jaxrl evaluate {run_dir.path}")
     else:
@@ -386,6 +408,7 @@ def sweep(args: Any, argv: list[str]) -> int:
     from jaxrl.io.preemption import Preemption
     from jaxrl.io.studies import sweep as run_sweep
 
+    tracking = _tracking(args)
     _enable_compilation_cache()
     _one_process_sweep(argv)
     try:
@@ -405,7 +428,7 @@ def sweep(args: Any, argv: list[str]) -> int:
 
         result = run_sweep(
             base, grid, path, stop_after_groups=args.stop_after_groups, on_group=say,
-            jobs=args.jobs, stop=preemption,
+            jobs=args.jobs, stop=preemption, tracking=tracking,
         )  # fmt: skip
         preemption.disarm()
     except (ValueError, TypeError, ModuleNotFoundError) as error:
@@ -459,6 +482,7 @@ def tune(args: Any, argv: list[str]) -> int:
     from jaxrl.io.tuning import TUNE_SEED, parse_search
     from jaxrl.io.tuning import tune as run_tune
 
+    tracking = _tracking(args)
     _enable_compilation_cache()
     _one_process_sweep(argv, "tune")
     algo = type(args).algo
@@ -492,6 +516,7 @@ def tune(args: Any, argv: list[str]) -> int:
             stop_after_batches=args.stop_after_batches,
             on_batch=lambda line: print(line, file=sys.stderr, flush=True),
             stop=preemption,
+            tracking=tracking,
         )
         preemption.disarm()
     except (ValueError, TypeError, ModuleNotFoundError) as error:
@@ -642,6 +667,19 @@ def plot(args: PlotCommand) -> int:
     return 0
 
 
+def _normalized_groups(args: CompareCommand) -> list[Any]:
+    """``--normalize``'s groups of normalized scores (:mod:`jaxrl.io.normalized`); none
+    without it."""
+    if args.normalize is None:
+        return []
+    from jaxrl.io.normalized import NormalizeError, normalized_groups
+
+    try:
+        return normalized_groups(args.run_dirs, args.normalize, args.labels)
+    except NormalizeError as error:
+        raise UsageError(str(error)) from None
+
+
 def compare(args: CompareCommand) -> int:
     from jaxrl.io.compare import (
         compare_runs,
@@ -656,20 +694,29 @@ def compare(args: CompareCommand) -> int:
         raise UsageError(
             f"--labels: got {len(args.labels)} labels for {len(args.run_dirs)} run directories"
         )
+    groups = _normalized_groups(args)
     output = default_output(args.run_dirs) if args.output is None else Path(args.output)
     path, rows = compare_runs(args.run_dirs, output, args.labels, args.title, args.spread)
     profile = None
     if args.profile is not None:
         try:
-            profile = profile_figure(rows, args.profile)
+            profile = profile_figure(rows, args.profile, groups)
         except ValueError as error:
             raise UsageError(str(error)) from None
     if args.json:
-        print(json.dumps({"figure": str(path), "runs": rows}))
+        from jaxrl.io.normalized import aggregate
+
+        normalized = {"normalized": [aggregate(g) for g in groups]} if groups else {}
+        print(json.dumps({"figure": str(path), "runs": rows, **normalized}))
         return 0
     print(format_table(rows))
-    for line in robust_lines(rows):
+    for line in robust_lines(rows, improvement=not groups):  # runs on other tasks: by group
         print(line)
+    if groups:
+        from jaxrl.io.normalized import normalized_lines
+
+        for line in normalized_lines(groups, args.normalize):
+            print(line)
     print(f"Learning curves: {path}")
     if profile is not None:
         print(f"Performance profile: {profile}")

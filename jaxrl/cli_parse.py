@@ -99,11 +99,19 @@ _PREEMPTION_GRACE = (
     "after SIGTERM, seconds to reach the end of an evaluation period and checkpoint it; "
     "then it stops from its last checkpoint",
 )
+_LOGGER = (
+    "logger",
+    str,
+    "tensorboard",
+    "experiment trackers, comma-separated: tensorboard, wandb (pip install 'jaxrl[wandb]'; "
+    "WANDB_MODE=offline logs without an account); a resumed run continues its wandb run",
+)
 # Options of ``jaxrl train``, ``sweep`` and ``tune`` that are not settings of a run (what the
 # command does with its runs).
 _COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
     "train": [
         _PRESET_FILE,
+        _LOGGER,
         ("run_dir", str | None, None, "run directory; None: runs/ALGO-ENV-DATE-TIME"),
         (
             "resume",
@@ -129,6 +137,7 @@ _COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
     "sweep": [
         _PRESET_FILE,
         _PREEMPTION_GRACE,
+        _LOGGER,
         (
             "sweep",
             Annotated[tuple[str, ...], tyro.conf.UseAppendAction],
@@ -160,6 +169,7 @@ _COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
     "tune": [
         _PRESET_FILE,
         _PREEMPTION_GRACE,
+        _LOGGER,
         (
             "search",
             Annotated[tuple[str, ...], tyro.conf.UseAppendAction],
@@ -326,7 +336,18 @@ class CompareCommand:
     json: Annotated[bool, _arg("print the table as JSON")] = False
     profile: Annotated[
         str | None,
-        _arg("also draw a performance profile of the final policies' returns to this image"),
+        _arg(
+            "also draw a performance profile of the final policies' returns (normalized ones "
+            "with --normalize) to this image"
+        ),
+    ] = None
+    normalize: Annotated[
+        str | None,
+        _arg(
+            "runs on several tasks: normalize the final policies' returns by this reference "
+            "(tianshou: 0 = uniform random policy, 1 = the best of Tianshou's published "
+            "means) and aggregate them over tasks x seeds per algorithm (or per --labels)"
+        ),
     ] = None
 
 

@@ -26,5 +26,6 @@ from .search_space import TuneError as TuneError
 from .search_space import parse_search as parse_search
 from .studies import SweepResult as SweepResult
 from .studies import sweep as sweep
+from .tracking import Tracking as Tracking
 from .tuning import tune as tune
 from .tuning_report import TuneResult as TuneResult

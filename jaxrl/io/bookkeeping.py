@@ -19,6 +19,7 @@ from jaxrl.io.plots import plot_runs
 from jaxrl.io.progress import RunProgress
 from jaxrl.io.report import FinalEvaluation
 from jaxrl.io.run_dir import RunDir
+from jaxrl.io.tracking import DEFAULT_TRACKING, NoTracker, Tracking, open_tracker
 from jaxrl.training.sharding import is_primary
 
 
@@ -87,6 +88,7 @@ class RunBook:
         num_periods: int,
         total_steps: int,
         progress: bool,
+        tracking: Tracking = DEFAULT_TRACKING,
     ) -> None:
         self.config, self.run_dir, self.store = config, run_dir, store
         self.period, self.env_steps = start_period, start_steps
@@ -102,7 +104,9 @@ class RunBook:
                 config.num_seeds,
                 resume_period=(start_period if start_period > 0 else -1) if resumed else None,
                 resume_steps=start_steps,
+                tensorboard=tracking.tensorboard,
             )
+        self.tracker = open_tracker(tracking, run_dir) if self.primary else NoTracker()
         if start_period == 0 and self.primary:
             run_dir.final_eval.unlink(missing_ok=True)
         self.final: FinalEvaluation | None = None
@@ -128,6 +132,7 @@ class RunBook:
         self.final = final
         if self.primary:
             final.save(self.run_dir.final_eval)
+        self.tracker.log_final(final)
 
     def end_period(
         self, update_rows: list[dict[str, Any]], eval_returns: np.ndarray, env_steps: int
@@ -136,6 +141,7 @@ class RunBook:
         self.env_steps = env_steps
         self.eval_returns = np.asarray(eval_returns, np.float64)
         self.metrics.log_updates(update_rows)
+        self.tracker.log_updates(update_rows)
         self.log_evals(self.eval_returns, env_steps)
         per_seed = jnp.asarray(self.eval_returns)
         self.progress.update(env_steps, float(jnp.mean(per_seed)), float(jnp.std(per_seed)))
@@ -143,18 +149,18 @@ class RunBook:
     def log_evals(self, returns: np.ndarray, env_steps: int) -> None:
         """Log each seed's evaluation ``returns [S]`` after ``env_steps`` env steps."""
         wall = self.wall_time()
-        self.metrics.log_evals(
-            [
-                {
-                    "seed": seed,
-                    "period": self.period,
-                    "env_steps": env_steps,
-                    "eval_return": float(value),
-                    "wall_time": round(wall, 3),
-                }
-                for seed, value in enumerate(returns)
-            ]
-        )
+        rows = [
+            {
+                "seed": seed,
+                "period": self.period,
+                "env_steps": env_steps,
+                "eval_return": float(value),
+                "wall_time": round(wall, 3),
+            }
+            for seed, value in enumerate(returns)
+        ]
+        self.metrics.log_evals(rows)
+        self.tracker.log_evals(rows)
 
     def checkpoint_due(self) -> bool:
         every = self.config.checkpoint_every
@@ -188,8 +194,11 @@ class RunBook:
         return plot_runs([self.run_dir.path], self.run_dir.plot)
 
     def close(self) -> None:
+        """Finish the checkpoint writes and the metrics; the trackers get the learning curve
+        as drawn last (``plot``)."""
         self.store.close()
         self.metrics.close()
+        self.tracker.close(self.run_dir.plot)
 
     def result(self) -> TrainResult:
         return TrainResult(

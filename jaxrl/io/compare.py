@@ -130,10 +130,11 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def robust_lines(rows: list[dict[str, Any]]) -> list[str]:
+def robust_lines(rows: list[dict[str, Any]], improvement: bool = True) -> list[str]:
     """Lines on the final policies' deterministic returns across seeds: each run's
-    interquartile mean with its 95% stratified bootstrap interval, and the probability that
-    a seed of the first run beats a seed of each other (:mod:`jaxrl.io.statistics`)."""
+    interquartile mean with its 95% stratified bootstrap interval, and (``improvement``) the
+    probability that a seed of the first run beats a seed of each other
+    (:mod:`jaxrl.io.statistics`)."""
     from jaxrl.io.statistics import probability_of_improvement
 
     finished = [row for row in rows if "final_policy" in row]
@@ -147,7 +148,7 @@ def robust_lines(rows: list[dict[str, Any]]) -> list[str]:
             interval = f"[{stat['iqm_low']:.1f}, {stat['iqm_high']:.1f}]"
         lines.append(f"  {row['run']}: {stat['iqm']:.1f} {interval}")
     first = finished[0]
-    for other in finished[1:]:
+    for other in finished[1:] if improvement else ():
         chance = probability_of_improvement(
             np.asarray(first["final_policy"]["returns"]),
             np.asarray(other["final_policy"]["returns"]),
@@ -156,25 +157,50 @@ def robust_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def profile_figure(rows: list[dict[str, Any]], path: str | Path) -> Path:
+def profile_figure(
+    rows: list[dict[str, Any]], path: str | Path, groups: Sequence[Any] = ()
+) -> Path:
     """A performance profile of the final policies' deterministic returns: per run, the
-    fraction of seeds whose return exceeds each threshold."""
+    fraction of seeds whose return exceeds each threshold; with ``groups``
+    (:class:`jaxrl.io.normalized.Group`), per group, the fraction of its normalized scores
+    (the mean over tasks of each task's fraction of seeds) above each threshold."""
+    if groups:
+        scores = {f"{g.label} ({len(g.tasks)} tasks)": g.scores for g in groups}
+        return _draw_profile(
+            scores,
+            "threshold: normalized score",
+            "fraction of seeds above it, mean over tasks",
+            path,
+        )
+    finished = [row for row in rows if "final_policy" in row]
+    if not finished:
+        raise ValueError("--profile: no run has finished (no final policy to profile)")
+    scores = {
+        f"{row['run']} ({row['seeds']} seeds)": np.asarray(row["final_policy"]["returns"])
+        for row in finished
+    }
+    xlabel = "threshold: final policy, deterministic return"
+    return _draw_profile(scores, xlabel, "fraction of seeds above it", path)
+
+
+def _draw_profile(
+    scores: dict[str, np.ndarray], xlabel: str, ylabel: str, path: str | Path
+) -> Path:
+    """Performance profiles (:func:`~jaxrl.io.statistics.performance_profile`) of each
+    label's ``scores`` (``[seeds]`` or ``[seeds, tasks]``), over thresholds spanning them."""
     from matplotlib.figure import Figure
 
     from jaxrl.io.statistics import performance_profile
 
-    finished = [row for row in rows if "final_policy" in row]
-    if not finished:
-        raise ValueError("--profile: no run has finished (no final policy to profile)")
-    every = np.concatenate([row["final_policy"]["returns"] for row in finished])
+    every = np.concatenate([np.ravel(s) for s in scores.values()])
     thresholds = np.linspace(every.min(), every.max(), 201)
     figure = Figure(figsize=(6.5, 4.2), dpi=110, layout="constrained")
     axes = figure.add_subplot()
-    for row in finished:
-        fraction = performance_profile(np.asarray(row["final_policy"]["returns"]), thresholds)
-        axes.step(thresholds, fraction, where="post", label=f"{row['run']} ({row['seeds']} seeds)")
-    axes.set_xlabel("threshold: final policy, deterministic return")
-    axes.set_ylabel("fraction of seeds above it")
+    for label, values in scores.items():
+        fraction = performance_profile(values, thresholds)
+        axes.step(thresholds, fraction, where="post", label=label)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
     axes.set_ylim(-0.02, 1.02)
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)

@@ -50,6 +50,27 @@ _TABLE: dict[str, dict[str, tuple[float, float]]] = {
 }
 
 
+RANDOM_RETURNS: dict[str, float] = {
+    "HalfCheetah": -267.71,
+    "Hopper": 17.04,
+    "Walker2d": 1.93,
+    "Ant": -47.46,
+    "Swimmer": 3.16,
+    "Reacher": -42.88,
+    "InvertedPendulum": 5.63,
+}
+"""The uniform random policy's mean return on each task's gymnasium v5 environment (100
+episodes: ``benchmarks/random_scores.py``, ``benchmarks/results/random_scores.json``): the
+zero of ``jaxrl compare --normalize tianshou`` (:mod:`jaxrl.io.normalized`)."""
+
+
+def tianshou_best(task: str) -> float | None:
+    """The best of Tianshou's published 1M-step means on ``task`` (over its TRPO, NPG and
+    DDPG), or None for a task not in its table."""
+    cells = _TABLE.get(task)
+    return None if cells is None else float(max(mean for mean, _ in cells.values()))
+
+
 def task_of(env_id: str) -> str:
     """The MuJoCo task of a gymnasium id: ``"Hopper-v5"`` -> ``"Hopper"``."""
     return env_id.rsplit("-v", 1)[0]

@@ -10,6 +10,8 @@
       learning_curve.png   mean evaluation return across seeds, spread shaded
       final_eval.json      the final policy's deterministic and stochastic evaluations
       checkpoints/<period>/  orbax checkpoints, the newest kept (written atomically)
+      wandb_id, wandb/     with --logger wandb: the wandb run's id and wandb's files
+                           (jaxrl.io.tracking); tensorboard/ only with --logger tensorboard
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from jaxrl.io.checkpoints import CheckpointError, CheckpointStore
 from jaxrl.io.config import RunConfig
 from jaxrl.io.report import FinalEvaluation
 from jaxrl.io.run_dir import RunDir
+from jaxrl.io.tracking import DEFAULT_TRACKING, Tracking
 from jaxrl.training.loop import Loop
 from jaxrl.training.sharding import SeedPlacement, barrier, is_primary, several_processes
 
@@ -78,6 +79,7 @@ def train_run(
     progress: bool = True,
     on_setup: Callable[[str], None] | None = None,
     on_period: Callable[[int, int, np.ndarray], None] | None = None,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> TrainResult:
     """Train (or resume) the run ``config`` in ``run_dir``.
 
@@ -94,6 +96,8 @@ def train_run(
       on_setup: told once the run is set up (and of each damaged checkpoint it skipped).
       on_period: called after each period, before ``stop``, with the period, the env steps
         per seed and each seed's evaluation return ``[num_seeds]`` (a tuner's reports).
+      tracking: the experiment trackers it logs to (:mod:`jaxrl.io.tracking`; default
+        TensorBoard).
 
     In a job of several processes every process calls it with the same arguments; process 0
     alone writes ``run_dir`` (see the module docstring).
@@ -107,7 +111,9 @@ def train_run(
         config.save(run_dir.config)
     loop = make_loop(config, agent)
     say = on_setup or (lambda line: warnings.warn(line, stacklevel=3))
-    carry, (run,), start_steps, done = _open_books(loop, [config], [run_dir], resume, say, progress)
+    carry, (run,), start_steps, done = _open_books(
+        loop, [config], [run_dir], resume, say, progress, tracking
+    )
     if on_setup is not None:
         on_setup(_setup_message(run))
     report = None
@@ -134,6 +140,7 @@ def train_group(
     resume: bool = False,
     stop: Callable[[], bool] | None = None,
     on_setup: Callable[[str], None] | None = None,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> JaxLoop:
     """Train the settings ``configs`` of one sweep group (runs on JAX environments that
     differ only in numeric hyperparameters) in one program, each setting's run directory
@@ -144,14 +151,17 @@ def train_group(
     runs stay unfinished: a tuner has pruned every setting of the group). ``resume``:
     continue from the newest period every setting has a checkpoint of that restores (else
     from scratch); ``stop`` and ``on_setup`` as in :func:`train_run` (``stop`` checkpoints
-    every setting at the period it ends)."""
+    every setting at the period it ends); ``tracking``: the
+    experiment trackers each run logs to (:mod:`jaxrl.io.tracking`)."""
     from jaxrl.training.jax_loop import JaxLoop
 
     loop = JaxLoop([config.make_agent() for config in configs], configs[0].env, configs)
     for config, run_dir in zip(configs, run_dirs, strict=True):
         config.save(run_dir.config)
     say = on_setup or (lambda line: None)
-    carry, runs, start_steps, done = _open_books(loop, configs, run_dirs, resume, say, False)
+    carry, runs, start_steps, done = _open_books(
+        loop, configs, run_dirs, resume, say, False, tracking
+    )
     if runs[0].period:
         first = runs[0]
         say(
@@ -174,6 +184,7 @@ def _open_books(
     resume: bool,
     say: Callable[[str], None],
     progress: bool,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> tuple[Any, list[RunBook], int, int]:
     """Where the runs of ``loop`` (one per setting) start: ``(carry, books, env steps per
     seed, collections done)``. With ``resume``, from the newest checkpoint of each run that
@@ -209,7 +220,7 @@ def _open_books(
     books = [
         RunBook(config, run_dir, store, start_period, start_steps,
                 own["elapsed"] if own else 0.0, resume, num_periods, layout.total_steps,
-                progress)
+                progress, tracking)
         for config, run_dir, store, own in zip(configs, run_dirs, stores, metas, strict=True)
     ]  # fmt: skip
     return carry, books, start_steps, done

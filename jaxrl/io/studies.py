@@ -43,6 +43,7 @@ from jaxrl.io.config import RunConfig
 from jaxrl.io.grid import SweepError, cell
 from jaxrl.io.report import CurveSummary, FinalEvaluation
 from jaxrl.io.run_dir import RunDir
+from jaxrl.io.tracking import DEFAULT_TRACKING, Tracking
 from jaxrl.training.settings import settings_fields
 
 
@@ -118,6 +119,7 @@ def _train_jax_group(
     resume: bool = False,
     stop: Callable[[], bool] | None = None,
     on_setup: Callable[[str], None] | None = None,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> str:
     """One group on the jitted driver: one program over its settings x seeds; each setting's
     run directory written as :func:`jaxrl.io.runner.train_run` writes it. Returns a line on
@@ -126,11 +128,14 @@ def _train_jax_group(
     ``on_period(period, env_steps, returns)`` is called after each evaluation period with
     each setting's evaluation returns ``[num_seeds]``; ``True`` stops the group there (its
     runs stay unfinished: a tuner has pruned every setting of the group). ``resume``,
-    ``stop`` and ``on_setup``: :func:`jaxrl.io.runner.train_group`."""
+    ``stop``, ``on_setup`` and ``tracking``: :func:`jaxrl.io.runner.train_group`."""
     from jaxrl.io.runner import train_group
 
     configs = [s.config for s in settings]
-    loop = train_group(configs, run_dirs, on_period, resume=resume, stop=stop, on_setup=on_setup)
+    loop = train_group(
+        configs, run_dirs, on_period, resume=resume, stop=stop, on_setup=on_setup,
+        tracking=tracking,
+    )  # fmt: skip
     return f"period programs compiled in {loop.compile_seconds:.1f} s"
 
 
@@ -141,6 +146,7 @@ def _train_host_group(
     resume: bool = False,
     stop: Callable[[], bool] | None = None,
     on_setup: Callable[[str], None] | None = None,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> str:
     """One group on the host driver: its settings one after another in this process (a
     ``stop`` ends the setting under way at its period, checkpointed, and starts no other)."""
@@ -150,7 +156,10 @@ def _train_host_group(
         if stop is not None and stop():
             break
         say = on_setup or (lambda line: None)
-        train_run(setting.config, run_dir, resume=resume, stop=stop, progress=False, on_setup=say)
+        train_run(
+            setting.config, run_dir, resume=resume, stop=stop, progress=False, on_setup=say,
+            tracking=tracking,
+        )  # fmt: skip
     return "host driver, one setting after another"
 
 
@@ -221,6 +230,7 @@ def sweep(
     on_group: Callable[[str], None] | None = None,
     jobs: int = 1,
     stop: Callable[[], bool] | None = None,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> SweepResult:
     """Train every setting of ``grid`` over ``base`` (each with ``base``'s seeds) in
     ``sweep_dir``, or the settings an earlier call did not finish, and write the sweep's
@@ -244,6 +254,8 @@ def sweep(
         and before each group; ``True`` checkpoints the group under way at that period and
         ends the call (its settings stay unfinished: the same call again resumes them from
         those checkpoints, a JAX group bit-identical to an uninterrupted one).
+      tracking: the experiment trackers each setting's run logs to
+        (:mod:`jaxrl.io.tracking`), grouped by the sweep directory's name.
 
     Raises:
       SweepError: an invalid grid, ``jobs``, or a directory holding another sweep, before
@@ -260,8 +272,9 @@ def sweep(
     todo = groups([s for s in settings if not _finished(path / "runs" / s.name)])
     todo = todo if stop_after_groups is None else todo[:stop_after_groups]
     flat = [s for group in todo for s in group]
+    tracking = tracking.grouped(path.resolve().name)
     if min(jobs, len(flat)) > 1:  # one setting left trains here, on all the CPUs
-        _train_side_by_side(flat, path, min(jobs, len(flat)), on_group)
+        _train_side_by_side(flat, path, min(jobs, len(flat)), on_group, tracking)
         return write_summary(path, settings, list(grid))
     for number, group in enumerate(todo):
         if stop is not None and stop():
@@ -274,7 +287,10 @@ def sweep(
             )
         train = _train_jax_group if base.backend == "jax" else _train_host_group
         start = time.perf_counter()
-        note = train(group, run_dirs, resume=True, stop=stop, on_setup=_resumed_only(on_group))
+        note = train(
+            group, run_dirs, resume=True, stop=stop, on_setup=_resumed_only(on_group),
+            tracking=tracking,
+        )  # fmt: skip
         if on_group is not None:
             on_group(f"  group {number + 1} done in {time.perf_counter() - start:.1f} s ({note})")
     return write_summary(path, settings, list(grid))
@@ -316,6 +332,7 @@ def _train_side_by_side(
     path: Path,
     jobs: int,
     on_group: Callable[[str], None] | None,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> None:
     """Host settings, up to ``jobs`` at once, each in a process of its own on its share of
     the CPUs (:func:`jaxrl.io.processes.run_in_processes`)."""
@@ -329,7 +346,8 @@ def _train_side_by_side(
             run_dir = _open_run_dir(path, setting)
             started[setting.name] = time.perf_counter()
             say(f"{setting.name}: {setting.config.num_seeds} seeds, started")
-            yield Task(setting.name, _train_setting, (setting.config, str(run_dir.path)))
+            args = (setting.config, str(run_dir.path), tracking)
+            yield Task(setting.name, _train_setting, args)
 
     def ended(end: TaskEnd) -> None:
         seconds = time.perf_counter() - started[end.task.label]
@@ -345,11 +363,11 @@ def _train_side_by_side(
         )
 
 
-def _train_setting(config: RunConfig, run_dir: str) -> int:
+def _train_setting(config: RunConfig, run_dir: str, tracking: Tracking = DEFAULT_TRACKING) -> int:
     """One host setting, in a process of ``jobs`` (:func:`_train_side_by_side`)."""
     from jaxrl.io.runner import train_run
 
-    train_run(config, RunDir(Path(run_dir)), resume=True, progress=False)
+    train_run(config, RunDir(Path(run_dir)), resume=True, progress=False, tracking=tracking)
     return 0
 
 

@@ -44,6 +44,7 @@ from jaxrl.io.grid import SweepError
 from jaxrl.io.run_dir import RunDir
 from jaxrl.io.search_space import Dimension, TuneError, label, parse_search
 from jaxrl.io.studies import Setting, groups, make_setting
+from jaxrl.io.tracking import DEFAULT_TRACKING, Tracking
 from jaxrl.io.tuning_report import TuneResult, objective_text, values_of, write_summary
 
 TUNE_SEED = 1000
@@ -288,12 +289,14 @@ def _train_batch(
     say: Callable,
     resume: bool = False,
     stop: Callable[[], bool] | None = None,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> bool:
     """Train a batch of trials (as a study's groups) and tell the study how each ended;
     ``resume``: trials a dead worker left, continued from their checkpoints. ``stop``
     (SIGTERM) checkpoints the group under way at its period and leaves its trials and the
     batch's others running in the study, for the next worker on this machine to continue;
-    returns whether it stopped so."""
+    returns whether it stopped so. ``tracking``: the experiment trackers each trial's run
+    logs to."""
     import optuna
 
     from jaxrl.io.runner import train_run
@@ -317,7 +320,15 @@ def _train_batch(
             return all(reporters[s.name].pruned for s in group)
 
         if group[0].config.backend == "jax":
-            _train_jax_group(group, run_dirs, on_period, resume=resume, stop=stop, on_setup=resumed)
+            _train_jax_group(
+                group,
+                run_dirs,
+                on_period,
+                resume=resume,
+                stop=stop,
+                on_setup=resumed,
+                tracking=tracking,
+            )
         for setting, run_dir in zip(group, run_dirs, strict=True):
             if group[0].config.backend == "jax" or (stop is not None and stop()):
                 break
@@ -332,6 +343,7 @@ def _train_batch(
                 ),
                 stop=lambda r=reporter: r.pruned or (stop is not None and stop()),
                 on_setup=resumed,
+                tracking=tracking,
             )
         for setting, run_dir in zip(group, run_dirs, strict=True):
             trial, reporter = trials[setting.name], reporters[setting.name]
@@ -379,6 +391,7 @@ def tune(
     stop_after_batches: int | None = None,
     on_batch: Callable[[str], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    tracking: Tracking = DEFAULT_TRACKING,
 ) -> TuneResult:
     """Run (or resume, or join as another worker) the study of ``space`` over ``base``.
 
@@ -404,6 +417,8 @@ def tune(
         command line): ``True`` checkpoints the trials under way at that period and ends the
         call, leaving them running in the study; the next worker on this machine (the same
         command) continues them from those checkpoints.
+      tracking: the experiment trackers each trial's run logs to
+        (:mod:`jaxrl.io.tracking`), grouped by the tuning directory's name.
 
     Raises:
       TuneError: an invalid space, sampler, pruner or directory, before anything compiles.
@@ -416,6 +431,7 @@ def tune(
         if value < 1:
             raise TuneError(f"{name} must be a positive integer, got {value}")
     path = Path(tune_dir)
+    tracking = tracking.grouped(path.resolve().name)
     study = _open_study(
         base, space, path, sampler, sampler_seed, pruner, storage, study_name, objective_evals
     )
@@ -426,7 +442,9 @@ def tune(
     if adopted:
         numbers = ", ".join(s.name[6:] for _, s in adopted)
         say(f"trials {numbers} of a stopped worker: resumed from their checkpoints")
-        if _train_batch(adopted, path, objective_evals, say, resume=True, stop=stop):
+        if _train_batch(
+            adopted, path, objective_evals, say, resume=True, stop=stop, tracking=tracking
+        ):
             return write_summary(path, study, space, base, objective_evals)
     if enqueue_base and not study.trials:
         base_values = _base_values(base, space)
@@ -440,7 +458,7 @@ def tune(
             break
         batches += 1
         say(f"batch {batches}: trials {', '.join(s.name[6:] for _, s in asked)}")
-        if _train_batch(asked, path, objective_evals, say, stop=stop):
+        if _train_batch(asked, path, objective_evals, say, stop=stop, tracking=tracking):
             break
         write_summary(path, study, space, base, objective_evals)
     return write_summary(path, study, space, base, objective_evals)

@@ -83,9 +83,9 @@ def in_process(args: list[str], cwd: Path | None, columns: str = "200") -> Resul
 @pytest.fixture(scope="session")
 def jaxrl_process(shared_root: Path) -> Callable[..., Result]:
     """``jaxrl_process(*args, cwd=...)``: run the installed command as a subprocess, with a
-    compilation cache shared by the session."""
-    env = {
-        **os.environ,
+    compilation cache shared by the session (and the environment as it is at each call: a
+    test's ``monkeypatch.setenv`` reaches the subprocess)."""
+    fixed = {
         "JAX_COMPILATION_CACHE_DIR": str(shared_root / "xla-cache"),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_PLATFORMS": "cpu",
@@ -97,7 +97,7 @@ def jaxrl_process(shared_root: Path) -> Callable[..., Result]:
             [*_command(), *map(str, args)],
             capture_output=True,
             text=True,
-            env=env,
+            env={**os.environ, **fixed},
             cwd=cwd,
             timeout=timeout,
         )
@@ -143,3 +143,17 @@ def run_once(shared_root: Path, jaxrl: Callable[..., Result]) -> Callable[..., t
 def trpo_run(run_once: Callable[..., tuple[Path, Result]]) -> tuple[Path, Result]:
     """An uninterrupted tiny TRPO run on Pendulum-v1 (4 periods, checkpoints at 2 and 4)."""
     return run_once("trpo-uninterrupted", *TRPO_RUN)
+
+
+@pytest.fixture
+def offline_wandb(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """wandb offline (no network, no account), its settings and caches under ``tmp_path``
+    (each run's own files go to its run directory); returns that directory."""
+    home = tmp_path / "wandb-home"
+    home.mkdir()
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.delenv("WANDB_DIR", raising=False)
+    for name in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR", "WANDB_ARTIFACT_DIR"):
+        monkeypatch.setenv(name, str(home))
+    return home
