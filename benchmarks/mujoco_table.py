@@ -56,6 +56,7 @@ import math
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -309,6 +310,7 @@ def train_group(
     provenance: dict[str, Any],
     path: Path,
     stop_after_periods: int | None = None,
+    preempted: Callable[[], bool] | None = None,
 ) -> list[dict[str, Any]] | None:
     """Train ``seeds`` of ``cell`` together (one vmapped host-driver run, ``jaxrl train``'s
     runner) in the run directory ``path``, checkpointing about every ``CHECKPOINT_STEPS`` env
@@ -319,8 +321,8 @@ def train_group(
     without checkpoints: the runner builds the algorithm from its configuration alone.
 
     Returns:
-      The rows, or None when ``stop_after_periods`` ended the call before the group finished
-      (resumable).
+      The rows, or None when ``stop_after_periods`` or ``preempted`` (SIGTERM) ended the call
+      before the group finished (checkpointed, resumable).
 
     Raises:
       Deadline: the budget ran out first (the group keeps a checkpoint of where it stopped).
@@ -344,7 +346,7 @@ def train_group(
     periods = itertools.count(1)
 
     def stop() -> bool:  # asked after every period but the last
-        if time.time() >= deadline:
+        if time.time() >= deadline or (preempted is not None and preempted()):
             return True
         return stop_after_periods is not None and next(periods) >= stop_after_periods
 
@@ -514,9 +516,12 @@ def estimate_seconds(
     return seeds * cell.config.total_steps / rate, basis
 
 
-def run_plan(plan: Plan, args: Any, rows: list[dict[str, Any]]) -> None:
+def run_plan(
+    plan: Plan, args: Any, rows: list[dict[str, Any]], preempted: Callable[[], bool]
+) -> None:
     """Train the plan's groups in :func:`group_order` within the budget: one after another
-    in this process, or with ``--jobs N`` up to N at once (:func:`run_in_processes`)."""
+    in this process, or with ``--jobs N`` up to N at once (:func:`run_in_processes`). Once
+    ``preempted`` (SIGTERM), no group starts and those under way checkpoint their period."""
     deadline = time.time() + 60 * args.budget_minutes if args.budget_minutes else math.inf
     info = machine_info()
     print_machine(info)
@@ -526,11 +531,11 @@ def run_plan(plan: Plan, args: Any, rows: list[dict[str, Any]]) -> None:
     groups = group_order(plan, deadline, args, rows)
     jobs = min(args.jobs, len(plan.groups))  # a group left alone gets all the CPUs
     if jobs > 1:
-        run_in_processes(groups, jobs, deadline, provenance, args, rows)
+        run_in_processes(groups, jobs, deadline, provenance, args, rows, preempted)
         return
     machine["process_cpus"] = len(usable_cpus())
     for cell, seeds in groups:
-        if not run_group(cell, seeds, deadline, provenance, args, rows):
+        if not run_group(cell, seeds, deadline, provenance, args, rows, preempted):
             return
 
 
@@ -577,6 +582,7 @@ def group_order(
 
 # ------------------------------------------------------------------------ several processes
 BUDGET_SPENT = 3  # exit status of a group's process stopped by the deadline
+INTERRUPTED = 130  # exit status of a group's process interrupted (SIGTERM past its grace)
 
 
 def run_in_processes(
@@ -586,6 +592,7 @@ def run_in_processes(
     provenance: dict[str, Any],
     args: Any,
     rows: list[dict[str, Any]],
+    preempted: Callable[[], bool] | None = None,
 ) -> None:
     """``--jobs``: up to ``jobs`` groups at once, each in a process of its own pinned to its own
     share of the CPUs (:func:`jaxrl.io.processes.run_in_processes`; two groups on a core
@@ -605,8 +612,8 @@ def run_in_processes(
     def reread(_: Any) -> None:
         rows[:] = read_rows(args.results)
 
-    ok = (0, BUDGET_SPENT)
-    ends = run_tasks(tasks, jobs, ok=ok, on_end=reread)
+    ok = (0, BUDGET_SPENT, INTERRUPTED)
+    ends = run_tasks(tasks, jobs, ok=ok, on_end=reread, stop=preempted)
     failed = [
         f"{end.task.label} (exit status {end.exit_status})"
         for end in ends
@@ -624,11 +631,19 @@ def group_process(
 ) -> int:
     """One group in a process of ``--jobs``: its rows record how many CPUs it had. Returns
     :data:`BUDGET_SPENT` (its exit status) when the deadline stopped it."""
+    from jaxrl.io.preemption import Preemption
+
     machine = {**provenance["machine"], "process_cpus": len(usable_cpus())}
     provenance = {**provenance, "machine": machine}
-    if not run_group(cell, seeds, deadline, provenance, args, read_rows(args.results)):
-        return BUDGET_SPENT
-    return 0
+    preempted = Preemption(args.preemption_grace).install()
+    try:
+        done = run_group(
+            cell, seeds, deadline, provenance, args, read_rows(args.results), preempted
+        )
+    except KeyboardInterrupt:  # no period ended within the grace: its last checkpoint stays
+        print(f"  {cell.algo} {cell.env} seeds {seeds}: interrupted (resumable)", flush=True)
+        return INTERRUPTED
+    return 0 if done else BUDGET_SPENT
 
 
 def run_group(
@@ -638,13 +653,17 @@ def run_group(
     provenance: dict[str, Any],
     args: Any,
     rows: list[dict[str, Any]],
+    preempted: Callable[[], bool] | None = None,
 ) -> bool:
     """Train one group (:func:`train_group`) and record its rows when it finishes (in the
-    results file and in ``rows``). Returns False when the budget ran out during it."""
+    results file and in ``rows``). Returns False when the budget ran out during it, or
+    ``preempted`` (SIGTERM) stopped it."""
     path = group_dir(args.results, cell, seeds)
     print(f"{cell.algo} {cell.env} seeds {seeds} ({cell.config.total_steps:,} steps each)")
     try:
-        new = train_group(cell, seeds, deadline, provenance, path, args.stop_after_periods)
+        new = train_group(
+            cell, seeds, deadline, provenance, path, args.stop_after_periods, preempted
+        )
     except Deadline:
         print(
             f"budget spent during {cell.algo} {cell.env} seeds {seeds}: not recorded yet; "
@@ -654,7 +673,7 @@ def run_group(
         return False
     if new is None:
         print(f"  stopped at {group_progress(path):,} env steps (resumable)")
-        return True
+        return preempted is None or not preempted()
     append_rows(args.results, new)
     rows += new
     shutil.rmtree(path, ignore_errors=True)  # the rows hold what the table needs
@@ -1083,7 +1102,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--seeds-per-process", type=int, default=None)
-    parser.add_argument("--total-steps", type=int, default=1_000_000)
+    parser.add_argument(
+        "--total-steps", type=int, default=None, help="default: 1,000,000 (--quick: 2,048)"
+    )
     parser.add_argument("--eval-every", type=int, default=None, help="default: the preset's")
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--env-backend", default="auto", choices=["auto", "gymnasium", "envpool"])
@@ -1101,6 +1122,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help="end each group after this many evaluation periods of this call, checkpointed "
         "(the next run resumes it); for tests and short slots",
+    )
+    parser.add_argument(
+        "--preemption-grace",
+        type=float,
+        default=20.0,
+        help="after SIGTERM, seconds for the groups under way to reach the end of an "
+        "evaluation period and checkpoint it (the next run resumes them)",
     )
     parser.add_argument("--results", type=Path, default=None, help="the JSONL results file")
     parser.add_argument("--table", action="store_true", help="only write the table and figure")
@@ -1120,10 +1148,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.stop_after_periods is not None and args.stop_after_periods < 1:
         parser.error(f"--stop-after-periods must be at least 1, got {args.stop_after_periods}")
     args.hyperparameters = {}
+    args.total_steps = args.total_steps or (None if args.quick else 1_000_000)
     if args.quick:  # a smoke run: one cheap task, a tiny budget, DDPG mostly warm-up
         args.cells, args.envs = "all", ["InvertedPendulum-v5", "Hopper-v5"]
         args.algos = args.algos or ["trpo", "ddpg"]
-        args.num_seeds, args.total_steps, args.eval_every = 2, 2048, 1024
+        args.num_seeds, args.eval_every = 2, 1024
+        args.total_steps = args.total_steps or 2048
         args.eval_episodes = 2
         args.hyperparameters = {"ddpg": {"warmup_steps": 1536, "buffer_size": 4096}}
     return args
@@ -1199,7 +1229,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         remove_recorded_groups(args.results, rows)
         plan = make_plan(cells, seeds, rows, args)
         print(f"{len(plan.groups)} groups to train; results in {args.results}")
-        run_plan(plan, args, rows)
+        from jaxrl.io.preemption import Preemption
+
+        preemption = Preemption(args.preemption_grace).install()
+        run_plan(plan, args, rows, preemption)
+        preemption.disarm()
+        if preemption.requested and remaining(cells, seeds, rows):
+            print(
+                "Stopped by SIGTERM: the groups under way are checkpointed and the finished "
+                f"ones recorded. Continue with: {command_line()}",
+                file=sys.stderr,
+            )
+            raise SystemExit(130)
         left = remaining(cells, seeds, rows)
         print("Remaining:" if left else "Every cell asked for is complete.")
         for line in left + stopped_groups(args.results):

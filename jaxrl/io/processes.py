@@ -98,6 +98,7 @@ def run_in_processes(
     *,
     ok: Collection[int] = (0,),
     on_end: Callable[[TaskEnd], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> list[TaskEnd]:
     """Run ``tasks``, up to ``jobs`` at once, each in a fresh process pinned to its own share
     of this process's CPUs (:func:`cpu_shares`; a share is given to the next task when its
@@ -105,7 +106,10 @@ def run_in_processes(
     decide it then (a budget, results written by the tasks before it). A task whose exit
     status is not in ``ok`` stops new tasks from starting; the running ones finish. A task's
     process exits when this process is gone (killed), and if this one is interrupted
-    (``KeyboardInterrupt``) the running tasks are terminated before it re-raises.
+    (``KeyboardInterrupt``) the running tasks are terminated before it re-raises. ``stop``
+    (this process's SIGTERM, :class:`jaxrl.io.preemption.Preemption`) is asked every half
+    second: once it is True no task starts, and each running task's process is sent SIGTERM
+    to stop as it handles it (a run checkpoints its period).
 
     Returns:
       How each task ended (:class:`TaskEnd`), in the order they ended; ``on_end`` is called
@@ -118,17 +122,22 @@ def run_in_processes(
     free = cpu_shares(check_jobs(jobs, "jobs"))
     running: dict[Any, tuple[Any, Task, list[int]]] = {}
     ended: list[TaskEnd] = []
+    signalled = False
     try:
         while True:
-            stop = any(end.exit_status not in ok for end in ended)
-            while free and not stop and (task := next(tasks, None)) is not None:
+            stopping = signalled or any(end.exit_status not in ok for end in ended)
+            while free and not stopping and (task := next(tasks, None)) is not None:
                 cpus = free.pop(0)
                 process = context.Process(target=_task_process, args=(task, os.getpid()))
                 start_on(cpus, process.start)
                 running[process.sentinel] = (process, task, cpus)
             if not running:
                 return ended
-            for sentinel in wait(list(running)):
+            if stop is not None and not signalled and stop():
+                signalled = True
+                for process, _, _ in running.values():
+                    process.terminate()  # SIGTERM
+            for sentinel in wait(list(running), timeout=None if stop is None else 0.5):
                 process, task, cpus = running.pop(sentinel)
                 process.join()
                 free.append(cpus)

@@ -274,7 +274,7 @@ def sweep(
     flat = [s for group in todo for s in group]
     tracking = tracking.grouped(path.resolve().name)
     if min(jobs, len(flat)) > 1:  # one setting left trains here, on all the CPUs
-        _train_side_by_side(flat, path, min(jobs, len(flat)), on_group, tracking)
+        _train_side_by_side(flat, path, min(jobs, len(flat)), on_group, tracking, stop)
         return write_summary(path, settings, list(grid))
     for number, group in enumerate(todo):
         if stop is not None and stop():
@@ -333,10 +333,16 @@ def _train_side_by_side(
     jobs: int,
     on_group: Callable[[str], None] | None,
     tracking: Tracking = DEFAULT_TRACKING,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
     """Host settings, up to ``jobs`` at once, each in a process of its own on its share of
-    the CPUs (:func:`jaxrl.io.processes.run_in_processes`)."""
+    the CPUs (:func:`jaxrl.io.processes.run_in_processes`). Once ``stop`` is True no setting
+    starts and those under way are sent SIGTERM: each checkpoints its period (within the
+    grace of ``stop``, a :class:`jaxrl.io.preemption.Preemption`, where it is one)."""
+    from jaxrl.io.preemption import DEFAULT_GRACE
     from jaxrl.io.processes import Task, TaskEnd, run_in_processes
+
+    grace = getattr(stop, "grace", DEFAULT_GRACE)
 
     say = on_group or (lambda line: None)
     started: dict[str, float] = {}
@@ -346,16 +352,18 @@ def _train_side_by_side(
             run_dir = _open_run_dir(path, setting)
             started[setting.name] = time.perf_counter()
             say(f"{setting.name}: {setting.config.num_seeds} seeds, started")
-            args = (setting.config, str(run_dir.path), tracking)
+            args = (setting.config, str(run_dir.path), tracking, grace)
             yield Task(setting.name, _train_setting, args)
 
     def ended(end: TaskEnd) -> None:
         seconds = time.perf_counter() - started[end.task.label]
-        how = "done" if end.exit_status == 0 else f"FAILED (exit status {end.exit_status})"
+        how = {0: "done", INTERRUPTED: "interrupted"}.get(
+            end.exit_status, f"FAILED (exit status {end.exit_status})"
+        )
         say(f"  {end.task.label}: {how} in {seconds:.1f} s on CPUs {list(end.cpus)}")
 
-    ends = run_in_processes(tasks(), jobs, on_end=ended)
-    failed = [end.task.label for end in ends if end.exit_status != 0]
+    ends = run_in_processes(tasks(), jobs, on_end=ended, stop=stop)
+    failed = [end.task.label for end in ends if end.exit_status not in (0, INTERRUPTED)]
     if failed:
         raise RuntimeError(
             f"setting(s) {', '.join(failed)} failed (tracebacks above); the other settings "
@@ -363,11 +371,23 @@ def _train_side_by_side(
         )
 
 
-def _train_setting(config: RunConfig, run_dir: str, tracking: Tracking = DEFAULT_TRACKING) -> int:
-    """One host setting, in a process of ``jobs`` (:func:`_train_side_by_side`)."""
+INTERRUPTED = 130
+"""The exit status of a setting's process (``jobs``) interrupted before a period ended."""
+
+
+def _train_setting(config: RunConfig, run_dir: str, tracking: Tracking, grace: float) -> int:
+    """One host setting, in a process of ``jobs`` (:func:`_train_side_by_side`); SIGTERM
+    stops it at the end of its period, checkpointed."""
+    from jaxrl.io.preemption import Preemption
     from jaxrl.io.runner import train_run
 
-    train_run(config, RunDir(Path(run_dir)), resume=True, progress=False, tracking=tracking)
+    stop = Preemption(grace).install()
+    try:
+        train_run(
+            config, RunDir(Path(run_dir)), resume=True, progress=False, tracking=tracking, stop=stop
+        )
+    except KeyboardInterrupt:  # no period ended within the grace: its last checkpoint stays
+        return INTERRUPTED
     return 0
 
 

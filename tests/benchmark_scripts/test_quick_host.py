@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -168,3 +169,52 @@ def test_cli_startup_quick(tmp_path, run_quick):
     assert [r["status"] for r in records] == [0, 2, 0]
     assert all(r["seconds"]["median"] > 0 for r in records)
     assert "| jaxrl --help |" in output
+
+
+@pytest.mark.slow
+def test_sigterm_checkpoints_the_table_groups_under_way_and_the_next_run_resumes_them(
+    tmp_path, run_quick, quick_env
+):
+    """SIGTERM (a preemption) to the table command with ``--jobs 2``: the groups under way,
+    each in a process of its own, checkpoint the evaluation period they are in and the
+    command exits with status 130 and the line to continue; the next run resumes each group
+    from its checkpoint and completes the table."""
+    pytest.importorskip("mujoco")
+    from jaxrl.io import CheckpointStore
+
+    budget = ["--total-steps", "4096"]  # 4 evaluation periods of 1,024 env steps
+    command = [sys.executable, str(BENCH / "mujoco_table.py"), "--quick", "--no-tianshou"]
+    command += ["--out", str(tmp_path), "--jobs", "2", *budget, "--preemption-grace", "240"]
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=quick_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    runs = tmp_path / "mujoco_table_runs"
+
+    def periods_logged() -> int:  # the most periods any group has evaluated (2 seeds)
+        files = list(runs.glob("*/evals.csv")) if runs.is_dir() else []
+        return max((f.read_text().count("\n") - 3) // 2 for f in files) if files else 0
+
+    deadline = time.monotonic() + 600
+    while periods_logged() < 1:
+        assert process.poll() is None, process.stdout.read().decode()[-3000:]
+        assert time.monotonic() < deadline, "no evaluation period within 600 s"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    output = process.communicate(timeout=300)[0].decode()
+    assert process.returncode == 130, output[-3000:]
+    assert "Stopped by SIGTERM: the groups under way are checkpointed" in output
+    assert "Traceback" not in output
+    under_way = list(runs.iterdir())
+    assert under_way, output[-3000:]
+    for group in under_way:  # every group under way kept its work
+        assert CheckpointStore(group / "checkpoints").steps(), group.name
+
+    output = run_quick("mujoco_table.py", tmp_path, *budget)
+    resumed = re.findall(r"resuming (?:trpo|ddpg) \S+ seeds \[0, 1\] from", output)
+    assert len(resumed) == len(under_way), output[-3000:]
+    assert "Every cell asked for is complete." in output
+    rows = _rows(tmp_path / "mujoco_table.jsonl")
+    assert sorted((r["algo"], r["seed"]) for r in rows) == [
+        ("ddpg", 0), ("ddpg", 1), ("trpo", 0), ("trpo", 1)
+    ]  # fmt: skip
+    assert all(r["eval_env_steps"] == [1024 * p for p in range(1, 5)] for r in rows)
