@@ -157,14 +157,22 @@ def train_group(
 
     ``on_period(period, env_steps, returns)`` is called after each evaluation period with
     each setting's evaluation returns ``[num_seeds]``; ``True`` stops the group there (its
-    runs stay unfinished: a tuner has pruned every setting of the group)."""
+    runs stay unfinished: a tuner has pruned every setting of the group).
+
+    In a job of several processes every process calls it with the same arguments: the
+    settings x seeds axis is split over every process's devices
+    (:meth:`~jaxrl.training.sharding.SeedPlacement.for_job`), and process 0 alone writes
+    the run directories."""
     from jaxrl.training.jax_loop import JaxLoop
 
-    loop = JaxLoop([config.make_agent() for config in configs], configs[0].env, configs)
+    agents = [config.make_agent() for config in configs]
+    loop = JaxLoop(agents, configs[0].env, configs, SeedPlacement.for_job())
+    loop.placement.check(loop.num_seeds)
     layout = loop.layout
     runs = []
     for config, run_dir in zip(configs, run_dirs, strict=True):
-        config.save(run_dir.config)
+        if is_primary():
+            config.save(run_dir.config)
         store = CheckpointStore(run_dir.checkpoints)
         runs.append(
             RunBook(config, run_dir, store, 0, 0, 0.0, False, layout.num_periods,
@@ -268,9 +276,10 @@ def _train_periods(
             first.period, first.env_steps, [run.eval_returns for run in runs]
         )
         stopping = not pruned and first.period < first.num_periods and stop is not None and stop()
-        for g, run in enumerate(runs):
-            if run.checkpoint_due() or stopping:
-                run.save(loop.to_checkpoint(loop.part(carry, g)))  # gathered by every process
+        due = [g for g, run in enumerate(runs) if run.checkpoint_due() or stopping]
+        whole = loop.to_checkpoint(carry) if due else None  # gathered by every process
+        for g in due:
+            runs[g].save(loop.part(whole, g))
         if stopping or pruned:
             break
     return carry
