@@ -470,6 +470,8 @@ def sweep(args: Any, argv: list[str]) -> int:
     except KeyboardInterrupt:
         print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
         return 130
+    except UsageError:
+        raise  # the same line in every process, before any of them trains
     except Exception:
         _leave_job_on_failure()
         raise
@@ -554,6 +556,8 @@ def tune(args: Any, argv: list[str]) -> int:
     except KeyboardInterrupt:
         print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
         return 130
+    except UsageError:
+        raise  # the same line in every process, before any of them trains
     except Exception:
         _leave_job_on_failure()
         raise
