@@ -374,20 +374,60 @@ def _resolve_sweep(args: Any, argv: list[str]) -> tuple[Any, dict[str, list[Any]
     return base, grid, Path(path)
 
 
-def _one_process_sweep(argv: list[str], command: str = "sweep") -> None:
-    """A sweep (or a tuning worker) runs in one process: launch options, or a cluster
-    manager's launch of several processes, are refused (each process would train the whole
-    sweep into one directory)."""
+def _study_launch(args: Any, argv: list[str]) -> str | None:
+    """The launch options of a sweep or a study, or a cluster manager's launch of several
+    processes, in words (None: none). With them, this process joins the job first
+    (:func:`_join_job`, before any JAX call; the environment's backend is known only after
+    it), and the study must then be on a JAX environment (:func:`_refuse_host_study`)."""
     from jaxrl.training.settings import launch_settings
     from jaxrl.training.sharding import cluster_process_count
 
     given = sorted(given_options(argv) & set(launch_settings()))
     launched = cluster_process_count() or 1
-    if given or launched > 1:
-        what = ", ".join(option_flag(name) for name in given) or f"{launched} processes"
-        raise UsageError(
-            f"jaxrl {command} runs in one process ({what}): several processes are for jaxrl train"
-        )
+    if not given and launched <= 1:
+        return None
+    _join_job(args, argv)
+    return option_flag(given[0]) if given else f"{launched} processes (a cluster manager's)"
+
+
+def _refuse_host_study(launch: str | None, base: Any, command: str) -> None:
+    """A host environment's sweep or study in a job of several processes, refused in one
+    line naming the option and what to use instead."""
+    from jaxrl.training.sharding import several_processes
+
+    if launch is None or not several_processes() or base.backend == "jax":
+        return
+    instead = {
+        "sweep": "use --jobs N to train its settings side by side",
+        "tune": "run more tune workers on the same --storage instead",
+    }[command]
+    raise UsageError(
+        f"{launch}: jaxrl {command} on a host environment ({base.env}) runs in one "
+        f"process; {instead}"
+    )
+
+
+def _done_elsewhere(what: str) -> int:
+    """What a process of a job other than process 0 says when its part is done."""
+    import jax
+
+    print(
+        f"Process {jax.process_index()} of {jax.process_count()}: done (process 0 wrote the "
+        f"{what}).",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _leave_job_on_failure() -> None:
+    """In a job of several processes, end this process now with the traceback of the
+    exception being handled: the others cannot go on without it (call it in ``except``)."""
+    from jaxrl.training.sharding import leave_job, several_processes
+
+    if several_processes():
+        import traceback
+
+        leave_job(traceback.format_exc())
 
 
 def _study_error(error: Exception, argv: list[str]) -> UsageError:
@@ -407,12 +447,15 @@ def _study_error(error: Exception, argv: list[str]) -> UsageError:
 def sweep(args: Any, argv: list[str]) -> int:
     from jaxrl.io.preemption import Preemption
     from jaxrl.io.studies import sweep as run_sweep
+    from jaxrl.training.sharding import is_primary
 
     tracking = _tracking(args)
     _enable_compilation_cache()
-    _one_process_sweep(argv)
+    launch = _study_launch(args, argv)
+    primary = is_primary()
     try:
         base, grid, path = _resolve_sweep(args, argv)
+        _refuse_host_study(launch, base, "sweep")
         if not grid:
             raise UsageError("missing --sweep FIELD=VALUE,...: the grid to train")
         again = argv if "sweep_dir" in given_options(argv) else [*argv, "--sweep-dir", str(path)]
@@ -421,6 +464,8 @@ def sweep(args: Any, argv: list[str]) -> int:
         said: list[str] = []
 
         def say(line: str) -> None:  # the directory once, before the first group trains
+            if not primary:
+                return
             if not said:
                 said.append(f"Sweep directory {path}")
                 print(said[0], file=sys.stderr, flush=True)
@@ -436,6 +481,13 @@ def sweep(args: Any, argv: list[str]) -> int:
     except KeyboardInterrupt:
         print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
         return 130
+    except UsageError:
+        raise  # the same line in every process, before any of them trains
+    except Exception:
+        _leave_job_on_failure()
+        raise
+    if not primary:
+        return _done_elsewhere("sweep directory")
     if preemption.requested and result.finished < result.total:
         print(
             f"\nStopped by SIGTERM with {result.finished} of {result.total} settings finished "
@@ -481,10 +533,12 @@ def tune(args: Any, argv: list[str]) -> int:
     from jaxrl.io.run_dir import default_run_path
     from jaxrl.io.tuning import TUNE_SEED, parse_search
     from jaxrl.io.tuning import tune as run_tune
+    from jaxrl.training.sharding import is_primary
 
     tracking = _tracking(args)
     _enable_compilation_cache()
-    _one_process_sweep(argv, "tune")
+    launch = _study_launch(args, argv)
+    primary = is_primary()
     algo = type(args).algo
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
     hyper = dataclasses.asdict(values.pop("hyperparameters"))
@@ -496,6 +550,7 @@ def tune(args: Any, argv: list[str]) -> int:
         preset = preset_in_force(argv)
         space = parse_search(algo, preset, _search_specs(values))
         base = _new_config(algo, values, hyper, given, preset)
+        _refuse_host_study(launch, base, "tune")
         path = Path(values["tune_dir"] or default_run_path(algo, values["env"], root="tunes"))
         again = argv if "tune_dir" in given else [*argv, "--tune-dir", str(path)]
         resume_cmd = "jaxrl " + " ".join(again)
@@ -514,7 +569,7 @@ def tune(args: Any, argv: list[str]) -> int:
             objective_evals=args.objective_evals,
             enqueue_base=args.enqueue_base,
             stop_after_batches=args.stop_after_batches,
-            on_batch=lambda line: print(line, file=sys.stderr, flush=True),
+            on_batch=(lambda line: print(line, file=sys.stderr, flush=True)) if primary else None,
             stop=preemption,
             tracking=tracking,
         )
@@ -524,6 +579,13 @@ def tune(args: Any, argv: list[str]) -> int:
     except KeyboardInterrupt:
         print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
         return 130
+    except UsageError:
+        raise  # the same line in every process, before any of them trains
+    except Exception:
+        _leave_job_on_failure()
+        raise
+    if result is None:
+        return _done_elsewhere("tuning directory")
     ended = result.complete + result.pruned + result.failed
     if preemption.requested and ended < args.trials:
         print(

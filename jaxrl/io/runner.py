@@ -151,13 +151,22 @@ def train_group(
     runs stay unfinished: a tuner has pruned every setting of the group). ``resume``:
     continue from the newest period every setting has a checkpoint of that restores (else
     from scratch); ``stop`` and ``on_setup`` as in :func:`train_run` (``stop`` checkpoints
-    every setting at the period it ends); ``tracking``: the
-    experiment trackers each run logs to (:mod:`jaxrl.io.tracking`)."""
+    every setting at the period it ends); ``tracking``: the experiment trackers each run
+    logs to (:mod:`jaxrl.io.tracking`).
+
+    In a job of several processes every process calls it with the same arguments: the
+    settings x seeds axis is split over every process's devices
+    (:meth:`~jaxrl.training.sharding.SeedPlacement.for_job`), and process 0 alone writes
+    the run directories (every process reads a resumed group's checkpoints: the sweep
+    directory must be on a filesystem every process reads)."""
     from jaxrl.training.jax_loop import JaxLoop
 
-    loop = JaxLoop([config.make_agent() for config in configs], configs[0].env, configs)
+    agents = [config.make_agent() for config in configs]
+    loop = JaxLoop(agents, configs[0].env, configs, SeedPlacement.for_job())
+    loop.placement.check(loop.num_seeds)
     for config, run_dir in zip(configs, run_dirs, strict=True):
-        config.save(run_dir.config)
+        if is_primary():
+            config.save(run_dir.config)
     say = on_setup or (lambda line: None)
     carry, runs, start_steps, done = _open_books(
         loop, configs, run_dirs, resume, say, False, tracking
@@ -319,9 +328,10 @@ def _train_periods(
             first.period, first.env_steps, [run.eval_returns for run in runs]
         )
         stopping = not pruned and first.period < first.num_periods and stop is not None and stop()
-        for g, run in enumerate(runs):
-            if run.checkpoint_due() or stopping:
-                run.save(loop.to_checkpoint(loop.part(carry, g)))  # gathered by every process
+        due = [g for g, run in enumerate(runs) if run.checkpoint_due() or stopping]
+        whole = loop.to_checkpoint(carry) if due else None  # gathered by every process
+        for g in due:
+            runs[g].save(loop.part(whole, g))
         if stopping or pruned:
             break
     return carry

@@ -22,6 +22,12 @@ driver from the newest period all its settings have, bit-identical to an uninter
 sweep; a host setting as a resumed ``jaxrl train`` does), or start over where they have
 none. ``stop`` (SIGTERM on the command line) checkpoints the group under way at the end of
 its period.
+
+On JAX environments a sweep runs as a job of several processes as ``jaxrl train`` does
+(:func:`jaxrl.training.initialize_distributed`): every process calls :func:`sweep` with the
+same arguments, each group's settings x seeds axis is split over every process's devices
+(each device trains its block, as one process would), and process 0 alone reads and writes
+the sweep directory: which settings remain is what it finds there.
 """
 
 from __future__ import annotations
@@ -257,19 +263,28 @@ def sweep(
       tracking: the experiment trackers each setting's run logs to
         (:mod:`jaxrl.io.tracking`), grouped by the sweep directory's name.
 
+    In a job of several processes (:func:`jaxrl.training.initialize_distributed`; JAX
+    environments only) every process calls it with the same arguments; process 0 alone
+    reads and writes ``sweep_dir`` (see the module docstring), and the others' result holds
+    no rows, only the counts.
+
     Raises:
-      SweepError: an invalid grid, ``jobs``, or a directory holding another sweep, before
-        anything compiles.
+      SweepError: an invalid grid, ``jobs``, a directory holding another sweep, or a host
+        environment in a job of several processes, before anything compiles.
+      SettingError: in a job of several processes, seeds that do not split evenly over
+        its devices.
       RuntimeError: with ``jobs``, a setting's process failed (its traceback is printed; the
         others finished, and the sweep resumes it).
     """
     if not grid:
         raise SweepError("the grid is empty: give at least one --sweep FIELD=VALUE,...")
     _check_jobs(jobs, base)
+    _check_processes(base)
     settings = resolve_settings(base, grid)
     path = Path(sweep_dir)
-    _open_sweep_dir(path, _describe(base, grid))
-    todo = groups([s for s in settings if not _finished(path / "runs" / s.name)])
+    _open_in_step(path, _describe(base, grid))
+    finished = _primary_finished(path, settings)
+    todo = groups([s for s, done in zip(settings, finished, strict=True) if not done])
     todo = todo if stop_after_groups is None else todo[:stop_after_groups]
     flat = [s for group in todo for s in group]
     tracking = tracking.grouped(path.resolve().name)
@@ -293,7 +308,58 @@ def sweep(
         )  # fmt: skip
         if on_group is not None:
             on_group(f"  group {number + 1} done in {time.perf_counter() - start:.1f} s ({note})")
-    return write_summary(path, settings, list(grid))
+    return _summary_in_step(path, settings, list(grid))
+
+
+def _check_processes(base: RunConfig) -> None:
+    """In a job of several processes: a JAX environment, and seeds that split evenly over
+    the job's devices (each setting's seeds are split over them as a run's)."""
+    from jaxrl.training.sharding import SeedPlacement, several_processes
+
+    if not several_processes():
+        return
+    if base.backend != "jax":
+        raise SweepError(
+            f"a sweep on a host environment ({base.env}) runs in one process: train its "
+            "settings side by side with --jobs N instead of several processes"
+        )
+    SeedPlacement.for_job().check(base.num_seeds)
+
+
+def _open_in_step(path: Path, described: dict[str, Any]) -> None:
+    """:func:`_open_sweep_dir` by process 0 of a job of several processes (the only
+    process of one); if it fails, every process stops."""
+    from jaxrl.training.sharding import is_primary, processes_agree
+
+    failure: SweepError | None = None
+    if is_primary():
+        try:
+            _open_sweep_dir(path, described)
+        except SweepError as error:
+            failure = error
+    if not processes_agree(failure is None):
+        raise failure or SweepError(
+            "another process of the job could not open the sweep directory (see its error)"
+        )
+
+
+def _primary_finished(path: Path, settings: Sequence[Setting]) -> list[bool]:
+    """Which ``settings`` have finished, as process 0 reads the sweep directory (every
+    process of a job then trains the same groups)."""
+    from jaxrl.training.sharding import is_primary, primary_value
+
+    own = [is_primary() and _finished(path / "runs" / s.name) for s in settings]
+    return [bool(flag) for flag in primary_value(np.asarray(own, np.int32))]
+
+
+def _summary_in_step(path: Path, settings: Sequence[Setting], fields: Sequence[str]) -> SweepResult:
+    """:func:`write_summary` by process 0; every process returns the count of finished
+    settings it wrote (the others' results hold no rows)."""
+    from jaxrl.training.sharding import is_primary, primary_value
+
+    result = write_summary(path, settings, fields) if is_primary() else None
+    finished = int(primary_value(np.asarray(result.finished if result else 0, np.int32)))
+    return result or SweepResult(path, [], [], {}, finished, len(settings))
 
 
 def _resumed_only(on_group: Callable[[str], None] | None) -> Callable[[str], None]:
@@ -319,9 +385,12 @@ def _check_jobs(jobs: int, base: RunConfig) -> None:
 
 def _open_run_dir(path: Path, setting: Setting) -> RunDir:
     """The setting's run directory: an unfinished one that a stopped sweep left (resumed
-    from its checkpoints), else made anew."""
+    from its checkpoints), else made anew by process 0 of a job of several processes (the
+    only process of one)."""
+    from jaxrl.training.sharding import is_primary
+
     run_dir = path / "runs" / setting.name
-    if (run_dir / "config.json").is_file():
+    if (run_dir / "config.json").is_file() or not is_primary():
         return RunDir(run_dir)
     shutil.rmtree(run_dir, ignore_errors=True)
     return RunDir.create(run_dir)

@@ -46,6 +46,7 @@ from jaxrl.io.search_space import Dimension, TuneError, label, parse_search
 from jaxrl.io.studies import Setting, groups, make_setting
 from jaxrl.io.tracking import DEFAULT_TRACKING, Tracking
 from jaxrl.io.tuning_report import TuneResult, objective_text, values_of, write_summary
+from jaxrl.training.sharding import several_processes
 
 TUNE_SEED = 1000
 """The first search seed of ``jaxrl tune`` (``jaxrl train``'s first seed is 0)."""
@@ -270,7 +271,7 @@ class _Reporter:
         self.pruned = False
 
     def report(self, period: int, returns: np.ndarray, run_dir: Path | None = None) -> None:
-        if self.pruned:
+        if self.pruned or self.trial is None:  # None: a process of a job other than process 0
             return
         if not self.history and period > 1 and run_dir is not None:  # a resumed trial
             self.history = list(_trained_returns(run_dir)[: period - 1])
@@ -296,11 +297,16 @@ def _train_batch(
     (SIGTERM) checkpoints the group under way at its period and leaves its trials and the
     batch's others running in the study, for the next worker on this machine to continue;
     returns whether it stopped so. ``tracking``: the experiment trackers each trial's run
-    logs to."""
+    logs to.
+
+    In a job of several processes every process calls it with the same settings; the trials
+    are process 0's (None in the others), which alone reports, writes and tells, and decides
+    for every process where a group stops (all its trials pruned)."""
     import optuna
 
     from jaxrl.io.runner import train_run
     from jaxrl.io.studies import _resumed_only, _train_jax_group
+    from jaxrl.training.sharding import is_primary, primary_value
 
     resumed = _resumed_only(say)
     reporters = {s.name: _Reporter(trial, objective_evals) for trial, s in batch}
@@ -308,7 +314,7 @@ def _train_batch(
     for group in groups([s for _, s in batch]):
         if stop is not None and stop():
             return True
-        open_dir = RunDir if resume else RunDir.create
+        open_dir = RunDir if resume or not is_primary() else RunDir.create
         run_dirs = [open_dir(path / "trials" / s.name) for s in group]
         dirs = {s.name: d.path for s, d in zip(group, run_dirs, strict=True)}
         say(f"  training {', '.join(s.name for s in group)}")
@@ -317,7 +323,8 @@ def _train_batch(
             del env_steps
             for setting, own in zip(group, returns, strict=True):
                 reporters[setting.name].report(period, own, dirs[setting.name])
-            return all(reporters[s.name].pruned for s in group)
+            pruned = all(reporters[s.name].pruned for s in group)
+            return bool(primary_value(np.asarray(pruned, np.int32)))
 
         if group[0].config.backend == "jax":
             _train_jax_group(
@@ -345,8 +352,11 @@ def _train_batch(
                 on_setup=resumed,
                 tracking=tracking,
             )
+        stopped = stop is not None and stop()  # asked in every process alike
         for setting, run_dir in zip(group, run_dirs, strict=True):
             trial, reporter = trials[setting.name], reporters[setting.name]
+            if trial is None:
+                continue
             returns = _trained_returns(run_dir.path)
             trial.set_user_attr("env_steps", _env_steps(run_dir.path))
             if reporter.pruned:
@@ -356,12 +366,14 @@ def _train_batch(
                 value = objective(returns, objective_evals)
                 trial.study.tell(trial, value)
                 say(f"  {setting.name}: objective {value:.1f}")
-            elif stop is not None and stop():
+            elif stopped:
                 say(f"  {setting.name}: stopped at period {returns.shape[0] - 1} (checkpointed)")
             else:
                 trial.study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 say(f"  {setting.name}: stopped before its last period (failed)")
-    return stop is not None and stop()
+        if stopped:
+            return True
+    return False
 
 
 def _env_steps(run_dir: Path) -> int:
@@ -392,7 +404,7 @@ def tune(
     on_batch: Callable[[str], None] | None = None,
     stop: Callable[[], bool] | None = None,
     tracking: Tracking = DEFAULT_TRACKING,
-) -> TuneResult:
+) -> TuneResult | None:
     """Run (or resume, or join as another worker) the study of ``space`` over ``base``.
 
     Args:
@@ -420,6 +432,15 @@ def tune(
       tracking: the experiment trackers each trial's run logs to
         (:mod:`jaxrl.io.tracking`), grouped by the tuning directory's name.
 
+    In a job of several processes (:func:`jaxrl.training.initialize_distributed`; JAX
+    environments only) every process calls it with the same arguments: process 0 alone
+    asks and tells the study and writes the tuning directory, and sends each batch's
+    settings to the others; each group's trials x seeds are split over every process's
+    devices as a sweep's. Process 0 returns the result, the others None.
+
+    Returns:
+      The study's result (None in a process of a job other than process 0).
+
     Raises:
       TuneError: an invalid space, sampler, pruner or directory, before anything compiles.
     """
@@ -432,36 +453,107 @@ def tune(
             raise TuneError(f"{name} must be a positive integer, got {value}")
     path = Path(tune_dir)
     tracking = tracking.grouped(path.resolve().name)
-    study = _open_study(
-        base, space, path, sampler, sampler_seed, pruner, storage, study_name, objective_evals
-    )
-    say(f"Tuning directory {path}")
-    adopted, retried = _retry_orphans(study, base, space, path)
-    if retried:
-        say(f"trials {', '.join(map(str, retried))} of a stopped worker: asked again")
-    if adopted:
-        numbers = ", ".join(s.name[6:] for _, s in adopted)
-        say(f"trials {numbers} of a stopped worker: resumed from their checkpoints")
-        if _train_batch(
-            adopted, path, objective_evals, say, resume=True, stop=stop, tracking=tracking
-        ):
-            return write_summary(path, study, space, base, objective_evals)
-    if enqueue_base and not study.trials:
-        base_values = _base_values(base, space)
-        values = {d.name: label(base_values[d.name]) for d in space}
-        study.enqueue_trial(values, skip_if_exists=True)  # another worker may have, just now
+    if several_processes():
+        _check_job(base)
+    study = _open_in_step(
+        lambda: _open_study(
+            base, space, path, sampler, sampler_seed, pruner, storage, study_name,
+            objective_evals,
+        )
+    )  # fmt: skip
+    if study is not None:  # this process talks to the study
+        say(f"Tuning directory {path}")
+        # A job of several processes trains only the batches all its processes share: a dead
+        # worker's trials are asked again there, not adopted.
+        adoptable = None if several_processes() else base
+        adopted, retried = _retry_orphans(study, adoptable, space, path)
+        if retried:
+            say(f"trials {', '.join(map(str, retried))} of a stopped worker: asked again")
+        if adopted:
+            numbers = ", ".join(s.name[6:] for _, s in adopted)
+            say(f"trials {numbers} of a stopped worker: resumed from their checkpoints")
+            if _train_batch(
+                adopted, path, objective_evals, say, resume=True, stop=stop, tracking=tracking
+            ):
+                return write_summary(path, study, space, base, objective_evals)
+        if enqueue_base and not study.trials:
+            base_values = _base_values(base, space)
+            values = {d.name: label(base_values[d.name]) for d in space}
+            study.enqueue_trial(values, skip_if_exists=True)  # another worker may have, just now
     batches = 0
     while stop_after_batches is None or batches < stop_after_batches:
-        ended, running = _counts(study)
-        asked = _ask(study, base, space, min(batch, trials - ended - running), say)
+        asked = None
+        if study is not None:
+            ended, running = _counts(study)
+            asked = _ask(study, base, space, min(batch, trials - ended - running), say)
+        asked = _shared_batch(asked, base)
         if asked is None:
             break
         batches += 1
         say(f"batch {batches}: trials {', '.join(s.name[6:] for _, s in asked)}")
-        if _train_batch(asked, path, objective_evals, say, stop=stop, tracking=tracking):
+        stopped = _train_batch(asked, path, objective_evals, say, stop=stop, tracking=tracking)
+        if study is not None:
+            write_summary(path, study, space, base, objective_evals)
+        if stopped:
             break
-        write_summary(path, study, space, base, objective_evals)
-    return write_summary(path, study, space, base, objective_evals)
+    return None if study is None else write_summary(path, study, space, base, objective_evals)
+
+
+def _check_job(base: RunConfig) -> None:
+    """In a job of several processes: a JAX environment, and search seeds that split evenly
+    over the job's devices."""
+    from jaxrl.training.sharding import SeedPlacement
+
+    if base.backend != "jax":
+        raise TuneError(
+            f"a study on a host environment ({base.env}) runs in one process: run more tune "
+            "workers on the same --storage instead of several processes"
+        )
+    SeedPlacement.for_job().check(base.num_seeds)
+
+
+def _open_in_step(open_study: Callable[[], Any]) -> Any:
+    """``open_study()`` by process 0 of a job of several processes (the only process of one),
+    which alone talks to the study: the study there, None in the others. If it fails, every
+    process stops."""
+    from jaxrl.training.sharding import is_primary, processes_agree
+
+    if not several_processes():
+        return open_study()
+    study, failure = None, None
+    if is_primary():
+        try:
+            study = open_study()
+        except (TuneError, SweepError) as error:
+            failure = error
+    if not processes_agree(failure is None):
+        raise failure or TuneError("another process of the job could not open the study")
+    return study
+
+
+def _shared_batch(
+    asked: list[tuple[Any, Setting]] | None, base: RunConfig
+) -> list[tuple[Any, Setting]] | None:
+    """Process 0's batch (``asked``: its trials and their settings; None: the study has
+    ended) in every process of a job: the settings made anew from their values, the trials
+    None outside process 0."""
+    from jaxrl.training.sharding import is_primary, primary_value
+
+    if not several_processes():
+        return asked
+    if is_primary():
+        described = None if asked is None else [[s.name, s.values] for _, s in asked]
+        data = np.frombuffer(json.dumps(described).encode(), np.uint8)
+    else:
+        data = np.zeros(0, np.uint8)
+    size = int(primary_value(np.asarray(data.size, np.int32)))
+    data = primary_value(data if is_primary() else np.zeros(size, np.uint8))
+    if is_primary():
+        return asked
+    described = json.loads(bytes(data).decode())
+    if described is None:
+        return None
+    return [(None, make_setting(base, values, name, "trial")) for name, values in described]
 
 
 def _open_study(

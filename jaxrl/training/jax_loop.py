@@ -48,7 +48,8 @@ class JaxLoop:
 
     With a ``placement`` that splits seeds over the devices of a job of several processes,
     the ``[G * S]`` axis is split over them, each device running the programs on its block
-    (their compile time is then not measured).
+    (their compile time is then not measured); the evaluations split each setting's ``S``
+    seeds over them as a run's (so ``S`` must be a multiple of the devices).
 
     Args:
       agents: the settings' algorithm objects.
@@ -195,12 +196,18 @@ class JaxLoop:
             placement,
         )
         keys = self.placement.put(seed_keys(seed, self.num_seeds))
+        part = self.part
+        if placement is not None and self.num_settings > 1:
+            # A setting's seeds are split over every device as a run's are: the [G * S]
+            # axis gathered, each setting's block placed anew.
+            state, obs_stats = self.placement.gather((state, obs_stats))
+            part = lambda tree, g: self.placement.put(self.part(tree, g))  # noqa: E731
         returns = []
         for g, agent in enumerate(self.agents):
             own = program(
                 jax.tree_util.tree_leaves(agent),
-                self.part(state, g),
-                self.part(obs_stats, g),
+                part(state, g),
+                part(obs_stats, g),
                 keys,
                 np.asarray(bool(deterministic)),
             )

@@ -19,8 +19,9 @@ reads) describe. From then on ``jax.devices()`` lists every process's devices, a
 - :func:`gather_seeds` brings such arrays, whose shards live in several processes, to every
   process as NumPy arrays (``jax.experimental.multihost_utils.process_allgather``;
   ``jax.device_get`` reads only this process's shards).
-- :func:`processes_agree` and :func:`barrier` keep the processes in step where only one of
-  them writes (process 0 writes the run directory; :func:`is_primary`).
+- :func:`processes_agree`, :func:`primary_value` and :func:`barrier` keep the processes in
+  step where only one of them writes or reads the files (process 0 writes the run or sweep
+  directory; :func:`is_primary`).
 
 On a CPU the processes exchange data through JAX's CPU collectives (gloo), so the same code
 runs, and is tested, as several processes on one machine. ``train_sharded(train, keys)``
@@ -215,6 +216,19 @@ def processes_agree(ok: bool) -> bool:
 
     flags = multihost_utils.process_allgather(np.asarray([bool(ok)]))
     return bool(np.all(flags))
+
+
+def primary_value(value: Any) -> np.ndarray:
+    """Process 0's ``value`` (an array, or a tree of them, of the same shapes in every
+    process) on every process, as NumPy: what every process must agree on where only
+    process 0 reads the files that decide it (a collective: every process calls it at the
+    same point). ``value`` itself, as NumPy, for a single process."""
+    if not several_processes():
+        return jax.tree_util.tree_map(np.asarray, value)
+    from jax.experimental import multihost_utils
+
+    shared = multihost_utils.broadcast_one_to_all(jax.tree_util.tree_map(np.asarray, value))
+    return jax.tree_util.tree_map(np.asarray, shared)
 
 
 def barrier(name: str) -> None:

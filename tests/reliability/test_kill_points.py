@@ -1,0 +1,302 @@
+"""Kill points: the commands killed at seeded random points (SIGKILL: no chance to clean up;
+SIGTERM: a preemption) and started again until they finish, against an uninterrupted run.
+
+Each test is a chain: the command starts, is killed once its progress (evaluation periods
+logged) reaches a drawn target plus a drawn delay, and starts again (``--resume`` or the
+same command) for the next kill point, until a last call finishes it. Then:
+
+- the JAX driver (``jaxrl train``, ``jaxrl sweep``, ``jaxrl tune`` on gymnax): the final
+  results equal an uninterrupted run's exactly (every evaluation of every period and seed,
+  and the final evaluation);
+- the host driver (``jaxrl train --backend gymnasium``, the MuJoCo table): a resumed run
+  continues on fresh environments (documented), so its numbers differ from an uninterrupted
+  run's; what must hold is that nothing is lost or repeated: every evaluation period and
+  update logged exactly once per seed, every file readable.
+
+Every kill is counted: the tests assert that each drawn point was reached with the command
+still running (20 points in all: train JAX 6, train host 4, sweep 4, tune 4, table 2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jaxrl.io import read_csv
+
+ROOT = Path(__file__).resolve().parents[2]
+PERIODS = 24  # evaluation periods of 128 env steps per seed
+TINY = [
+    *("--num-envs", "4", "--num-steps", "32", "--eval-every", "128", "--eval-episodes", "2"),
+    *("--hidden-sizes", "8", "--num-seeds", "2", "--checkpoint-every", "1"),
+]
+SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM}
+
+
+@pytest.fixture(scope="module")
+def environment(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return {
+        **os.environ,
+        "JAX_COMPILATION_CACHE_DIR": str(tmp_path_factory.mktemp("xla-cache")),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PLATFORMS": "cpu",
+        "COLUMNS": "200",
+    }
+
+
+def kill_points(seed: int, count: int, last: int) -> list[tuple[int, float, str]]:
+    """``count`` kill points drawn with ``seed``: increasing progress targets in
+    ``[1, last]``, a delay after each (0-50 ms) and the signal."""
+    rng = np.random.default_rng(seed)
+    targets = np.sort(rng.choice(np.arange(1, last + 1), count, replace=False))
+    delays = rng.uniform(0.0, 0.05, count)
+    names = rng.choice(sorted(SIGNALS), count)
+    return [(int(t), float(d), str(n)) for t, d, n in zip(targets, delays, names, strict=True)]
+
+
+def periods_logged(files: Sequence[Path], seeds: int = 2) -> int:
+    """Evaluation periods logged in the ``evals.csv`` files, summed (the initial policy's
+    evaluation not counted)."""
+    total = 0
+    for path in files:
+        if path.is_file():
+            total += max((path.read_text().count("\n") - 1) // seeds - 1, 0)
+    return total
+
+
+def kill_chain(
+    command: list[str],
+    again: list[str],
+    progress: Callable[[], int],
+    points: list[tuple[int, float, str]],
+    environment: dict[str, str],
+    script: Sequence[str] = ("-m", "jaxrl"),
+    timeout: float = 600,
+) -> list[str]:
+    """Run ``command``, kill it at each of ``points`` (starting ``again`` after each kill),
+    then run ``again`` to the end. Returns the kills' descriptions; asserts that each came
+    while the command ran, and that no call printed a traceback."""
+    done, args = [], command
+    for target, delay, name in points:
+        process = subprocess.Popen(
+            [sys.executable, *script, *map(str, args)],
+            cwd=ROOT,
+            env=environment,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + timeout
+        while process.poll() is None and progress() < target:
+            assert time.monotonic() < deadline, f"kill point {target} not reached"
+            time.sleep(0.002)
+        time.sleep(delay)
+        running = process.poll() is None
+        if running:
+            process.send_signal(SIGNALS[name])
+        _, stderr = process.communicate(timeout=timeout)
+        assert running, f"the command ended before kill point {target}: {stderr[-2000:]}"
+        assert "Traceback" not in stderr, stderr[-3000:]
+        if name == "SIGTERM":  # stopped at a period's end (or finished it), said how to go on
+            assert process.returncode in (0, 130), stderr[-3000:]
+        done.append(f"{name} at {target}+{delay * 1000:.0f}ms")
+        args = again
+    final = subprocess.run(
+        [sys.executable, *script, *map(str, again)],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert final.returncode == 0, final.stderr[-3000:]
+    return done
+
+
+def run(args: list, environment: dict[str, str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "jaxrl", *map(str, args)],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def evals(run_dir: Path) -> dict[str, np.ndarray]:
+    return {k: v for k, v in read_csv(run_dir / "evals.csv").items() if k != "wall_time"}
+
+
+def assert_same_run(run_dir: Path, plain: Path) -> None:
+    """Every evaluation (period, seed) and the final evaluation of an uninterrupted run."""
+    got, want = evals(run_dir), evals(plain)
+    assert got.keys() == want.keys()
+    for name in got:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=f"{run_dir}: {name}")
+    assert (run_dir / "final_eval.json").read_text() == (plain / "final_eval.json").read_text()
+
+
+def assert_logged_once(run_dir: Path, periods: int, seeds: int = 2) -> None:
+    """Each seed's evaluations at every period from 0 to ``periods``, each once; one update
+    row per seed and update (one update per period here); every file readable."""
+    logged = read_csv(run_dir / "evals.csv")
+    for seed in range(seeds):
+        np.testing.assert_array_equal(
+            logged["period"][logged["seed"] == seed], np.arange(periods + 1)
+        )
+    updates = read_csv(run_dir / "updates.csv")
+    for seed in range(seeds):
+        np.testing.assert_array_equal(
+            np.sort(updates["update"][updates["seed"] == seed]), np.arange(1, periods + 1)
+        )
+    json.loads((run_dir / "final_eval.json").read_text())
+    json.loads((run_dir / "config.json").read_text())
+
+
+@pytest.mark.slow
+def test_train_on_the_jax_driver_killed_at_six_points_ends_as_if_uninterrupted(
+    environment: dict[str, str], tmp_path: Path
+):
+    budget = ["--total-steps", str(128 * PERIODS)]
+    run_dir, plain = tmp_path / "run", tmp_path / "plain"
+    kills = kill_chain(
+        ["train", "trpo", *TINY, *budget, "--run-dir", run_dir],
+        ["train", "trpo", "--resume", run_dir],
+        lambda: periods_logged([run_dir / "evals.csv"]),
+        kill_points(1, 6, PERIODS - 4),
+        environment,
+    )
+    assert len(kills) == 6, kills
+    run(["train", "trpo", *TINY, *budget, "--run-dir", plain], environment)
+    assert_same_run(run_dir, plain)
+    assert_logged_once(run_dir, PERIODS)
+
+
+@pytest.mark.slow
+def test_train_on_the_host_driver_killed_at_four_points_loses_and_repeats_nothing(
+    environment: dict[str, str], tmp_path: Path
+):
+    periods = 12
+    run_dir = tmp_path / "run"
+    command = ["train", "trpo", "--backend", "gymnasium", *TINY]
+    command += ["--total-steps", str(128 * periods), "--run-dir", run_dir]
+    kills = kill_chain(
+        command,
+        ["train", "trpo", "--resume", run_dir],
+        lambda: periods_logged([run_dir / "evals.csv"]),
+        kill_points(2, 4, periods - 3),
+        environment,
+    )
+    assert len(kills) == 4, kills
+    assert_logged_once(run_dir, periods)
+
+
+@pytest.mark.slow
+def test_a_sweep_killed_at_four_points_ends_as_if_uninterrupted(
+    environment: dict[str, str], tmp_path: Path
+):
+    sweep = ["sweep", "trpo", *TINY, "--total-steps", str(128 * PERIODS)]
+    sweep += ["--sweep", "max-kl=0.005,0.02"]
+    sweep_dir, whole = tmp_path / "sweep", tmp_path / "whole"
+    settings = ("max_kl=0.005", "max_kl=0.02")
+    kills = kill_chain(
+        [*sweep, "--sweep-dir", sweep_dir],
+        [*sweep, "--sweep-dir", sweep_dir],
+        lambda: periods_logged([sweep_dir / "runs" / settings[0] / "evals.csv"]),
+        kill_points(3, 4, PERIODS - 4),
+        environment,
+    )
+    assert len(kills) == 4, kills
+    run([*sweep, "--sweep-dir", whole], environment)
+    for setting in settings:
+        assert_same_run(sweep_dir / "runs" / setting, whole / "runs" / setting)
+        assert_logged_once(sweep_dir / "runs" / setting, PERIODS)
+    ranking = (sweep_dir / "sweep.md").read_text()
+    assert ranking == (whole / "sweep.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_tune_killed_at_four_points_finishes_its_trials_each_as_a_plain_run(
+    environment: dict[str, str], tmp_path: Path
+):
+    """No trial is lost or trained twice to the end: the study ends with the trials asked
+    for complete (a trial killed before its first checkpoint is failed and asked again,
+    marked so), and each complete trial's numbers are a plain run's with its values."""
+    import optuna
+
+    periods, trials = 12, 3
+    tune = ["tune", "trpo", *TINY, "--total-steps", str(128 * periods)]
+    tune += ["--search", "max-kl=0.01,0.02", "--trials", str(trials), "--batch", "1"]
+    tune_dir = tmp_path / "tune"
+    kills = kill_chain(
+        [*tune, "--tune-dir", tune_dir],
+        [*tune, "--tune-dir", tune_dir],
+        lambda: periods_logged(list((tune_dir / "trials").glob("*/evals.csv"))),
+        kill_points(4, 4, trials * periods - 4),
+        environment,
+    )
+    assert len(kills) == 4, kills
+    storage = optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(tune_dir / "study.log"))
+    )
+    study = optuna.load_study(study_name="tune", storage=storage)
+    states = [t.state.name for t in study.trials]
+    assert states.count("COMPLETE") == trials, states
+    for trial in study.trials:
+        assert trial.state.name == "COMPLETE" or trial.user_attrs.get("orphaned"), trial
+    plains: dict[float, Path] = {}
+    for trial in study.trials:
+        if trial.state.name != "COMPLETE":
+            continue
+        max_kl = float(trial.params["max_kl"])
+        if max_kl not in plains:
+            plains[max_kl] = tmp_path / f"plain-{max_kl}"
+            options = ["--max-kl", max_kl, "--seed", "1000", "--run-dir", plains[max_kl]]
+            run(["train", "trpo", *TINY, "--total-steps", 128 * periods, *options], environment)
+        trial_dir = tune_dir / "trials" / f"trial-{trial.number}"
+        assert_same_run(trial_dir, plains[max_kl])
+        assert_logged_once(trial_dir, periods)
+
+
+@pytest.mark.slow
+def test_the_mujoco_table_killed_at_two_points_records_every_group_once(
+    environment: dict[str, str], tmp_path: Path
+):
+    """The table command (``--quick``: TRPO on InvertedPendulum, DDPG on Hopper, host
+    driver) killed twice: every group's rows recorded once, each with every evaluation."""
+    pytest.importorskip("mujoco")
+    periods = 4
+    command = [str(ROOT / "benchmarks" / "mujoco_table.py"), "--quick", "--no-tianshou"]
+    command += ["--out", str(tmp_path), "--total-steps", str(1024 * periods)]
+    results = tmp_path / "mujoco_table.jsonl"
+
+    def progress() -> int:  # periods of the groups under way, and of the recorded ones
+        runs = list((tmp_path / "mujoco_table_runs").glob("*/evals.csv"))
+        recorded = results.read_text().count("\n") if results.is_file() else 0
+        return periods_logged(runs) + recorded // 2 * periods
+
+    kills = kill_chain(
+        [],
+        [],
+        progress,
+        kill_points(5, 2, 2 * periods - 2),
+        environment,
+        script=command,
+    )
+    assert len(kills) == 2, kills
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert sorted((r["algo"], r["seed"]) for r in rows) == [
+        ("ddpg", 0), ("ddpg", 1), ("trpo", 0), ("trpo", 1)
+    ]  # fmt: skip
+    for row in rows:
+        assert row["eval_env_steps"] == [1024 * p for p in range(1, periods + 1)], row
