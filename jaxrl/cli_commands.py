@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrl.cli_parse import (
+    PROG,
     CompareCommand,
     EvaluateCommand,
     PlotCommand,
@@ -191,6 +192,20 @@ def _backends(values: dict[str, Any]) -> tuple[str, str, str | None]:
     return backend, env_backend, brax_backend
 
 
+def _write_fault(error: OSError, resume_cmd: str) -> int:
+    """A file that could not be written during training, as one line (exit status 1): the
+    files written before it are whole (:mod:`jaxrl.io.atomic`, checkpoints committed only
+    when complete), so the command continues from the last checkpoint."""
+    where = f" {error.filename}" if error.filename else ""
+    reason = error.strerror or str(error)
+    print(
+        f"{PROG}: error: cannot write{where}: {reason}; what was saved before is intact: fix "
+        f"it (free space, permissions) and continue with: {resume_cmd}",
+        file=sys.stderr,
+    )
+    return 1
+
+
 def _format_seconds(seconds: float) -> str:
     minutes, seconds = divmod(round(seconds), 60)
     return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
@@ -283,6 +298,9 @@ def train(args: Any, argv: list[str]) -> int:
     except KeyboardInterrupt:
         print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
         return 130
+    except OSError as error:  # a full disk, a directory that became unwritable
+        again = resume_cmd if run_dir.config.is_file() else "jaxrl " + " ".join(argv)
+        return _write_fault(error, again)
     except CheckpointError as error:  # no checkpoint of the run restores
         raise UsageError(f"--resume {run_dir.path}: {error}; train it anew") from None
     except TrackingError as error:  # wandb could not start (not logged in, ...)
@@ -481,6 +499,8 @@ def sweep(args: Any, argv: list[str]) -> int:
     except KeyboardInterrupt:
         print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
         return 130
+    except OSError as error:  # a full disk, a directory that became unwritable
+        return _write_fault(error, resume_cmd)
     except UsageError:
         raise  # the same line in every process, before any of them trains
     except Exception:
@@ -579,6 +599,8 @@ def tune(args: Any, argv: list[str]) -> int:
     except KeyboardInterrupt:
         print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
         return 130
+    except OSError as error:  # a full disk, a directory that became unwritable
+        return _write_fault(error, resume_cmd)
     except UsageError:
         raise  # the same line in every process, before any of them trains
     except Exception:

@@ -42,9 +42,11 @@ class CheckpointDamaged(CheckpointError):
 
 
 def _quiet_orbax() -> None:
-    # orbax logs every save and restore through absl at INFO/WARNING level.
+    # orbax logs every save and restore through absl at INFO/WARNING level, and a failed
+    # background write with its traceback at ERROR level; the failure reaches the caller
+    # as an exception (the command's one line), so none of it is shown.
     for name in ("absl", "orbax", "orbax.checkpoint"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def _several_processes() -> bool:

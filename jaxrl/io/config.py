@@ -27,6 +27,7 @@ from jaxrl.algorithms._common import field_help
 from jaxrl.algorithms._common import linear_schedule as linear_schedule  # re-exported
 from jaxrl.algorithms.noise import parse_noise as parse_noise  # re-exported
 from jaxrl.algorithms.presets import get_preset, presets_help
+from jaxrl.io.atomic import write_text
 from jaxrl.training.settings import (
     REQUIRED,
     RunSettings,
@@ -323,10 +324,7 @@ class RunConfig(RunSettings):
 
     def save(self, path: Path) -> None:
         """Write :meth:`to_dict` as JSON (atomically: a temporary file renamed)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        tmp.replace(path)
+        write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> RunConfig:

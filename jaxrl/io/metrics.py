@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxrl.io.atomic import replace_file
 from jaxrl.io.run_dir import RunDir
 
 UPDATE_COLUMNS = ("seed", "period", "update", "env_steps", "train_return")
@@ -94,10 +95,7 @@ def truncate_csv(path: Path, last_period: int) -> None:
         return
     period = rows[0].index("period")
     kept = [rows[0]] + [row for row in rows[1:] if int(row[period]) <= last_period]
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as file:
-        csv.writer(file).writerows(kept)
-    tmp.replace(path)
+    replace_file(path, lambda tmp: _write_rows(tmp, kept))
 
 
 class CsvTable:
@@ -137,12 +135,13 @@ class CsvTable:
         with open(self.path, newline="") as file:
             rows = list(csv.reader(file))
         self.columns = (*self.columns, *extra)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w", newline="") as file:
-            writer = csv.writer(file)
-            writer.writerow(self.columns)
-            writer.writerows(row + [""] * len(extra) for row in rows[1:])
-        tmp.replace(self.path)
+        widened = [list(self.columns), *(row + [""] * len(extra) for row in rows[1:])]
+        replace_file(self.path, lambda tmp: _write_rows(tmp, widened))
+
+
+def _write_rows(path: Path, rows: list[list[str]]) -> None:
+    with open(path, "w", newline="") as file:
+        csv.writer(file).writerows(rows)
 
 
 def tensorboard_points(

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from jaxrl.io.atomic import replace_file
 from jaxrl.io.metrics import learning_curve
 from jaxrl.io.run_dir import RunDir
 from jaxrl.io.vocabulary import (
@@ -314,7 +315,6 @@ def plot_runs(
     title = figure.axes[0].get_title()
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(output.stem + ".tmp" + output.suffix)
-    figure.savefig(tmp, metadata={"Title": title} if title else None)
-    tmp.replace(output)
-    return output
+    return replace_file(
+        output, lambda tmp: figure.savefig(tmp, metadata={"Title": title} if title else None)
+    )

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxrl.io.atomic import write_text
 from jaxrl.io.metrics import learning_curve
 from jaxrl.io.published import tianshou_mujoco
 from jaxrl.io.vocabulary import (
@@ -82,7 +83,7 @@ class FinalEvaluation:
             "deterministic": [float(r) for r in self.deterministic],
             "stochastic": None if self.stochastic is None else [float(r) for r in self.stochastic],
         }
-        Path(path).write_text(json.dumps(data, indent=2) + "\n")
+        write_text(path, json.dumps(data, indent=2) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> FinalEvaluation | None:

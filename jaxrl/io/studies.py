@@ -45,6 +45,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxrl.io.atomic import replace_file, write_dict_rows, write_text
 from jaxrl.io.config import RunConfig
 from jaxrl.io.grid import SweepError, cell
 from jaxrl.io.report import CurveSummary, FinalEvaluation
@@ -220,7 +221,7 @@ def _open_sweep_dir(path: Path, described: dict[str, Any]) -> None:
     if path.exists() and any(path.iterdir()):
         raise SweepError(f"{path} exists and is not a sweep directory; choose another")
     (path / "runs").mkdir(parents=True, exist_ok=True)
-    saved_path.write_text(json.dumps(described, indent=2) + "\n")
+    write_text(saved_path, json.dumps(described, indent=2) + "\n")
 
 
 def _finished(run_dir: Path) -> bool:
@@ -512,12 +513,9 @@ def write_summary(path: Path, settings: Sequence[Setting], fields: Sequence[str]
             rows.extend(_row(setting, run_dir, fields))
             curves[setting.name] = CurveSummary.load(run_dir / "evals.csv")
     if rows:
-        with open(path / "sweep.csv", "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        write_dict_rows(path / "sweep.csv", rows, list(rows[0]))
     ranked = ranking(rows, fields)
-    (path / "sweep.md").write_text(ranking_markdown(ranked, fields, len(settings)))
+    write_text(path / "sweep.md", ranking_markdown(ranked, fields, len(settings)))
     if ranked:
         _ranking_figure(ranked, path / "sweep.png")
     return SweepResult(path, rows, ranked, curves, len(curves), len(settings))
@@ -564,4 +562,4 @@ def _ranking_figure(ranked: Sequence[dict[str, Any]], path: Path) -> None:
     axes.set_yticks(y, [e["setting"] for e in order], fontsize=8)
     axes.set_xlabel("final policy, deterministic return (mean and 95% CI across seeds)")
     axes.grid(axis="x", alpha=0.3)
-    figure.savefig(path)
+    replace_file(path, figure.savefig)

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxrl.io.atomic import write_text
 from jaxrl.io.metrics import tensorboard_points
 from jaxrl.io.report import FinalEvaluation
 from jaxrl.io.run_dir import RunDir
@@ -169,7 +170,7 @@ def wandb_run_id(run_dir: RunDir) -> str:
         return path.read_text().strip()
     alphabet = string.ascii_lowercase + string.digits  # wandb's own ids: 8 of these
     run_id = "".join(secrets.choice(alphabet) for _ in range(8))
-    path.write_text(run_id + "\n")
+    write_text(path, run_id + "\n")
     return run_id
 
 

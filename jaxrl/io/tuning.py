@@ -18,9 +18,12 @@ group a pruned trial stops reporting, and the group stops where all its trials a
 **Workers**: processes on one machine or several may run :func:`tune` on one study (the
 same ``storage`` and ``study_name``): each asks its own trials, so none is trained twice;
 the study ends when ``trials`` trials are complete, pruned or failed. A worker that starts
-takes over the RUNNING trials of this machine's dead workers (process gone, or rebooted
-since): a trial with a checkpoint continues from it (the trials of a JAX group from the
-newest period they all have), any other is asked again. SIGTERM (``stop``) leaves the
+takes over the RUNNING trials of dead workers: this machine's whose process is gone (or
+that ran before a reboot), and another machine's whose heartbeat (renewed each evaluation
+period) is older than a lease (:data:`LEASE_SECONDS`; a worker that finds its trial taken
+over stops training it and tells nothing, so no trial is trained twice to the end). A trial
+with a checkpoint continues from it (the trials of a JAX group from the newest period they
+all have), any other is asked again. SIGTERM (``stop``) leaves the
 trials under way so, checkpointed at their period.
 
 **Seeds**: the command line's search seeds start at 1000 (``jaxrl train``'s at 0); a preset
@@ -33,12 +36,14 @@ import csv
 import json
 import os
 import socket
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from jaxrl.io.atomic import write_text
 from jaxrl.io.config import RunConfig
 from jaxrl.io.grid import SweepError
 from jaxrl.io.run_dir import RunDir
@@ -173,7 +178,7 @@ def _open_tune_dir(path: Path, described: dict[str, Any]) -> None:
     if path.exists() and any(path.iterdir()):
         raise TuneError(f"{path} exists and is not a tuning directory; choose another --tune-dir")
     (path / "trials").mkdir(parents=True, exist_ok=True)
-    saved_path.write_text(json.dumps(described, indent=2) + "\n")
+    write_text(saved_path, json.dumps(described, indent=2) + "\n")
 
 
 def _boot() -> str:
@@ -184,15 +189,26 @@ def _boot() -> str:
         return ""
 
 
+LEASE_SECONDS = 1800.0
+"""How long a trial stays another machine's worker's without a heartbeat (one each
+evaluation period): after that, a worker that starts takes the trial as a dead worker's."""
+
+
 def _me() -> dict[str, Any]:
-    return {"host": socket.gethostname(), "boot": _boot(), "pid": os.getpid()}
+    """This worker, with its heartbeat (the time it last said it runs)."""
+    return {"host": socket.gethostname(), "boot": _boot(), "pid": os.getpid(), "at": time.time()}
 
 
-def _alive(worker: dict[str, Any]) -> bool:
-    """Whether the worker that asked a trial runs still (on this machine: its boot and its
-    process; another machine's workers are taken to be alive)."""
+def _same_worker(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return all(a.get(key) == b.get(key) for key in ("host", "boot", "pid"))
+
+
+def _alive(worker: dict[str, Any], lease: float = LEASE_SECONDS) -> bool:
+    """Whether the worker that asked a trial runs still: on this machine, its boot and its
+    process; on another, its heartbeat within ``lease`` seconds (a worker that records
+    none is taken to be alive)."""
     if worker.get("host") != socket.gethostname():
-        return True
+        return "at" not in worker or time.time() - float(worker["at"]) < lease
     pid = int(worker.get("pid", -1))
     if worker.get("boot", _boot()) != _boot() or pid == os.getpid():  # rebooted; or this
         return False  # process's earlier call left it
@@ -206,10 +222,15 @@ def _alive(worker: dict[str, Any]) -> bool:
 
 
 def _retry_orphans(
-    study: Any, base: RunConfig | None = None, space: Sequence[Dimension] = (), path: Path = Path()
+    study: Any,
+    base: RunConfig | None = None,
+    space: Sequence[Dimension] = (),
+    path: Path = Path(),
+    lease: float = LEASE_SECONDS,
 ) -> tuple[list[tuple[Any, Setting]], list[int]]:
-    """Trials left RUNNING by a dead worker of this machine (its process gone, or the
-    machine rebooted since): a trial whose run directory holds a checkpoint is taken
+    """Trials left RUNNING by a dead worker (:func:`_alive`: of this machine, its process
+    gone or the machine rebooted since; of another, no heartbeat for ``lease`` seconds): a
+    trial whose run directory here holds a checkpoint is taken
     over, to be resumed from it (``[(trial, setting)]``); any other is failed and its values
     asked again (``enqueue_trial``; their numbers)."""
     import optuna
@@ -218,7 +239,7 @@ def _retry_orphans(
 
     adopted, retried = [], []
     for frozen in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        if _alive(frozen.user_attrs.get("worker", {})):
+        if _alive(frozen.user_attrs.get("worker", {}), lease):
             continue
         trial = optuna.trial.Trial(study, frozen._trial_id)
         name = f"trial-{frozen.number}"
@@ -263,16 +284,32 @@ def _counts(study: Any) -> tuple[int, int]:
 
 class _Reporter:
     """One trial's progress: each period's evaluation returns in, the running objective out
-    to the study, and whether the pruner stopped it."""
+    to the study, and whether the pruner stopped it (``pruned``) or another worker took it
+    over (``lost``: this worker's heartbeat came too late, :data:`LEASE_SECONDS`); each
+    period renews this worker's heartbeat on the trial."""
 
     def __init__(self, trial: Any, objective_evals: int) -> None:
         self.trial, self.last = trial, objective_evals
         self.history: list[np.ndarray] = []
-        self.pruned = False
+        self.pruned = self.lost = False
+
+    @property
+    def ended(self) -> bool:
+        """Whether this worker trains the trial no further."""
+        return self.pruned or self.lost
 
     def report(self, period: int, returns: np.ndarray, run_dir: Path | None = None) -> None:
-        if self.pruned or self.trial is None:  # None: a process of a job other than process 0
+        if self.ended or self.trial is None:  # None: a process of a job other than process 0
             return
+        import optuna
+
+        held = self.trial.study._storage.get_trial(self.trial._trial_id)
+        if held.state != optuna.trial.TrialState.RUNNING or not _same_worker(
+            held.user_attrs.get("worker", {}), _me()
+        ):
+            self.lost = True
+            return
+        self.trial.set_user_attr("worker", _me())
         if not self.history and period > 1 and run_dir is not None:  # a resumed trial
             self.history = list(_trained_returns(run_dir)[: period - 1])
         self.history.append(np.asarray(returns, np.float64))
@@ -323,7 +360,7 @@ def _train_batch(
             del env_steps
             for setting, own in zip(group, returns, strict=True):
                 reporters[setting.name].report(period, own, dirs[setting.name])
-            pruned = all(reporters[s.name].pruned for s in group)
+            pruned = all(reporters[s.name].ended for s in group)
             return bool(primary_value(np.asarray(pruned, np.int32)))
 
         if group[0].config.backend == "jax":
@@ -348,7 +385,7 @@ def _train_batch(
                 on_period=lambda period, steps, returns, r=reporter, d=run_dir.path: r.report(
                     period, returns, d
                 ),
-                stop=lambda r=reporter: r.pruned or (stop is not None and stop()),
+                stop=lambda r=reporter: r.ended or (stop is not None and stop()),
                 on_setup=resumed,
                 tracking=tracking,
             )
@@ -359,7 +396,9 @@ def _train_batch(
                 continue
             returns = _trained_returns(run_dir.path)
             trial.set_user_attr("env_steps", _env_steps(run_dir.path))
-            if reporter.pruned:
+            if reporter.lost:
+                say(f"  {setting.name}: taken over by another worker (its lease ran out)")
+            elif reporter.pruned:
                 trial.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
                 say(f"  {setting.name}: pruned after {returns.shape[0]} evaluation periods")
             elif run_dir.final_eval.is_file():

@@ -14,13 +14,13 @@
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from jaxrl.io.atomic import replace_file, write_dict_rows, write_text
 from jaxrl.io.config import RunConfig
 from jaxrl.io.search_space import Dimension, label
 
@@ -70,13 +70,8 @@ def write_summary(
         row["env_steps"] = trial.user_attrs.get("env_steps")
         row["seeds"] = " ".join(map(str, trial.user_attrs.get("seeds", [])))
         rows.append(row)
-    with open(path / "tune.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(
-            handle, fieldnames=["trial", "state", "objective", *[d.name for d in space],
-                                "env_steps", "seeds"],
-        )  # fmt: skip
-        writer.writeheader()
-        writer.writerows(rows)
+    columns = ["trial", "state", "objective", *[d.name for d in space], "env_steps", "seeds"]
+    write_dict_rows(path / "tune.csv", rows, columns)
     complete = sorted(
         (r for r in rows if r["state"] == "complete"), key=lambda r: -float(r["objective"])
     )
@@ -87,7 +82,7 @@ def write_summary(
         _write_preset_file(path / "best.json", base, space, best, len(rows), objective_evals)
     pruned_steps = [int(r["env_steps"] or 0) for r in rows if r["state"] == "pruned"]
     markdown = _markdown(path, base, space, complete, count, running, pruned_steps)
-    (path / "tune.md").write_text(markdown)
+    write_text(path / "tune.md", markdown)
     _figures(path, study, len(complete))
     return TuneResult(
         path, study, rows, best, count["complete"], count["pruned"], count["fail"], running
@@ -161,9 +156,7 @@ def _write_preset_file(
             "env_steps_per_trial": base.layout.total_steps,
         },
     }
-    tmp = file.with_name(file.name + ".tmp")
-    tmp.write_text(json.dumps(preset, indent=2) + "\n")
-    tmp.replace(file)
+    write_text(file, json.dumps(preset, indent=2) + "\n")
 
 
 def _pruning_line(pruned_steps: Sequence[int], pruned: int, total: int) -> str:
@@ -238,5 +231,7 @@ def _figures(path: Path, study: Any, complete: int) -> None:
                 axes = draw(study)
             except (ValueError, RuntimeError):  # e.g. importances of a single-valued space
                 continue
-        axes.figure.savefig(path / name, dpi=110, bbox_inches="tight")
+        replace_file(
+            path / name, lambda tmp, f=axes.figure: f.savefig(tmp, dpi=110, bbox_inches="tight")
+        )
         plt.close(axes.figure)

@@ -258,6 +258,45 @@ def test_a_trial_of_a_worker_before_a_reboot_is_asked_again(tmp_path):
     assert study.get_trials()[3].system_attrs["fixed_params"] == study.get_trials()[0].params
 
 
+def test_another_machines_trial_without_a_heartbeat_for_a_lease_is_asked_again(tmp_path):
+    """A worker on another machine renews its heartbeat each period: a trial whose worker's
+    heartbeat is older than the lease is a dead worker's; a fresh one is left to it; and a
+    worker whose trial was taken over stops reporting (and would tell nothing)."""
+    import time
+
+    import numpy as np
+    import optuna
+    from optuna.storages.journal import JournalFileBackend
+
+    from jaxrl.io.tuning import LEASE_SECONDS, _me, _Reporter, _retry_orphans
+
+    storage = optuna.storages.JournalStorage(JournalFileBackend(str(tmp_path / "s.log")))
+    study = optuna.create_study(storage=storage, direction="maximize")
+    now = time.time()
+    workers = [
+        {"host": "another-machine", "boot": "?", "pid": 1, "at": now - LEASE_SECONDS - 1},
+        {"host": "another-machine", "boot": "?", "pid": 1, "at": now - 60},
+    ]
+    for worker in workers:
+        trial = study.ask({"max_kl": optuna.distributions.FloatDistribution(0.001, 0.1)})
+        trial.set_user_attr("worker", worker)
+    assert _retry_orphans(study) == ([], [0])
+    assert [t.state.name for t in study.get_trials()] == ["FAIL", "RUNNING", "WAITING"]
+
+    mine = study.ask({"max_kl": optuna.distributions.FloatDistribution(0.001, 0.1)})
+    mine.set_user_attr("worker", _me())
+    reporter = _Reporter(mine, objective_evals=1)
+    reporter.report(1, np.array([1.0, 2.0]))
+    assert not reporter.ended and study.get_trials()[mine.number].intermediate_values == {1: 1.5}
+    before = study.get_trials()[mine.number].user_attrs["worker"]["at"]
+    reporter.report(2, np.array([1.0, 2.0]))
+    assert study.get_trials()[mine.number].user_attrs["worker"]["at"] >= before  # the heartbeat
+    mine.set_user_attr("worker", {**_me(), "pid": -1})  # another worker took it over
+    reporter.report(3, np.array([5.0, 5.0]))
+    assert reporter.lost and reporter.ended
+    assert 3 not in study.get_trials()[mine.number].intermediate_values
+
+
 def test_a_dead_workers_host_trial_is_resumed_from_its_checkpoint(jaxrl, tmp_path):
     """A host trial (gymnasium) whose worker was killed after a checkpoint is taken over by
     the next worker and continued from it, not trained again: it completes as trial 0, with

@@ -82,7 +82,8 @@ def kill_chain(
     script: Sequence[str] = ("-m", "jaxrl"),
     timeout: float = 600,
 ) -> list[str]:
-    """Run ``command``, kill it at each of ``points`` (starting ``again`` after each kill),
+    """Run ``command``, kill it at each of ``points`` (starting ``again`` after each kill;
+    a point is taken after the call has logged a period of its own),
     then run ``again`` to the end. Returns the kills' descriptions; asserts that each came
     while the command ran, and that no call printed a traceback."""
     done, args = [], command
@@ -96,7 +97,10 @@ def kill_chain(
             text=True,
         )
         deadline = time.monotonic() + timeout
-        while process.poll() is None and progress() < target:
+        # The point is in this call's own training: past the target, and past where the
+        # call started (a resumed call first trims what came after its checkpoint).
+        start = progress()
+        while process.poll() is None and not (progress() >= target and progress() > start):
             assert time.monotonic() < deadline, f"kill point {target} not reached"
             time.sleep(0.002)
         time.sleep(delay)
