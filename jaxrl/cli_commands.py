@@ -23,6 +23,7 @@ from jaxrl.cli_parse import (
     rewrite_aliases,
 )
 from jaxrl.cli_usage import UsageError, name_flags
+from jaxrl.io.files import DamagedFile
 
 # ---------------------------------------------------------------------------------------------
 # train
@@ -239,6 +240,8 @@ def _resolve_in_step(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
         resolved = _resolve_train(args, argv)
     except UsageError as error:
         failure = error
+    except DamagedFile as error:  # names a file, not flags
+        failure = UsageError(str(error))
     except (ValueError, TypeError, ModuleNotFoundError) as error:
         # The library names Python fields (TRPO.max_kl); the user changes flags (--max-kl).
         flags = command_spec(argv, preset_in_force(argv)).options
@@ -396,7 +399,7 @@ def _study_error(error: Exception, argv: list[str]) -> UsageError:
     it carries (as any other error here) names the flags to change."""
     from jaxrl.io.grid import SweepError
 
-    if isinstance(error, SweepError) and error.cause is None:
+    if isinstance(error, DamagedFile) or (isinstance(error, SweepError) and error.cause is None):
         return UsageError(str(error))
     flags = command_spec(argv, preset_in_force(argv)).options
     if isinstance(error, SweepError):
