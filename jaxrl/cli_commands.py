@@ -256,6 +256,7 @@ def _resolve_in_step(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
 def train(args: Any, argv: list[str]) -> int:
     import numpy as np
 
+    from jaxrl.envs import EnvironmentError_
     from jaxrl.io.checkpoints import CheckpointError
     from jaxrl.io.preemption import Preemption
     from jaxrl.io.runner import train_run
@@ -290,6 +291,11 @@ def train(args: Any, argv: list[str]) -> int:
         raise UsageError(f"--resume {run_dir.path}: {error}; train it anew") from None
     except TrackingError as error:  # wandb could not start (not logged in, ...)
         raise UsageError(f"{error}; the run directory stays: continue with {resume_cmd}") from None
+    except EnvironmentError_ as error:  # a fault during training: the checkpoints stand
+        message = " ".join(str(error).split())
+        print(f"jaxrl: error: {message}; the run stopped: continue with: {resume_cmd}",
+              file=sys.stderr)  # fmt: skip
+        return 1
     except Exception:
         if several_processes():  # stop now: the others cannot go on without this process
             import traceback

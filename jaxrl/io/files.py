@@ -9,7 +9,9 @@ before that write.
 
 from __future__ import annotations
 
+import collections
 import csv
+import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -97,13 +99,17 @@ def read_csv_rows(
         if len(row) != len(header):
             why = f"line {number}: expected {len(header)} columns, got {len(row)}"
             raise DamagedFile(path, why, remedy)
-        for cell in row:
-            try:
-                if cell != "":
-                    float(cell)
-            except ValueError:
-                why = f"line {number}: {cell!r} is not a number"
-                raise DamagedFile(path, why, remedy) from None
+    try:  # every cell in one pass of C loops (DDPG's updates.csv has millions of rows)
+        collections.deque(map(float, filter(None, itertools.chain.from_iterable(rows))), 0)
+    except ValueError:  # find the line
+        for number, row in enumerate(rows, 2):
+            for cell in row:
+                try:
+                    if cell != "":
+                        float(cell)
+                except ValueError:
+                    why = f"line {number}: {cell!r} is not a number"
+                    raise DamagedFile(path, why, remedy) from None
     return header, rows
 
 

@@ -115,7 +115,10 @@ class CsvTable:
         self.leading = tuple(leading)
         self.columns: tuple[str, ...] | None = None
         if self.path.exists() and self.path.stat().st_size > 0:
-            self.columns = tuple(read_csv_rows(self.path, RUN_REMEDY)[0]) or None
+            with open(self.path, newline="") as file:  # checked when the resume trimmed it
+                header = file.readline()
+            if header.endswith("\n"):
+                self.columns = tuple(next(csv.reader([header])))
 
     def append(self, rows: Iterable[dict[str, Any]]) -> None:
         """Append rows (dicts); a row's missing columns are empty cells."""

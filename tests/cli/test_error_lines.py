@@ -6,13 +6,15 @@ The cases run in this process (:func:`jaxrl.cli.main`, as the other command test
 of ``PROCESS`` run as the installed command in a process of its own too. None trains: the
 usage errors stop before JAX is imported, the grids before anything compiles, and the
 damaged files are made here (``test_damaged_files.py`` damages real runs, sweeps and
-studies)."""
+studies). A fault of the environment during training ends in one line too, with exit status 1
+and the command that resumes the run."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
 from .helpers import TINY, single_error_line
@@ -151,3 +153,33 @@ def test_the_command_in_a_process_of_its_own_says_the_same(
         argv, expected = {**USAGE, **GRIDS}[case]
     line = single_error_line(jaxrl_process(*_argv(argv, tmp_path), cwd=tmp_path))
     assert expected in line, line
+
+
+class _FaultyPendulum(gym.Wrapper):
+    """Pendulum whose 430th step over all instances raises: in period 2 of the run below,
+    after period 1's checkpoint (the first evaluation and period 1 take 416 steps)."""
+
+    calls = 0
+
+    def __init__(self) -> None:
+        super().__init__(gym.make("Pendulum-v1"))
+
+    def step(self, action):
+        type(self).calls += 1
+        if type(self).calls == 430:
+            raise RuntimeError("simulator exploded")
+        return self.env.step(action)
+
+
+def test_a_fault_during_training_is_one_line_saying_how_to_resume(jaxrl, tmp_path):
+    """Exit status 1; the checkpoints written before the fault stand."""
+    gym.register("FaultyPendulum-v0", entry_point=lambda: _FaultyPendulum())
+    run = ["--env", "FaultyPendulum-v0", "--backend", "gymnasium", "--num-envs", "2"]
+    run += ["--num-steps", "4", "--total-steps", "64", "--eval-every", "16"]
+    run += ["--eval-episodes", "1", "--num-seeds", "1", "--hidden-sizes", "8"]
+    result = jaxrl("train", "trpo", *run, "--run-dir", tmp_path / "run")
+    assert result.returncode == 1 and "Traceback" not in result.stderr + result.stdout
+    # The run's set-up and progress lines, then the error: one line, the last.
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("jaxrl: error: ")]
+    assert result.stderr.strip().endswith(line) and "simulator exploded" in line, line
+    assert line.endswith(f"continue with: jaxrl train trpo --resume {tmp_path / 'run'}")
