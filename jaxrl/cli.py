@@ -18,7 +18,7 @@ modules that register algorithms; they are loaded before the command line is rea
 
 Every run writes a run directory (:mod:`jaxrl.io.run_dir`): ``config.json``, metrics as CSV
 and TensorBoard events, ``learning_curve.png`` and orbax checkpoints. Bad arguments, and a
-damaged file a command reads back (:class:`jaxrl.io.files.DamagedFile`), end with one line on
+damaged file a command reads back (:class:`jaxrl.io.DamagedFile`), end with one line on
 stderr naming the problem and exit status 2.
 
 The command's modules import one way: this entry point -> :mod:`jaxrl.cli_commands` (what

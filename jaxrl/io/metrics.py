@@ -73,7 +73,7 @@ def read_csv(path: str | Path) -> dict[str, np.ndarray]:
     writer cut short is left out).
 
     Raises:
-      DamagedFile: the file is damaged (:func:`jaxrl.io.files.read_csv_rows`).
+      DamagedFile: the file is damaged (``jaxrl.io.files.read_csv_rows``).
     """
     header, rows = read_csv_rows(path, RUN_REMEDY)
     if not header:
@@ -91,7 +91,7 @@ def truncate_csv(path: Path, last_period: int) -> None:
     what came after its checkpoint; a row a killed writer cut short goes too).
 
     Raises:
-      DamagedFile: the file is damaged (:func:`jaxrl.io.files.read_csv_rows`).
+      DamagedFile: the file is damaged (``jaxrl.io.files.read_csv_rows``).
     """
     if not path.exists():
         return
