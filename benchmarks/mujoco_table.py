@@ -78,6 +78,7 @@ from common import (
     save_figure,
 )
 
+from jaxrl.io.files import DamagedFile, read_jsonl
 from jaxrl.io.metrics import learning_curve, read_csv
 from jaxrl.io.processes import check_jobs, usable_cpus
 from jaxrl.io.published import SOURCE, TASK_VERSIONS, published_tasks, task_of, tianshou_mujoco
@@ -231,17 +232,18 @@ def make_plan(
 # ------------------------------------------------------------------------------ results file
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """The results file's rows; a line cut short by a killed writer is left out, with a
-    warning."""
+    warning. Any other line that is not a row (not JSON, or JSON without ``algo``, ``env``
+    and ``seed``) stops the table with one line naming the file and the line."""
     if not path.exists():
         return []
-    rows = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            print(f"warning: {path}:{number} is not a whole JSON line (left out)")
+    cut: list[int] = []
+    remedy = "restore it from a copy, or remove that line (its seeds train again)"
+    try:
+        rows = read_jsonl(path, remedy, ("algo", "env", "seed"), cut_short=cut)
+    except DamagedFile as error:
+        raise SystemExit(f"error: {error}") from None
+    for number in cut:
+        print(f"warning: {path}:{number} is not a whole JSON line (left out)")
     return rows
 
 

@@ -17,8 +17,9 @@ command line, repeatable) and the ``JAXRL_PLUGINS`` environment variable name fi
 modules that register algorithms; they are loaded before the command line is read.
 
 Every run writes a run directory (:mod:`jaxrl.io.run_dir`): ``config.json``, metrics as CSV
-and TensorBoard events, ``learning_curve.png`` and orbax checkpoints. Bad arguments end with
-one line on stderr naming the problem and exit status 2.
+and TensorBoard events, ``learning_curve.png`` and orbax checkpoints. Bad arguments, and a
+damaged file a command reads back (:class:`jaxrl.io.DamagedFile`), end with one line on
+stderr naming the problem and exit status 2.
 
 The command's modules import one way: this entry point -> :mod:`jaxrl.cli_commands` (what
 each command does) -> :mod:`jaxrl.cli_parse` (reading the command line) ->
@@ -41,6 +42,7 @@ from jaxrl.cli_parse import (
     preset_in_force,
 )
 from jaxrl.cli_usage import UsageError
+from jaxrl.io.files import DamagedFile
 
 __all__ = ["load_plugins", "main", "parse", "preset_in_force"]
 
@@ -90,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         if type(args).command == "tune":
             return cli_commands.tune(args, argv)
         return cli_commands.train(args, argv)
-    except UsageError as error:
+    except (UsageError, DamagedFile) as error:  # a damaged file: what to do, not where
         message = " ".join(str(error).split())
         sys.stderr.write(f"{PROG}: error: {message}\n")
         return 2

@@ -24,6 +24,7 @@ from jaxrl.cli_parse import (
     rewrite_aliases,
 )
 from jaxrl.cli_usage import UsageError, name_flags
+from jaxrl.io.files import DamagedFile
 
 # ---------------------------------------------------------------------------------------------
 # train
@@ -194,7 +195,7 @@ def _backends(values: dict[str, Any]) -> tuple[str, str, str | None]:
 
 def _write_fault(error: OSError, resume_cmd: str) -> int:
     """A file that could not be written during training, as one line (exit status 1): the
-    files written before it are whole (:mod:`jaxrl.io.atomic`, checkpoints committed only
+    files written before it are whole (:mod:`jaxrl.io.files`, checkpoints committed only
     when complete), so the command continues from the last checkpoint."""
     where = f" {error.filename}" if error.filename else ""
     reason = error.strerror or str(error)
@@ -254,6 +255,8 @@ def _resolve_in_step(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
         resolved = _resolve_train(args, argv)
     except UsageError as error:
         failure = error
+    except DamagedFile as error:  # names a file, not flags
+        failure = UsageError(str(error))
     except (ValueError, TypeError, ModuleNotFoundError) as error:
         # The library names Python fields (TRPO.max_kl); the user changes flags (--max-kl).
         flags = command_spec(argv, preset_in_force(argv)).options
@@ -268,6 +271,7 @@ def _resolve_in_step(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
 def train(args: Any, argv: list[str]) -> int:
     import numpy as np
 
+    from jaxrl.envs import EnvironmentError_
     from jaxrl.io.checkpoints import CheckpointError
     from jaxrl.io.preemption import Preemption
     from jaxrl.io.runner import train_run
@@ -305,6 +309,11 @@ def train(args: Any, argv: list[str]) -> int:
         raise UsageError(f"--resume {run_dir.path}: {error}; train it anew") from None
     except TrackingError as error:  # wandb could not start (not logged in, ...)
         raise UsageError(f"{error}; the run directory stays: continue with {resume_cmd}") from None
+    except EnvironmentError_ as error:  # a fault during training: the checkpoints stand
+        message = " ".join(str(error).split())
+        print(f"jaxrl: error: {message}; the run stopped: continue with: {resume_cmd}",
+              file=sys.stderr)  # fmt: skip
+        return 1
     except Exception:
         if several_processes():  # stop now: the others cannot go on without this process
             import traceback
@@ -454,7 +463,7 @@ def _study_error(error: Exception, argv: list[str]) -> UsageError:
     it carries (as any other error here) names the flags to change."""
     from jaxrl.io.grid import SweepError
 
-    if isinstance(error, SweepError) and error.cause is None:
+    if isinstance(error, DamagedFile) or (isinstance(error, SweepError) and error.cause is None):
         return UsageError(str(error))
     flags = command_spec(argv, preset_in_force(argv)).options
     if isinstance(error, SweepError):

@@ -8,6 +8,7 @@ from .checkpoints import CheckpointStore as CheckpointStore
 from .config import ALGORITHMS as ALGORITHMS
 from .config import RunConfig as RunConfig
 from .config import hyperparameters as hyperparameters
+from .files import DamagedFile as DamagedFile
 from .grid import SweepError as SweepError
 from .grid import parse_grid as parse_grid
 from .metrics import MetricsLogger as MetricsLogger

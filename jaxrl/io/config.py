@@ -27,7 +27,7 @@ from jaxrl.algorithms._common import field_help
 from jaxrl.algorithms._common import linear_schedule as linear_schedule  # re-exported
 from jaxrl.algorithms.noise import parse_noise as parse_noise  # re-exported
 from jaxrl.algorithms.presets import get_preset, presets_help
-from jaxrl.io.atomic import write_text
+from jaxrl.io.files import RUN_REMEDY, DamagedFile, read_json, write_text
 from jaxrl.training.settings import (
     REQUIRED,
     RunSettings,
@@ -331,20 +331,14 @@ class RunConfig(RunSettings):
         """Read a config written by :meth:`save`.
 
         Raises:
-          ValueError: the file is damaged or not a run's configuration, naming it.
+          DamagedFile: the file is damaged or not a run's configuration, naming it.
         """
+        data = read_json(path, RUN_REMEDY)
         try:
-            return cls.from_dict(json.loads(Path(path).read_text()))
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            why = getattr(error, "msg", "not text")
-            raise ValueError(
-                f"{path} is damaged ({why}): restore it from a copy, or train the run anew"
-            ) from None
+            return cls.from_dict(data)
         except (KeyError, TypeError, AttributeError) as error:
-            raise ValueError(
-                f"{path} is not a run's configuration (no valid {error}): restore it from a "
-                "copy, or train the run anew"
-            ) from None
+            why = f"not a run's configuration: no valid {error}"
+            raise DamagedFile(path, why, RUN_REMEDY) from None
 
     def num_agent_updates(self) -> int:
         """Calls of ``agent.update`` that take effect over the whole run

@@ -95,25 +95,79 @@ def parse_grid(algo: str, preset: str, specs: Sequence[str]) -> dict[str, list[A
     """``["max_kl=0.005,0.01", "hidden_sizes=[64,64],[32,32]"]`` as ``{field: values}``.
 
     Raises:
-      SweepError: a malformed spec, an unknown field (with the closest names), a field that
-        cannot be swept (and why), a value of the wrong type, or a field given twice.
+      SweepError: a malformed spec or an empty list, an unknown field (with the closest
+        names), a field that cannot be swept (and why), a value of the wrong type, a field
+        given twice (under any of its spellings), or two values that are one setting on disk.
     """
     kinds = sweepable_fields(algo, preset)
     grid: dict[str, list[Any]] = {}
+    spelled: dict[str, str] = {}
     for spec in specs:
-        name, equals, text = spec.partition("=")
-        name = name.strip().replace("-", "_")
-        if not equals or not split_values(text):
+        written_name, equals, text = spec.partition("=")
+        if not equals:
             raise SweepError(f"--sweep {spec!r}: write FIELD=VALUE,VALUE,...")
+        name = field_name(written_name, algo, preset)
+        if not split_values(text):
+            raise SweepError(f"--sweep {written_name.strip()}=: list at least one value")
         check_field(name, kinds, algo)
-        if name in grid:
-            raise SweepError(f"--sweep {name} is given twice: list all its values once")
-        grid[name] = [parse_value(name, value, kinds[name]) for value in split_values(text)]
-        written = [cell(value) for value in grid[name]]
-        repeated = sorted({str(v) for v in written if written.count(v) > 1})
-        if repeated:  # two settings would train into one directory
-            raise SweepError(f"--sweep {name}={text}: {', '.join(repeated)} is listed twice")
+        check_once("--sweep", name, written_name, spelled)
+        written = split_values(text)
+        grid[name] = [parse_value(name, value, kinds[name]) for value in written]
+        check_distinct("--sweep", name, text, written, [cell(v) for v in grid[name]])
     return grid
+
+
+def field_name(written: str, algo: str, preset: str) -> str:
+    """The field a ``--sweep``/``--search`` name means: ``-`` read as ``_``, a Tianshou 1.x
+    name (``discount_factor``) as its field (``gamma``), as the command line reads options."""
+    name = written.strip().replace("-", "_")
+    for spec in hyperparameters(algo, preset):
+        if name in spec.aliases:
+            return spec.name
+    return name
+
+
+def check_once(flag: str, name: str, written: str, spelled: dict[str, str]) -> None:
+    """That field ``name`` (written ``written``) was not given before (``spelled``: the
+    fields given so far, as they were written; ``name`` is added).
+
+    Raises:
+      SweepError: naming both spellings where they differ.
+    """
+    written = written.strip()
+    if name in spelled:
+        how = f" (as {spelled[name]} and {written})" if spelled[name] != written else ""
+        raise SweepError(f"{flag} {name} is given twice{how}: list all its values once")
+    spelled[name] = written
+
+
+def check_distinct(
+    flag: str, name: str, text: str, written: Sequence[str], keys: Sequence[Any]
+) -> None:
+    """That the ``written`` values of field ``name`` are distinct settings: their ``keys``
+    (how a directory name or a table writes each, :func:`cell`) all differ, and each is a
+    name a directory can have.
+
+    Raises:
+      SweepError: a value listed twice, two spellings of one value (``0.1`` and ``1e-1``),
+        or a value a directory name cannot hold.
+    """
+    first: dict[str, str] = {}
+    for value, key in zip(written, map(str, keys), strict=True):
+        if "/" in key or "\0" in key:
+            raise SweepError(
+                f"{flag} {name}={value}: a setting's directory is named by its values, and a "
+                "directory name cannot hold '/'"
+            )
+        if key not in first:
+            first[key] = value
+        elif first[key] == value:
+            raise SweepError(f"{flag} {name}={text}: {value} is listed twice")
+        else:
+            raise SweepError(
+                f"{flag} {name}={text}: {first[key]} and {value} are one value ({name}={key}); "
+                "list it once"
+            )
 
 
 def check_field(name: str, kinds: Mapping[str, Any], algo: str, flag: str = "--sweep") -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxrl.io.atomic import replace_file
+from jaxrl.io.files import RUN_REMEDY, read_csv_rows, replace_file
 from jaxrl.io.run_dir import RunDir
 
 UPDATE_COLUMNS = ("seed", "period", "update", "env_steps", "train_return")
@@ -69,12 +69,14 @@ def _cell(value: Any) -> Any:
 
 
 def read_csv(path: str | Path) -> dict[str, np.ndarray]:
-    """A CSV written here as ``{column: float array}`` (empty cells are NaN)."""
-    with open(path, newline="") as file:
-        reader = csv.reader(file)
-        header = next(reader, None)
-        rows = list(reader)
-    if header is None:
+    """A CSV written here as ``{column: float array}`` (empty cells are NaN; a row a killed
+    writer cut short is left out).
+
+    Raises:
+      DamagedFile: the file is damaged (``jaxrl.io.files.read_csv_rows``).
+    """
+    header, rows = read_csv_rows(path, RUN_REMEDY)
+    if not header:
         return {}
     data = np.full((len(rows), len(header)), np.nan)
     for i, row in enumerate(rows):
@@ -86,15 +88,17 @@ def read_csv(path: str | Path) -> dict[str, np.ndarray]:
 
 def truncate_csv(path: Path, last_period: int) -> None:
     """Keep the header and the rows of periods ``<= last_period`` (a resumed run rewrites
-    what came after its checkpoint)."""
+    what came after its checkpoint; a row a killed writer cut short goes too).
+
+    Raises:
+      DamagedFile: the file is damaged (``jaxrl.io.files.read_csv_rows``).
+    """
     if not path.exists():
         return
-    with open(path, newline="") as file:
-        rows = list(csv.reader(file))
-    if not rows:
-        return
-    period = rows[0].index("period")
-    kept = [rows[0]] + [row for row in rows[1:] if int(row[period]) <= last_period]
+    header, rows = read_csv_rows(path, RUN_REMEDY, ("period",))
+    period = header.index("period") if header else 0
+    kept = [header] if header else []
+    kept += [row for row in rows if float(row[period]) <= last_period]
     replace_file(path, lambda tmp: _write_rows(tmp, kept))
 
 
@@ -108,8 +112,10 @@ class CsvTable:
         self.leading = tuple(leading)
         self.columns: tuple[str, ...] | None = None
         if self.path.exists() and self.path.stat().st_size > 0:
-            with open(self.path, newline="") as file:
-                self.columns = tuple(next(csv.reader(file)))
+            with open(self.path, newline="") as file:  # checked when the resume trimmed it
+                header = file.readline()
+            if header.endswith("\n"):
+                self.columns = tuple(next(csv.reader([header])))
 
     def append(self, rows: Iterable[dict[str, Any]]) -> None:
         """Append rows (dicts); a row's missing columns are empty cells."""

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from jaxrl.io.atomic import replace_file
+from jaxrl.io.files import replace_file
 from jaxrl.io.metrics import learning_curve
 from jaxrl.io.run_dir import RunDir
 from jaxrl.io.vocabulary import (

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxrl.io.atomic import write_text
+from jaxrl.io.files import RUN_REMEDY, DamagedFile, read_json, write_text
 from jaxrl.io.metrics import learning_curve
 from jaxrl.io.published import tianshou_mujoco
 from jaxrl.io.vocabulary import (
@@ -87,18 +87,24 @@ class FinalEvaluation:
 
     @classmethod
     def load(cls, path: str | Path) -> FinalEvaluation | None:
-        """The saved evaluation, or None where the run has none (unfinished, older runs)."""
-        try:
-            data = json.loads(Path(path).read_text())
-        except (OSError, ValueError):
+        """The saved evaluation, or None where the run has none (unfinished, older runs).
+
+        Raises:
+          DamagedFile: the file is damaged (not JSON, or not a final evaluation).
+        """
+        if not Path(path).is_file():
             return None
+        data = read_json(path, RUN_REMEDY, ("episodes", "env_steps", "deterministic"))
         stochastic = data.get("stochastic")
-        return cls(
-            episodes=int(data["episodes"]),
-            env_steps=int(data["env_steps"]),
-            deterministic=np.asarray(data["deterministic"], np.float64),
-            stochastic=None if stochastic is None else np.asarray(stochastic, np.float64),
-        )
+        try:
+            return cls(
+                episodes=int(data["episodes"]),
+                env_steps=int(data["env_steps"]),
+                deterministic=np.asarray(data["deterministic"], np.float64),
+                stochastic=None if stochastic is None else np.asarray(stochastic, np.float64),
+            )
+        except (TypeError, ValueError) as error:
+            raise DamagedFile(path, f"not a final evaluation: {error}", RUN_REMEDY) from None
 
 
 @dataclasses.dataclass(frozen=True)

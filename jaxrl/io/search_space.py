@@ -9,7 +9,16 @@ import typing
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from jaxrl.io.grid import SweepError, check_field, parse_value, split_values, sweepable_fields
+from jaxrl.io.grid import (
+    SweepError,
+    check_distinct,
+    check_field,
+    check_once,
+    field_name,
+    parse_value,
+    split_values,
+    sweepable_fields,
+)
 
 
 class TuneError(SweepError):
@@ -77,20 +86,25 @@ def parse_search(algo: str, preset: str, specs: Sequence[str]) -> list[Dimension
     """
     kinds = sweepable_fields(algo, preset)
     dimensions: dict[str, Dimension] = {}
+    spelled: dict[str, str] = {}
     for spec in specs:
-        name, equals, text = spec.partition("=")
-        name = name.strip().replace("-", "_")
-        if not equals or not text.strip():
+        written, equals, text = spec.partition("=")
+        name = field_name(written, algo, preset)
+        if not equals:
             raise TuneError(
                 f"--search {spec!r}: write FIELD=LOW:HIGH, FIELD=LOW:HIGH:log or "
                 "FIELD=VALUE,VALUE,..."
             )
+        if not text.strip():
+            raise TuneError(
+                f"--search {written.strip()}=: give a range LOW:HIGH or at least two values"
+            )
         try:
             check_field(name, kinds, algo, "--search")
+            check_once("--search", name, written, spelled)
         except SweepError as error:
-            raise TuneError(str(error).replace("be swept", "be searched")) from None
-        if name in dimensions:
-            raise TuneError(f"--search {name} is given twice: search each field once")
+            message = str(error).replace("be swept", "be searched")
+            raise TuneError(message.replace("list all its values once", "search it once")) from None
         if ":" in text and "," not in text:
             dimensions[name] = _range(name, text.strip(), kinds[name])
         else:
@@ -130,10 +144,10 @@ def _choices(name: str, text: str, kind: Any) -> Dimension:
         values = [parse_value(name, value, kind, "--search") for value in written]
     except SweepError as error:
         raise TuneError(str(error)) from None
-    labels = [label(value) for value in values]
-    repeated = sorted({str(x) for x in labels if labels.count(x) > 1})
-    if repeated:
-        raise TuneError(f"--search {name}={text}: {', '.join(repeated)} is listed twice")
+    try:
+        check_distinct("--search", name, text, written, [label(value) for value in values])
+    except SweepError as error:
+        raise TuneError(str(error)) from None
     if len(values) < 2:
         raise TuneError(
             f"--search {name}={text}: one value is not a search; set it with --"

@@ -32,7 +32,6 @@ the sweep directory: which settings remain is what it finds there.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import itertools
 import json
@@ -45,9 +44,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxrl.io.atomic import replace_file, write_dict_rows, write_text
 from jaxrl.io.config import RunConfig
+from jaxrl.io.files import read_json, replace_file, write_dict_rows, write_text
 from jaxrl.io.grid import SweepError, cell
+from jaxrl.io.metrics import read_csv
 from jaxrl.io.report import CurveSummary, FinalEvaluation
 from jaxrl.io.run_dir import RunDir
 from jaxrl.io.tracking import DEFAULT_TRACKING, Tracking
@@ -211,7 +211,8 @@ def _open_sweep_dir(path: Path, described: dict[str, Any]) -> None:
     """Create the sweep directory, or check that it holds this sweep (to resume it)."""
     saved_path = path / "sweep.json"
     if saved_path.is_file():
-        saved = json.loads(saved_path.read_text())
+        remedy = "restore it from a copy, or start the sweep in another --sweep-dir"
+        saved = read_json(saved_path, remedy, ("base", "grid"))
         if saved != json.loads(json.dumps(described)):
             raise SweepError(
                 f"{path} holds another sweep (its sweep.json differs); resume it with the "
@@ -465,8 +466,7 @@ def _row(setting: Setting, run_dir: Path, fields: Sequence[str]) -> list[dict[st
     final = FinalEvaluation.load(run_dir / "final_eval.json")
     curve = CurveSummary.load(run_dir / "evals.csv")
     best, last = curve.best, curve.last
-    with open(run_dir / "evals.csv") as handle:
-        wall = max(float(row["wall_time"]) for row in csv.DictReader(handle))
+    wall = float(np.nanmax(read_csv(run_dir / "evals.csv")["wall_time"]))
     rows = []
     for seed in range(curve.num_seeds):
         row = {"setting": setting.name}

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import json
 import math
 import os
 import secrets
@@ -40,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxrl.io.atomic import write_text
+from jaxrl.io.files import RUN_REMEDY, read_json, write_text
 from jaxrl.io.metrics import tensorboard_points
 from jaxrl.io.report import FinalEvaluation
 from jaxrl.io.run_dir import RunDir
@@ -206,7 +205,7 @@ class WandbTracker(NoTracker):
     def __init__(self, run_dir: RunDir, group: str | None = None) -> None:
         import wandb
 
-        config = json.loads(run_dir.config.read_text())
+        config = read_json(run_dir.config, RUN_REMEDY)
         self.env_steps = 0
         try:
             self.run = wandb.init(

@@ -32,7 +32,6 @@ file records them, and ``jaxrl train --preset-file`` refuses to report on them.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import socket
@@ -43,9 +42,10 @@ from typing import Any
 
 import numpy as np
 
-from jaxrl.io.atomic import write_text
 from jaxrl.io.config import RunConfig
+from jaxrl.io.files import DamagedFile, drop_cut_short, read_json, read_jsonl, write_text
 from jaxrl.io.grid import SweepError
+from jaxrl.io.metrics import read_csv
 from jaxrl.io.run_dir import RunDir
 from jaxrl.io.search_space import Dimension, TuneError, label, parse_search
 from jaxrl.io.studies import Setting, groups, make_setting
@@ -93,13 +93,12 @@ def objective(returns: np.ndarray, last: int) -> float:
 
 def _trained_returns(run_dir: Path) -> np.ndarray:
     """``[P, S]`` evaluation returns of a run's periods (``evals.csv`` rows of period >= 1)."""
+    table = read_csv(run_dir / "evals.csv")
     by_period: dict[int, dict[int, float]] = {}
-    with open(run_dir / "evals.csv") as handle:
-        for row in csv.DictReader(handle):
-            if int(row["period"]) >= 1:
-                by_period.setdefault(int(row["period"]), {})[int(row["seed"])] = float(
-                    row["eval_return"]
-                )
+    columns = (table.get(name, ()) for name in ("period", "seed", "eval_return"))
+    for period, seed, value in zip(*columns, strict=True):
+        if period >= 1:
+            by_period.setdefault(int(period), {})[int(seed)] = float(value)
     return np.asarray(
         [[seeds[s] for s in sorted(seeds)] for _, seeds in sorted(by_period.items())], np.float64
     ).reshape(len(by_period), -1)
@@ -154,7 +153,33 @@ def _storage(storage: str | None, path: Path) -> Any:
         return storage
     journal = Path(storage) if storage is not None else path / "study.log"
     journal.parent.mkdir(parents=True, exist_ok=True)
+    if journal.is_file():
+        another = "another --storage" if storage is not None else "another --tune-dir"
+        _check_journal(journal, f"restore it from a copy, or start the study in {another}")
     return optuna.storages.JournalStorage(JournalFileBackend(str(journal)))
+
+
+def _check_journal(journal: Path, remedy: str) -> None:
+    """A study's journal file, checked before Optuna reads it (under Optuna's lock of the
+    file): an operation a killed worker left cut short (its last line, which Optuna never
+    applied) is removed, so that the next one starts a line of its own; any other line that
+    is not an operation of Optuna's journal is damage.
+
+    Raises:
+      DamagedFile: naming the journal, the line and what to do.
+    """
+    from optuna.storages.journal import JournalFileSymlinkLock
+
+    lock = JournalFileSymlinkLock(str(journal))
+    lock.acquire()
+    try:
+        drop_cut_short(journal)
+        cut: list[int] = []
+        read_jsonl(journal, remedy, ("op_code",), cut_short=cut)
+        if cut:
+            raise DamagedFile(journal, f"line {cut[0]}: not a whole operation", remedy)
+    finally:
+        lock.release()
 
 
 def _describe(base: RunConfig, space: Sequence[Dimension], objective_evals: int) -> dict:
@@ -169,7 +194,9 @@ def _describe(base: RunConfig, space: Sequence[Dimension], objective_evals: int)
 def _open_tune_dir(path: Path, described: dict[str, Any]) -> None:
     saved_path = path / "tune.json"
     if saved_path.is_file():
-        if json.loads(saved_path.read_text()) != json.loads(json.dumps(described)):
+        remedy = "restore it from a copy, or start the study in another --tune-dir"
+        saved = read_json(saved_path, remedy)
+        if saved != json.loads(json.dumps(described)):
             raise TuneError(
                 f"{path} holds another study (its tune.json differs); resume it with the same "
                 "run, search and objective, or choose another --tune-dir"
@@ -416,8 +443,8 @@ def _train_batch(
 
 
 def _env_steps(run_dir: Path) -> int:
-    with open(run_dir / "evals.csv") as handle:
-        return max((int(row["env_steps"]) for row in csv.DictReader(handle)), default=0)
+    steps = read_csv(run_dir / "evals.csv").get("env_steps", ())
+    return int(max(steps, default=0))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxrl.io.atomic import replace_file, write_dict_rows, write_text
 from jaxrl.io.config import RunConfig
+from jaxrl.io.files import replace_file, write_dict_rows, write_text
 from jaxrl.io.search_space import Dimension, label
 
 

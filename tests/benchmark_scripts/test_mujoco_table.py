@@ -191,6 +191,28 @@ def test_read_rows_leaves_out_a_line_cut_short(tmp_path, capsys):
     assert mt.read_rows(path) == [FIXTURE[0], FIXTURE[2]]
 
 
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ('{"algo": "trpo", "env" 3, "seed": 1}', "line 2: not JSON"),
+        ("garbage", "line 2: not JSON"),
+        ("[1, 2]", "line 2: not an object with algo, env, seed"),
+        ('{"algo": "trpo"}', "line 2: not an object with algo, env, seed"),
+    ],
+)
+def test_read_rows_stops_at_a_damaged_line_naming_the_file(tmp_path, line, why):
+    """A line that is not a row and was not cut short by a kill is damage: one line naming
+    the file, the line and what to do (the rows after it are not dropped silently)."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(FIXTURE[0]) + "\n" + line + "\n" + json.dumps(FIXTURE[2]) + "\n")
+    with pytest.raises(SystemExit) as exit_:
+        mt.read_rows(path)
+    message = str(exit_.value.code)
+    assert message.startswith(f"error: {path} is damaged ({why}")
+    assert message.endswith("; restore it from a copy, or remove that line (its seeds train again)")
+    assert "\n" not in message
+
+
 def test_consecutive_groups():
     assert mt.consecutive_groups([0, 1, 2, 3, 4], 2) == [[0, 1], [2, 3], [4]]
     assert mt.consecutive_groups([5, 1, 2, 7, 8, 9], 5) == [[1, 2], [5], [7, 8, 9]]

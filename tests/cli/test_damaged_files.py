@@ -6,6 +6,7 @@ restored silently (CRC-32 of each array, checked on restore)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -14,7 +15,7 @@ import pytest
 
 from jaxrl.io import CheckpointError, CheckpointStore, read_csv
 
-from .helpers import TRPO_RUN, single_error_line
+from .helpers import TINY, TRPO_RUN, single_error_line
 
 STOPPED = [*TRPO_RUN, "--checkpoint-every", "1", "--stop-after-periods", "3"]
 
@@ -83,3 +84,132 @@ def test_an_array_that_differs_from_what_was_saved_is_never_restored(tmp_path):
     meta_path.write_text(json.dumps(meta))
     with pytest.raises(CheckpointError, match=r"is damaged: \['w'\] differs from what was saved"):
         CheckpointStore(tmp_path / "c").restore(tree)
+
+
+# ---------------------------------------------------------------------------------------------
+# The CSVs, sweep.json, a tuning study's files: damage is one line naming the file; a line a
+# killed writer cut short is not damage.
+# ---------------------------------------------------------------------------------------------
+
+SWEEP = ["sweep", "trpo", *TINY, "--total-steps", "256", "--sweep", "max-kl=0.005,0.02"]
+TUNE = ["tune", "trpo", *TINY, "--total-steps", "256", "--search", "max-kl=0.002:0.05:log"]
+TUNE += ["--batch", "1"]
+
+
+@pytest.fixture(scope="module")
+def stopped_run(jaxrl, tmp_path_factory) -> Path:
+    """A run stopped after period 3 of 4 (checkpoints at 2 and 3); tests copy it."""
+    run_dir = tmp_path_factory.mktemp("stopped") / "run"
+    jaxrl(*STOPPED, "--run-dir", run_dir).check()
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def finished_sweep(jaxrl, tmp_path_factory) -> Path:
+    """A finished sweep of two settings; tests copy it."""
+    sweep_dir = tmp_path_factory.mktemp("sweep") / "sweep"
+    jaxrl(*SWEEP, "--sweep-dir", sweep_dir).check()
+    return sweep_dir
+
+
+@pytest.fixture(scope="module")
+def tuned(jaxrl, tmp_path_factory) -> Path:
+    """A study of one finished trial; tests copy it."""
+    tune_dir = tmp_path_factory.mktemp("tune") / "tune"
+    jaxrl(*TUNE, "--trials", "1", "--tune-dir", tune_dir).check()
+    return tune_dir
+
+
+def _copy(source: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(source, tmp_path / source.name))
+
+
+def _replace_line(path: Path, number: int, text: str) -> None:
+    lines = path.read_text().splitlines(keepends=True)
+    lines[number - 1] = text + "\n"
+    path.write_text("".join(lines))
+
+
+RUN_CSV_DAMAGE = [
+    ("evals.csv", lambda p: _replace_line(p, 3, "0,1"), "line 3: expected 5 columns, got 2"),
+    (
+        "evals.csv",
+        lambda p: _replace_line(p, 4, "1,1,128,abc,0.5"),
+        "line 4: 'abc' is not a number",
+    ),
+    ("updates.csv", lambda p: _replace_line(p, 1, "seed,update"), "line 1: no column period"),
+    (
+        "updates.csv",
+        lambda p: p.write_bytes(p.read_bytes()[:40] + b"\xff\xfe"),
+        "byte 40: not text",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "damage", "why"), RUN_CSV_DAMAGE)
+def test_a_damaged_csv_of_a_run_is_one_line_naming_it(
+    jaxrl, stopped_run, tmp_path, name, damage, why
+):
+    run_dir = _copy(stopped_run, tmp_path)
+    damage(run_dir / name)
+    line = single_error_line(jaxrl("train", "trpo", "--resume", run_dir))
+    assert f"{run_dir / name} is damaged ({why}" in line, line
+    assert line.endswith("restore it from a copy, or train the run anew")
+
+
+def test_a_row_cut_short_by_a_kill_is_redone_on_resume(jaxrl, trpo_run, stopped_run, tmp_path):
+    run_dir = _copy(stopped_run, tmp_path)
+    with open(run_dir / "evals.csv", "a") as file:
+        file.write("1,4,51")  # a killed writer's last row, without its newline
+    jaxrl("train", "trpo", "--resume", run_dir).check()
+    plain, again = read_csv(trpo_run[0] / "evals.csv"), read_csv(run_dir / "evals.csv")
+    np.testing.assert_array_equal(again["eval_return"], plain["eval_return"])
+    np.testing.assert_array_equal(again["period"], plain["period"])
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "why"),
+    [
+        ("sweep.json", '{"base": {', "line 1: Expecting property name"),
+        ("sweep.json", "[1, 2]", "a JSON list, not an object"),
+        ("runs/max_kl=0.02/final_eval.json", '{"episodes": 2}', "no env_steps, deterministic"),
+        ("runs/max_kl=0.005/evals.csv", "seed,period\n0\n", "line 2: expected 2 columns, got 1"),
+    ],
+)
+def test_a_damaged_file_of_a_sweep_is_one_line_naming_it(
+    jaxrl, finished_sweep, tmp_path, name, text, why
+):
+    sweep_dir = _copy(finished_sweep, tmp_path)
+    (sweep_dir / name).write_text(text)
+    line = single_error_line(jaxrl(*SWEEP, "--sweep-dir", sweep_dir))
+    assert f"{sweep_dir / name} is damaged ({why}" in line, line
+    assert "restore it from a copy, or " in line
+
+
+@pytest.mark.parametrize(
+    ("name", "damage", "why"),
+    [
+        ("tune.json", lambda p: p.write_text('{"base"'), "line 1: Expecting ':' delimiter"),
+        ("study.log", lambda p: _replace_line(p, 2, '{"op_code": 1, x}'), "line 2: not JSON"),
+        ("study.log", lambda p: _replace_line(p, 1, '["op_code"]'), "line 1: not an object with"),
+    ],
+)
+def test_a_damaged_file_of_a_study_is_one_line_naming_it(jaxrl, tuned, tmp_path, name, damage, why):
+    tune_dir = _copy(tuned, tmp_path)
+    damage(tune_dir / name)
+    line = single_error_line(jaxrl(*TUNE, "--trials", "1", "--tune-dir", tune_dir))
+    assert f"{tune_dir / name} is damaged ({why}" in line, line
+    assert "restore it from a copy, or " in line
+
+
+def test_an_operation_cut_short_in_the_journal_does_not_stop_the_study(jaxrl, tuned, tmp_path):
+    """Optuna skips a last journal line without its newline, but the next operation would
+    be appended to it, and the study could not be read again: the cut line is removed."""
+    tune_dir = _copy(tuned, tmp_path)
+    journal = tune_dir / "study.log"
+    whole = journal.read_text()
+    journal.write_text(whole + '{"op_code": 5, "worker_id": "x", "tri')
+    jaxrl(*TUNE, "--trials", "2", "--tune-dir", tune_dir).check()
+    assert journal.read_text().startswith(whole)
+    again = jaxrl(*TUNE, "--trials", "2", "--tune-dir", tune_dir).check()
+    assert "Stopped with" not in again.stdout  # both trials ended: the journal reads whole

@@ -111,14 +111,29 @@ def test_an_interrupted_sweep_resumes_without_retraining(jaxrl: Callable[..., Re
         ([], "missing --sweep FIELD=VALUE,...: the grid to train"),
         # Two settings that would train into one directory.
         (["--sweep", "max-kl=0.01,0.01"], "--sweep max_kl=0.01,0.01: 0.01 is listed twice"),
-        (["--sweep", "hidden-sizes=8x8,[8,8]"], "8x8 is listed twice"),
+        (["--sweep", "hidden-sizes=8x8,[8,8]"], "8x8 and [8,8] are one value (hidden_sizes=8x8)"),
+        (["--sweep", "max-kl=0.1,1e-1"], "0.1 and 1e-1 are one value (max_kl=0.1); list it once"),
         (["--sweep", "max-kl=0.01", "--sweep", "max_kl=0.02"], "--sweep max_kl is given twice"),
+        # One field under its Tianshou 1.x name and its own.
+        (
+            ["--sweep", "discount-factor=0.9", "--sweep", "gamma=0.95"],
+            "--sweep gamma is given twice (as discount-factor and gamma)",
+        ),
+        (["--sweep", "max-kl="], "--sweep max-kl=: list at least one value"),
     ],
 )
 def test_a_bad_grid_is_one_line_naming_the_field(jaxrl, tmp_path, grid, expected):
     result = jaxrl("sweep", "trpo", *TINY, *grid, "--sweep-dir", tmp_path / "s")
     assert expected in single_error_line(result)
     assert not (tmp_path / "s" / "runs").exists()  # nothing trained, nothing compiled
+
+
+def test_a_field_is_swept_and_searched_under_its_tianshou_1x_name_too():
+    from jaxrl.io import parse_grid, parse_search
+
+    assert parse_grid("trpo", "pendulum", ["discount-factor=0.9,0.99"]) == {"gamma": [0.9, 0.99]}
+    (dimension,) = parse_search("trpo", "pendulum", ["discount_factor=0.9:0.99"])
+    assert (dimension.name, dimension.low, dimension.high) == ("gamma", 0.9, 0.99)
 
 
 def test_a_host_sweep_trains_its_settings_as_train_does(jaxrl: Callable[..., Result], tmp_path):

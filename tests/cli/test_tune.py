@@ -183,7 +183,8 @@ def test_an_interrupted_study_resumes_where_it_stopped(jaxrl: Callable[..., Resu
         ("hidden-sizes=1:3", "a range needs an int or float field"),
         ("gamma=0.9,0.9", "--search gamma=0.9,0.9: 0.9 is listed twice"),
         ("gamma=0.9", "one value is not a search; set it with --gamma 0.9"),
-        ("gamma=", "--search 'gamma=': write FIELD=LOW:HIGH"),
+        ("gamma=", "--search gamma=: give a range LOW:HIGH or at least two values"),
+        ("gae-lambda=0.9,0.90", "0.9 and 0.90 are one value (gae_lambda=0.9); list it once"),
         ("seed=0:10", "--search seed: cannot be searched"),
         ("max-kl=a:b", "--search max_kl=a: expected float"),
     ],
@@ -198,6 +199,9 @@ def test_bad_study_options_are_one_line_errors(jaxrl, tmp_path):
     space = ["--search", "max-kl=0.01:0.02", "--tune-dir", tmp_path / "t"]
     twice = jaxrl("tune", "trpo", "--search", "max-kl=0.01:0.02", "--search", "max_kl=0.1:0.2")
     assert "--search max_kl is given twice" in single_error_line(twice)
+    alias = jaxrl("tune", "trpo", "--search", "discount-factor=0.9:0.99", "--search", "gamma=0.9:1")
+    line = single_error_line(alias)
+    assert "--search gamma is given twice (as discount-factor and gamma)" in line
     assert "--sampler foo: not an Optuna sampler" in single_error_line(
         jaxrl("tune", "trpo", *space, "--sampler", "foo")
     )
