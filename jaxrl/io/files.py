@@ -212,5 +212,8 @@ __all__ = [
     "read_json",
     "read_jsonl",
     "read_text",
+    "replace_file",
     "whole_lines",
+    "write_dict_rows",
+    "write_text",
 ]
