@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -471,6 +472,29 @@ def _study_error(error: Exception, argv: list[str]) -> UsageError:
     return UsageError(name_flags(str(error), flags))
 
 
+def _study_call(
+    call: Callable[[], Any], argv: list[str], resume_cmd: str
+) -> tuple[Any, int | None]:
+    """``(call(), None)``, or ``(None, exit status)`` where the study ended early: Ctrl-C
+    (130, with the command that continues) or a file it could not write (1, one line). An
+    invalid setting is the one-line :class:`UsageError` (the same in every process of a
+    job); any other failure stops every process of a job before it is raised."""
+    try:
+        return call(), None
+    except (ValueError, TypeError, ModuleNotFoundError) as error:
+        raise _study_error(error, argv) from None
+    except KeyboardInterrupt:
+        print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
+        return None, 130
+    except OSError as error:  # a full disk, a directory that became unwritable
+        return None, _write_fault(error, resume_cmd)
+    except UsageError:
+        raise
+    except Exception:
+        _leave_job_on_failure()
+        raise
+
+
 def sweep(args: Any, argv: list[str]) -> int:
     from jaxrl.io.preemption import Preemption
     from jaxrl.io.studies import sweep as run_sweep
@@ -498,23 +522,19 @@ def sweep(args: Any, argv: list[str]) -> int:
                 print(said[0], file=sys.stderr, flush=True)
             print(line, file=sys.stderr, flush=True)
 
-        result = run_sweep(
-            base, grid, path, stop_after_groups=args.stop_after_groups, on_group=say,
-            jobs=args.jobs, stop=preemption, tracking=tracking,
-        )  # fmt: skip
-        preemption.disarm()
     except (ValueError, TypeError, ModuleNotFoundError) as error:
         raise _study_error(error, argv) from None
-    except KeyboardInterrupt:
-        print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
-        return 130
-    except OSError as error:  # a full disk, a directory that became unwritable
-        return _write_fault(error, resume_cmd)
-    except UsageError:
-        raise  # the same line in every process, before any of them trains
-    except Exception:
-        _leave_job_on_failure()
-        raise
+    result, status = _study_call(
+        lambda: run_sweep(
+            base, grid, path, stop_after_groups=args.stop_after_groups, on_group=say,
+            jobs=args.jobs, stop=preemption, tracking=tracking,
+        ),
+        argv,
+        resume_cmd,
+    )  # fmt: skip
+    preemption.disarm()
+    if status is not None:
+        return status
     if not primary:
         return _done_elsewhere("sweep directory")
     if preemption.requested and result.finished < result.total:
@@ -584,7 +604,10 @@ def tune(args: Any, argv: list[str]) -> int:
         again = argv if "tune_dir" in given else [*argv, "--tune-dir", str(path)]
         resume_cmd = "jaxrl " + " ".join(again)
         preemption = Preemption(args.preemption_grace).install()
-        result = run_tune(
+    except (ValueError, TypeError, ModuleNotFoundError) as error:
+        raise _study_error(error, argv) from None
+    result, status = _study_call(
+        lambda: run_tune(
             base,
             space,
             path,
@@ -601,20 +624,13 @@ def tune(args: Any, argv: list[str]) -> int:
             on_batch=(lambda line: print(line, file=sys.stderr, flush=True)) if primary else None,
             stop=preemption,
             tracking=tracking,
-        )
-        preemption.disarm()
-    except (ValueError, TypeError, ModuleNotFoundError) as error:
-        raise _study_error(error, argv) from None
-    except KeyboardInterrupt:
-        print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
-        return 130
-    except OSError as error:  # a full disk, a directory that became unwritable
-        return _write_fault(error, resume_cmd)
-    except UsageError:
-        raise  # the same line in every process, before any of them trains
-    except Exception:
-        _leave_job_on_failure()
-        raise
+        ),
+        argv,
+        resume_cmd,
+    )
+    preemption.disarm()
+    if status is not None:
+        return status
     if result is None:
         return _done_elsewhere("tuning directory")
     ended = result.complete + result.pruned + result.failed
