@@ -5,7 +5,8 @@ wandb 0.2x writes every record of a run (config, history rows, summary) to one f
 header (``:W&B``, the magic 0xBEE1, version 0), then LevelDB's log format, records split into
 chunks in blocks of 32 KiB, each chunk a 7-byte header (CRC-32C, length, type: 1 full, 2
 first, 3 middle, 4 last) and its bytes; each record is a ``wandb_internal_pb2.Record``. wandb
-no longer ships a Python reader of the file, so the test reads it here.
+no longer ships a Python reader of the file, so the test reads it here
+(``benchmarks/tracking_figure.py`` reads it with this module too).
 """
 
 from __future__ import annotations
