@@ -479,6 +479,8 @@ def _study_call(
     (130, with the command that continues) or a file it could not write (1, one line). An
     invalid setting is the one-line :class:`UsageError` (the same in every process of a
     job); any other failure stops every process of a job before it is raised."""
+    from jaxrl.io.studies import SettingsFailed
+
     try:
         return call(), None
     except (ValueError, TypeError, ModuleNotFoundError) as error:
@@ -488,6 +490,9 @@ def _study_call(
         return None, 130
     except OSError as error:  # a full disk, a directory that became unwritable
         return None, _write_fault(error, resume_cmd)
+    except SettingsFailed as error:  # a setting's process of --jobs failed or was killed
+        print(f"{PROG}: error: {error}; continue with: {resume_cmd}", file=sys.stderr)
+        return None, 1
     except UsageError:
         raise
     except Exception:

@@ -275,7 +275,7 @@ def sweep(
         environment in a job of several processes, before anything compiles.
       SettingError: in a job of several processes, seeds that do not split evenly over
         its devices.
-      RuntimeError: with ``jobs``, a setting's process failed (its traceback is printed; the
+      SettingsFailed: with ``jobs``, a setting's process failed (its traceback is printed; the
         others finished, and the sweep resumes it).
     """
     if not grid:
@@ -434,12 +434,22 @@ def _train_side_by_side(
         say(f"  {end.task.label}: {how} in {seconds:.1f} s on CPUs {list(end.cpus)}")
 
     ends = run_in_processes(tasks(), jobs, on_end=ended, stop=stop)
-    failed = [end.task.label for end in ends if end.exit_status not in (0, INTERRUPTED)]
+    failed = [
+        f"{end.task.label} (exit status {end.exit_status})"
+        for end in ends
+        if end.exit_status not in (0, INTERRUPTED)
+    ]
     if failed:
-        raise RuntimeError(
-            f"setting(s) {', '.join(failed)} failed (tracebacks above); the other settings "
-            "finished, and the same command resumes the sweep"
+        raise SettingsFailed(
+            f"the process of setting(s) {', '.join(failed)} ended before the setting finished "
+            "(a failure's traceback is above; a negative status: killed by that signal); the "
+            "other settings went on, and the same command continues the sweep"
         )
+
+
+class SettingsFailed(RuntimeError):
+    """Settings of a sweep with ``jobs`` whose processes failed or were killed; the others
+    finished, and the same sweep continues the failed ones from their checkpoints."""
 
 
 INTERRUPTED = 130

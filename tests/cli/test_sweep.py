@@ -214,3 +214,86 @@ def test_a_ranking_over_one_seed_has_no_interval():
     text = ranking_markdown(ranking(rows, ["max_kl"]), ["max_kl"], 1)
     assert "| 1 | 0.01 | 1 | -200.0 +- 0.0 | n/a (one seed) | -200.0 |" in text
     assert "nan" not in text
+
+
+def _spawned_children(pid: int) -> list[int]:
+    """The pids of ``pid``'s processes started by multiprocessing's spawn (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == pid and b"spawn_main" in command:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _writes_under(pid: int, directory: Path) -> bool:
+    """Whether process ``pid`` holds a file under ``directory`` open (its TensorBoard
+    event files stay open while it trains)."""
+    import os
+
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+        held = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in fds]
+    except OSError:
+        return False
+    return any(path.startswith(str(directory)) for path in held)
+
+
+@pytest.mark.slow
+def test_a_killed_setting_process_of_jobs_ends_in_one_line_and_the_sweep_continues_it(
+    jaxrl: Callable[..., Result], tmp_path
+):
+    """``--jobs 2`` on a host environment: a setting's process killed (SIGKILL) while it
+    trains leaves the other to finish; the sweep ends in one line (exit status 1) with the
+    command that continues it, which trains the killed setting from its checkpoint and not
+    the finished one again."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    periods = 16
+    command = ["sweep", "trpo", "--backend", "gymnasium", *TINY, "--checkpoint-every", "1"]
+    command += ["--total-steps", str(128 * periods), "--sweep", "max-kl=0.005,0.02", "--jobs", "2"]
+    sweep_dir = tmp_path / "sweep"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jaxrl", *command, "--sweep-dir", str(sweep_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
+    killed = sweep_dir / "runs" / "max_kl=0.005"
+    deadline = time.monotonic() + 600
+    while not (
+        (killed / "checkpoints" / "1").is_dir()
+        and any(_writes_under(pid, killed) for pid in _spawned_children(process.pid))
+    ):
+        assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+        time.sleep(0.05)
+    victim = next(pid for pid in _spawned_children(process.pid) if _writes_under(pid, killed))
+    os.kill(victim, signal.SIGKILL)
+    _, stderr = process.communicate(timeout=600)
+    assert process.returncode == 1, stderr[-3000:]
+    assert "Traceback" not in stderr
+    # (multiprocessing's resource tracker may warn after it of the killed process's semaphore)
+    (line,) = [line for line in stderr.splitlines() if line.startswith("jaxrl: error:")]
+    assert line.startswith("jaxrl: error: the process of setting(s) max_kl=0.005 (exit status -9)")
+    assert f"continue with: jaxrl {' '.join(command)} --sweep-dir {sweep_dir}" in line
+    finished = sweep_dir / "runs" / "max_kl=0.02"
+    before = (finished / "evals.csv").read_text()
+    again = jaxrl(*command, "--sweep-dir", sweep_dir).check()
+    # The one setting left trains in this process, from its checkpoint.
+    assert "group 1: 1 setting(s) x 2 seeds: max_kl=0.005\n" in again.stderr
+    assert "resuming at period" in again.stderr
+    assert "max_kl=0.02" not in again.stderr  # finished: not trained again
+    assert (finished / "evals.csv").read_text() == before
+    evals = _rows(killed / "evals.csv")
+    for seed in ("0", "1"):  # every period once, across the kill
+        periods_logged = [int(r["period"]) for r in evals if r["seed"] == seed]
+        assert periods_logged == list(range(periods + 1))
