@@ -293,24 +293,34 @@ def sweep(
     if min(jobs, len(flat)) > 1:  # one setting left trains here, on all the CPUs
         _train_side_by_side(flat, path, min(jobs, len(flat)), on_group, tracking, stop)
         return write_summary(path, settings, list(grid))
+    _train_groups(todo, path, on_group, stop, tracking)
+    return _summary_in_step(path, settings, list(grid))
+
+
+def _train_groups(
+    todo: Sequence[Sequence[Setting]],
+    path: Path,
+    on_group: Callable[[str], None] | None,
+    stop: Callable[[], bool] | None,
+    tracking: Tracking,
+) -> None:
+    """The groups ``todo``, one after another in this process (every process of a job),
+    each continued from its checkpoints where it has them; none starts once ``stop``."""
+    say = on_group or (lambda line: None)
     for number, group in enumerate(todo):
         if stop is not None and stop():
             break
         run_dirs = [_open_run_dir(path, setting) for setting in group]
-        if on_group is not None:
-            names = "; ".join(s.name for s in group)
-            on_group(
-                f"group {number + 1}: {len(group)} setting(s) x {base.num_seeds} seeds: {names}"
-            )
-        train = _train_jax_group if base.backend == "jax" else _train_host_group
+        names = "; ".join(s.name for s in group)
+        seeds = group[0].config.num_seeds
+        say(f"group {number + 1}: {len(group)} setting(s) x {seeds} seeds: {names}")
+        train = _train_jax_group if group[0].config.backend == "jax" else _train_host_group
         start = time.perf_counter()
         note = train(
             group, run_dirs, resume=True, stop=stop, on_setup=_resumed_only(on_group),
             tracking=tracking,
         )  # fmt: skip
-        if on_group is not None:
-            on_group(f"  group {number + 1} done in {time.perf_counter() - start:.1f} s ({note})")
-    return _summary_in_step(path, settings, list(grid))
+        say(f"  group {number + 1} done in {time.perf_counter() - start:.1f} s ({note})")
 
 
 def _check_processes(base: RunConfig) -> None:

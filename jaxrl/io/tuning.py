@@ -366,7 +366,6 @@ def _train_batch(
     In a job of several processes every process calls it with the same settings; the trials
     are process 0's (None in the others), which alone reports, writes and tells, and decides
     for every process where a group stops (all its trials pruned)."""
-    import optuna
 
     from jaxrl.io.runner import train_run
     from jaxrl.io.studies import _resumed_only, _train_jax_group
@@ -417,29 +416,47 @@ def _train_batch(
                 tracking=tracking,
             )
         stopped = stop is not None and stop()  # asked in every process alike
-        for setting, run_dir in zip(group, run_dirs, strict=True):
-            trial, reporter = trials[setting.name], reporters[setting.name]
-            if trial is None:
-                continue
-            returns = _trained_returns(run_dir.path)
-            trial.set_user_attr("env_steps", _env_steps(run_dir.path))
-            if reporter.lost:
-                say(f"  {setting.name}: taken over by another worker (its lease ran out)")
-            elif reporter.pruned:
-                trial.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-                say(f"  {setting.name}: pruned after {returns.shape[0]} evaluation periods")
-            elif run_dir.final_eval.is_file():
-                value = objective(returns, objective_evals)
-                trial.study.tell(trial, value)
-                say(f"  {setting.name}: objective {value:.1f}")
-            elif stopped:
-                say(f"  {setting.name}: stopped at period {returns.shape[0] - 1} (checkpointed)")
-            else:
-                trial.study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                say(f"  {setting.name}: stopped before its last period (failed)")
+        _tell(group, run_dirs, trials, reporters, stopped, objective_evals, say)
         if stopped:
             return True
     return False
+
+
+def _tell(
+    group: Sequence[Setting],
+    run_dirs: Sequence[RunDir],
+    trials: dict[str, Any],
+    reporters: dict[str, _Reporter],
+    stopped: bool,
+    objective_evals: int,
+    say: Callable[[str], None],
+) -> None:
+    """Tell the study how each trial of a trained group ended (process 0's trials; None in
+    the other processes of a job): pruned, complete with its objective, left running
+    (``stopped``: checkpointed, for the next worker), failed, or taken over by another
+    worker (nothing to tell)."""
+    import optuna
+
+    for setting, run_dir in zip(group, run_dirs, strict=True):
+        trial, reporter = trials[setting.name], reporters[setting.name]
+        if trial is None:
+            continue
+        returns = _trained_returns(run_dir.path)
+        trial.set_user_attr("env_steps", _env_steps(run_dir.path))
+        if reporter.lost:
+            say(f"  {setting.name}: taken over by another worker (its lease ran out)")
+        elif reporter.pruned:
+            trial.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            say(f"  {setting.name}: pruned after {returns.shape[0]} evaluation periods")
+        elif run_dir.final_eval.is_file():
+            value = objective(returns, objective_evals)
+            trial.study.tell(trial, value)
+            say(f"  {setting.name}: objective {value:.1f}")
+        elif stopped:
+            say(f"  {setting.name}: stopped at period {returns.shape[0] - 1} (checkpointed)")
+        else:
+            trial.study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            say(f"  {setting.name}: stopped before its last period (failed)")
 
 
 def _env_steps(run_dir: Path) -> int:
@@ -511,41 +528,55 @@ def tune(
       TuneError: an invalid space, sampler, pruner or directory, before anything compiles.
     """
     say = on_batch or (lambda line: None)
-    if not space:
-        raise TuneError("the search space is empty: give at least one --search FIELD=...")
-    counts = (("--trials", trials), ("--batch", batch), ("--objective-evals", objective_evals))
-    for name, value in counts:
-        if value < 1:
-            raise TuneError(f"{name} must be a positive integer, got {value}")
+    _check_request(base, space, trials, batch, objective_evals)
     path = Path(tune_dir)
     tracking = tracking.grouped(path.resolve().name)
-    if several_processes():
-        _check_job(base)
     study = _open_in_step(
         lambda: _open_study(
             base, space, path, sampler, sampler_seed, pruner, storage, study_name,
             objective_evals,
         )
     )  # fmt: skip
-    if study is not None:  # this process talks to the study
-        say(f"Tuning directory {path}")
-        # A job of several processes trains only the batches all its processes share: a dead
-        # worker's trials are asked again there, not adopted.
-        adoptable = None if several_processes() else base
-        adopted, retried = _retry_orphans(study, adoptable, space, path)
-        if retried:
-            say(f"trials {', '.join(map(str, retried))} of a stopped worker: asked again")
-        if adopted:
-            numbers = ", ".join(s.name[6:] for _, s in adopted)
-            say(f"trials {numbers} of a stopped worker: resumed from their checkpoints")
-            if _train_batch(
-                adopted, path, objective_evals, say, resume=True, stop=stop, tracking=tracking
-            ):
-                return write_summary(path, study, space, base, objective_evals)
-        if enqueue_base and not study.trials:
-            base_values = _base_values(base, space)
-            values = {d.name: label(base_values[d.name]) for d in space}
-            study.enqueue_trial(values, skip_if_exists=True)  # another worker may have, just now
+
+    def train(trials: Sequence[tuple[Any, Setting]], resume: bool = False) -> bool:
+        return _train_batch(trials, path, objective_evals, say, resume, stop, tracking)
+
+    def summary() -> TuneResult | None:
+        return None if study is None else write_summary(path, study, space, base, objective_evals)
+
+    if study is not None and _begin(study, base, space, path, say, train, enqueue_base):
+        return summary()
+    _run_batches(study, base, space, trials, batch, stop_after_batches, train, summary, say)
+    return summary()
+
+
+def _check_request(
+    base: RunConfig, space: Sequence[Dimension], trials: int, batch: int, objective_evals: int
+) -> None:
+    if several_processes():
+        _check_job(base)
+    if not space:
+        raise TuneError("the search space is empty: give at least one --search FIELD=...")
+    counts = (("--trials", trials), ("--batch", batch), ("--objective-evals", objective_evals))
+    for name, value in counts:
+        if value < 1:
+            raise TuneError(f"{name} must be a positive integer, got {value}")
+
+
+def _run_batches(
+    study: Any,
+    base: RunConfig,
+    space: Sequence[Dimension],
+    trials: int,
+    batch: int,
+    stop_after_batches: int | None,
+    train: Callable[[Sequence[tuple[Any, Setting]]], bool],
+    summary: Callable[[], object],
+    say: Callable[[str], None],
+) -> None:
+    """Batches asked (by process 0: ``study`` is None in the others, which train the
+    batches it shares), trained and summarized, until the study has its ``trials``, a
+    ``stop`` ends a batch, or ``stop_after_batches``."""
     batches = 0
     while stop_after_batches is None or batches < stop_after_batches:
         asked = None
@@ -554,15 +585,44 @@ def tune(
             asked = _ask(study, base, space, min(batch, trials - ended - running), say)
         asked = _shared_batch(asked, base)
         if asked is None:
-            break
+            return
         batches += 1
         say(f"batch {batches}: trials {', '.join(s.name[6:] for _, s in asked)}")
-        stopped = _train_batch(asked, path, objective_evals, say, stop=stop, tracking=tracking)
-        if study is not None:
-            write_summary(path, study, space, base, objective_evals)
+        stopped = train(asked)
+        summary()
         if stopped:
-            break
-    return None if study is None else write_summary(path, study, space, base, objective_evals)
+            return
+
+
+def _begin(
+    study: Any,
+    base: RunConfig,
+    space: Sequence[Dimension],
+    path: Path,
+    say: Callable[[str], None],
+    train: Callable[..., bool],
+    enqueue_base: bool,
+) -> bool:
+    """A worker's start (process 0's): the trials of dead workers that can be continued
+    trained (:func:`_retry_orphans`; the others are asked again), then, in a new study, the
+    base run's values enqueued. Returns whether a ``stop`` ended it. A job of several
+    processes trains only the batches all its processes share: there a dead worker's
+    trials are asked again, not taken over."""
+    say(f"Tuning directory {path}")
+    adoptable = None if several_processes() else base
+    adopted, retried = _retry_orphans(study, adoptable, space, path)
+    if retried:
+        say(f"trials {', '.join(map(str, retried))} of a stopped worker: asked again")
+    if adopted:
+        numbers = ", ".join(s.name[6:] for _, s in adopted)
+        say(f"trials {numbers} of a stopped worker: resumed from their checkpoints")
+        if train(adopted, resume=True):
+            return True
+    if enqueue_base and not study.trials:
+        base_values = _base_values(base, space)
+        values = {d.name: label(base_values[d.name]) for d in space}
+        study.enqueue_trial(values, skip_if_exists=True)  # another worker may have, just now
+    return False
 
 
 def _check_job(base: RunConfig) -> None:
