@@ -519,7 +519,10 @@ def estimate_seconds(
 
 
 def run_plan(
-    plan: Plan, args: Any, rows: list[dict[str, Any]], preempted: Callable[[], bool]
+    plan: Plan,
+    args: Any,
+    rows: list[dict[str, Any]],
+    preempted: Callable[[], bool] | None = None,
 ) -> None:
     """Train the plan's groups in :func:`group_order` within the budget: one after another
     in this process, or with ``--jobs N`` up to N at once (:func:`run_in_processes`). Once

@@ -702,7 +702,7 @@ def _open_study(
     make_setting(base, _base_values(base, space), "the base run", "--search")
     _open_tune_dir(path, _describe(base, space, objective_evals))
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    return optuna.create_study(
+    study = optuna.create_study(
         study_name=study_name or path.resolve().name,
         storage=_storage(storage, path),
         sampler=sampler_object,
@@ -710,6 +710,9 @@ def _open_study(
         direction="maximize",
         load_if_exists=True,
     )
+    if study.trials:  # resumed: seeded as at its start, it would ask its first values again
+        study.sampler = _sampler(sampler, sampler_seed + len(study.trials))
+    return study
 
 
 def _ask(

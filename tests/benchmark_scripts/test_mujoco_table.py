@@ -385,7 +385,7 @@ def _plan_calls(monkeypatch, tmp_path, minutes, out_of_budget=(), jobs=1, only=N
     minutes_of = {"Hopper-v5": 30, "HalfCheetah-v5": 300, "Walker2d-v5": 300}
     calls = []
 
-    def train_group(cell, seeds, deadline, provenance, path, stop_after_periods):
+    def train_group(cell, seeds, deadline, provenance, path, stop_after_periods, preempted=None):
         calls.append(cell.env)
         if cell.env in out_of_budget:
             raise mt.Deadline()

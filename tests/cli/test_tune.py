@@ -163,12 +163,15 @@ def test_a_killed_study_resumes_asking_the_dead_workers_trial_again(jaxrl, tmp_p
 def test_an_interrupted_study_resumes_where_it_stopped(jaxrl: Callable[..., Result], tmp_path):
     tune_dir = tmp_path / "resumed"
     args = ["tune", "trpo", *TINY, *BUDGET, *SPACE, "--trials", "3", "--batch", "1"]
-    first = jaxrl(*args, "--tune-dir", tune_dir, "--stop-after-batches", "1").check()
-    assert "Stopped with 1 of 3 trials; continue with:" in first.stdout
+    first = jaxrl(*args, "--tune-dir", tune_dir, "--stop-after-batches", "2").check()
+    assert "Stopped with 2 of 3 trials; continue with:" in first.stdout
     assert first.stdout.count("--tune-dir") == 1  # the command to continue names it once
     jaxrl(*args, "--tune-dir", tune_dir).check()
     study = _study(tune_dir)
     assert [t.state.name for t in study.trials] == ["COMPLETE"] * 3
+    # The resumed worker's sampler does not start its seeded stream over: trial 2 is not
+    # trial 1 (the first sampled one) asked again.
+    assert study.trials[2].params != study.trials[1].params
     changed = jaxrl("tune", "trpo", *TINY, *BUDGET, "--search", "max-kl=0.001:0.01", "--tune-dir",
                     tune_dir)  # fmt: skip
     assert "holds another study" in single_error_line(changed)
