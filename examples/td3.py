@@ -1,20 +1,9 @@
-"""TD3 (Fujimoto et al. 2018) as a plug-in: the worked example of adding an algorithm.
-
-TD3 is DDPG with three changes, each a few lines on :mod:`jaxrl.algorithms.off_policy` (the
-pieces DDPG's own update is built from), with Tianshou's semantics:
-
-- twin critics ``Q_1, Q_2``: one stacked :class:`jaxrl.networks.Ensemble` (``Q [2, B]``);
-- target policy smoothing: ``y = r + gamma (1 - term) min_i Q'_i(s', mu'(s') + eps)``,
-  ``eps = clip(policy_noise * N(0, 1), +-noise_clip)`` (n-step as DDPG's; as in Tianshou, the
-  smoothed action is not clipped to [-1, 1]);
-- delayed updates: the actor step (through ``Q_1``) and the soft updates of all targets on
-  every ``policy_delay``-th update only (Tianshou's ``update_actor_freq``).
-
-Registering it (the last line) is all the drivers and the command need. It takes DDPG's
-presets (Tianshou's TD3 test uses DDPG's settings), with its own actor learning rate on
-Pendulum: ``jaxrl train td3 --plugin examples/td3.py --env Pendulum-v1``. In Python,
-``jaxrl.load_plugin("examples/td3.py")`` registers it: ``registry.get("td3").cls``.
-"""
+"""TD3 (Fujimoto et al. 2018) as a plug-in, the worked example of adding an algorithm: DDPG
+with twin critics (one :class:`jaxrl.networks.Ensemble`, ``Q [2, B]``), target smoothing
+(``min_i Q'_i(s', mu'(s') + clip(policy_noise N(0, 1), +-noise_clip))``) and the actor step
+through ``Q_1`` with the soft updates on every ``policy_delay``-th update only (vmapped seeds
+too: :func:`jaxrl.core.tree.uniform_cond`), in Tianshou's semantics. The last line registers it
+for the drivers and ``jaxrl train td3 --plugin examples/td3.py``; it takes DDPG's presets."""
 
 from __future__ import annotations
 
@@ -26,8 +15,13 @@ from jaxrl.algorithms import check_field, check_int_field, document_fields, hype
 from jaxrl.algorithms import off_policy as op
 from jaxrl.algorithms.ddpg import DDPG, DDPGState
 from jaxrl.algorithms.registry import AlgorithmInfo, register
+from jaxrl.core.tree import uniform_cond
 from jaxrl.networks import Ensemble
 from jaxrl.replay import NStepBatch
+
+
+class TD3State(DDPGState):
+    actor_loss: jax.Array  # of the last actor step (logged between them, as Tianshou does)
 
 
 @document_fields
@@ -44,9 +38,12 @@ class TD3(DDPG):
         check_field("TD3", "noise_clip", self.noise_clip, 0.0, float("inf"), low_open=True)
         check_int_field("TD3", "policy_delay", self.policy_delay, 1)
 
-    def networks(self, action_dim: int) -> tuple[nn.Module, nn.Module]:
+    def networks(self, action_dim: int) -> tuple[nn.Module, Ensemble]:
         actor, critic = super().networks(action_dim)
         return actor, Ensemble(critic, size=2)  # (obs, action) -> Q [2, B]
+
+    def init(self, *args, **kwargs) -> TD3State:
+        return TD3State(**vars(super().init(*args, **kwargs)), actor_loss=jnp.float32(jnp.nan))
 
     def critic_targets(self, state: DDPGState, batch: NStepBatch, key: jax.Array) -> jax.Array:
         def smoothed_min_q(next_obs: jax.Array) -> jax.Array:
@@ -57,22 +54,26 @@ class TD3(DDPG):
 
         return op.nstep_critic_targets(batch, smoothed_min_q, self.gamma)
 
-    def update(self, state: DDPGState, batch: NStepBatch, key: jax.Array) -> tuple[DDPGState, dict]:
+    def update(self, state: TD3State, batch: NStepBatch, key: jax.Array) -> tuple[TD3State, dict]:
         """One TD3 step: both critics, then (every ``policy_delay``-th) actor and targets."""
         self.check_batch(state, batch)
         obs, action = jnp.asarray(batch.obs, jnp.float32), jnp.asarray(batch.action, jnp.float32)
         targets = self.critic_targets(state, batch, key)
         state = self.with_learning_rates(state)
         critic, q_losses, q_rejected = op.critic_step(state.critic, obs, action, targets)
-        q1 = op.q_function(critic, index=0)
-        actor, actor_loss, actor_rejected = op.actor_step(state.actor, q1, obs)
-        state, delayed = state.replace(critic=critic), state.num_updates % self.policy_delay == 0
-        stepped = op.soft_update_targets(state.replace(actor=actor), self.tau)
-        state = op.select_tree(delayed, stepped, state)  # actor and targets, or neither
-        rejected = q_rejected + jnp.where(delayed, actor_rejected, 0)
-        stats = {"actor_loss": actor_loss, "critic1_loss": q_losses[0]}
-        stats |= {"critic2_loss": q_losses[1], "rejected_steps": rejected}
-        return state.replace(num_updates=state.num_updates + 1), stats
+        q1 = self.networks(action.shape[-1])[1].member(critic.params, 0)  # (obs, a) -> Q_1 [B]
+
+        def actor_and_targets(state: TD3State) -> tuple[TD3State, jax.Array]:
+            actor, actor_loss, rejected = op.actor_step(state.actor, q1, obs)
+            state = state.replace(actor=actor, actor_loss=actor_loss)
+            return op.soft_update_targets(state, self.tau), rejected
+
+        delayed, keep = state.num_updates % self.policy_delay == 0, lambda s: (s, q_rejected * 0)
+        state = state.replace(critic=critic, num_updates=state.num_updates + 1)
+        state, actor_rejected = uniform_cond(delayed, actor_and_targets, keep, state)
+        stats = {"actor_loss": state.actor_loss, "critic1_loss": q_losses[0]}
+        stats |= {"critic2_loss": q_losses[1], "rejected_steps": q_rejected + actor_rejected}
+        return state, stats
 
 
 PRESETS = {"pendulum": {"actor_lr": 1e-3}}  # over DDPG's (Tianshou's TD3 test: 1e-4; can stall)

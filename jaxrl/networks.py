@@ -214,6 +214,12 @@ class Ensemble(nn.Module):
         )
         return copies(self.module, *inputs)
 
+    def member(self, variables: Any, index: int) -> Callable[..., jax.Array]:
+        """Copy ``index`` alone as a function of the inputs, at the ensemble's ``variables``
+        (``Q_1`` of twin critics costs one critic, not the pair)."""
+        own = jax.tree_util.tree_map(lambda x: x[index], variables["params"]["module"])
+        return functools.partial(self.module.apply, {"params": own})
+
 
 def stable_apply(module: nn.Module) -> Callable:
     """``module.apply``, one and the same function for equal modules.

@@ -108,12 +108,16 @@ def run_cases(root: Path, only: list[str] | None) -> dict[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="case names (default: all)")
+    parser.add_argument(
+        "--keep", type=Path, help="write the run directories here (to diff where digests differ)"
+    )
     args = parser.parse_args()
     import jaxrl
 
     print(f"# jaxrl from {Path(jaxrl.__file__).parent}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as scratch:
-        for name, value in run_cases(Path(scratch), args.only).items():
+        root = Path(scratch) if args.keep is None else args.keep
+        for name, value in run_cases(root, args.only).items():
             print(f"{name} {value}", flush=True)
 
 

@@ -11,8 +11,8 @@ the worked example of adding an algorithm). Each is a small pure function on arr
   :func:`critic_loss` and :func:`critic_step`;
 - the actor: :func:`deterministic_policy_loss` and :func:`actor_step` (the deterministic
   policy gradient through :func:`q_function`, one critic of an ensemble);
-- bookkeeping: :func:`with_scheduled_lr`, :func:`soft_update_targets` and
-  :func:`select_tree` (take one whole update or keep the old state: delayed updates).
+- bookkeeping: :func:`with_scheduled_lr` and :func:`soft_update_targets` (a delayed step
+  runs under :func:`jaxrl.core.tree.uniform_cond`, as TD3's).
 
 Shapes: ``B`` samples, n-step windows of ``n`` steps, ``A`` action components; an ensemble
 of ``K`` critics (:class:`jaxrl.networks.Ensemble`) returns ``Q [K, B]`` where one critic
@@ -261,9 +261,3 @@ def soft_update_targets(state: Any, tau: float | Array) -> Any:
         actor_target=soft_update(state.actor_target, state.actor.params, tau),
         critic_target=soft_update(state.critic_target, state.critic.params, tau),
     )
-
-
-def select_tree(flag: Array, new: PyTree, old: PyTree) -> PyTree:
-    """``new`` where the boolean scalar ``flag`` holds, ``old`` elsewhere, leaf by leaf (both
-    the same structure): an update applied conditionally inside ``jit``/``vmap``."""
-    return jax.tree_util.tree_map(lambda n, o: jnp.where(flag, n, o), new, old)

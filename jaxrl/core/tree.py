@@ -7,12 +7,16 @@ for the finiteness test and one select per leaf, and XLA compiles every one of t
 16-seed TRPO Pendulum run they were 85 of the update's 368 fused kernels. The two functions
 here give the same values with one reduction per dtype and one conditional.
 
+:func:`uniform_cond` is ``lax.cond`` that stays a branch under ``jax.vmap`` when the whole
+batch takes the same one (seeds trained in lockstep: a warm-up, a delayed actor step).
+
 :func:`strong_types` fixes a tree's leaves to strongly typed arrays (environments return
 Python numbers and weakly typed fields that a jitted step would retype).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import jax
@@ -55,6 +59,87 @@ def tree_select(pred: jax.Array, on_true: Tree, on_false: Tree) -> Tree:
       on_true, on_false: pytrees of the same structure, shapes and dtypes.
     """
     return lax.cond(pred, lambda a, _: a, lambda _, b: b, on_true, on_false)
+
+
+def uniform_cond(pred: jax.Array, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
+    """``lax.cond(pred, true_fun, false_fun, *operands)``, which under ``jax.vmap`` still runs
+    one branch when every element of the batch takes the same one.
+
+    ``jax.vmap`` of ``lax.cond`` with a batched predicate runs both branches for the whole
+    batch and selects. Seeds trained in one program run in lockstep, so their predicates
+    (inside a warm-up or not; an update that steps the actor or not) agree: here a batched
+    predicate is reduced at run time, and the batch runs ``true_fun`` if all elements are
+    True, ``false_fun`` if none is, and both with a select only where they differ. Nested
+    ``vmap`` s are reduced level by level. The values are ``lax.cond`` 's.
+
+    Args:
+      pred: a boolean scalar (per batch element under ``vmap``).
+      true_fun, false_fun: ``*operands -> out``, the same output structure, shapes and dtypes;
+        they may close over traced values.
+      operands: pytrees of arrays.
+
+    Not differentiable (the update loops that use it are not differentiated through).
+    """
+    # The branches' closed-over values become operands: a custom vmap rule sees its
+    # arguments' batching, never that of values its function closes over.
+    on_true, true_consts = _hoist(true_fun, operands)
+    on_false, false_consts = _hoist(false_fun, operands)
+    return _uniform_cond(
+        pred,
+        lambda ops: on_true(ops[0], *ops[2]),
+        lambda ops: on_false(ops[1], *ops[2]),
+        (true_consts, false_consts, operands),
+    )
+
+
+def _uniform_cond(pred: jax.Array, true_fun: Callable, false_fun: Callable, operand: Any) -> Any:
+    """:func:`uniform_cond` of pure branches (closing over no traced value) of one operand."""
+
+    @jax.custom_batching.custom_vmap
+    def cond(pred: jax.Array, operand: Any) -> Any:
+        return lax.cond(pred, true_fun, false_fun, operand)
+
+    @cond.def_vmap
+    def batched(axis_size: int, in_batched: list, pred: jax.Array, operand: Any) -> tuple:
+        axes = jax.tree_util.tree_map(lambda b: 0 if b else None, in_batched[1])
+        on_true = jax.vmap(true_fun, in_axes=(axes,), axis_size=axis_size)
+        on_false = jax.vmap(false_fun, in_axes=(axes,), axis_size=axis_size)
+        if not in_batched[0]:
+            out = lax.cond(pred, on_true, on_false, operand)
+        else:
+
+            def both(operand: Any) -> Any:
+                pred, operand = operand
+
+                def pick(a: jax.Array, b: jax.Array) -> jax.Array:
+                    return jnp.where(pred.reshape(-1, *[1] * (a.ndim - 1)), a, b)
+
+                return jax.tree_util.tree_map(pick, on_true(operand), on_false(operand))
+
+            def some(operand: Any) -> Any:
+                every_false = lambda op: on_false(op[1])  # noqa: E731
+                return _uniform_cond(jnp.any(operand[0]), both, every_false, operand)
+
+            every = lambda op: on_true(op[1])  # noqa: E731
+            out = _uniform_cond(jnp.all(pred), every, some, (pred, operand))
+        return out, jax.tree_util.tree_map(lambda _: True, out)
+
+    return cond(pred, operand)
+
+
+def _hoist(fun: Callable, operands: tuple) -> tuple[Callable, list]:
+    """``(pure, consts)``: ``pure(consts, *operands) == fun(*operands)``, with the values
+    ``fun`` closes over (traced ones included) passed in as ``consts``."""
+    closed, shape = jax.make_jaxpr(fun, return_shape=True)(*operands)
+    structure = jax.tree_util.tree_structure(shape)
+
+    def pure(consts: list, *operands: Any) -> Any:
+        leaves = jax.tree_util.tree_leaves(operands)
+        return jax.tree_util.tree_unflatten(
+            structure, jax.core.eval_jaxpr(closed.jaxpr, consts, *leaves)
+        )
+
+    return pure, list(closed.consts)
 
 
 def strong_types(tree: Tree) -> Tree:

@@ -12,6 +12,7 @@ from jax import lax
 
 from jaxrl.algorithms.protocol import learns_from_replay
 from jaxrl.core.stats import SummaryStats
+from jaxrl.core.tree import uniform_cond
 from jaxrl.replay import ReplayBuffer
 
 Array = jax.Array
@@ -53,22 +54,42 @@ def updates_take_effect(agent: Any, env_steps: Any) -> Any:
 
 
 def off_policy_updates(
-    agent: Any, state: Any, buffer: ReplayBuffer, key: Array, num_updates: int, env_steps: Array
+    agent: Any,
+    state: Any,
+    buffer: ReplayBuffer,
+    key: Array,
+    num_updates: int,
+    env_steps: Array | None = None,
 ) -> tuple[Any, dict[str, Array]]:
     """``num_updates`` off-policy updates on batches sampled from ``buffer`` after a
-    collection that started at ``env_steps`` (none take effect if it started inside the
-    ``warmup_steps`` random warm-up: :func:`updates_take_effect`); returns the state and the
-    mean of their stats."""
+    collection that started at ``env_steps``; returns the state and the mean of their stats.
+
+    A collection that started inside the ``warmup_steps`` random warm-up runs no update
+    (:func:`updates_take_effect`): its stats are NaN (integer ones 0), as on the host
+    driver, which decides that on the host and passes ``env_steps=None`` (learn). Seeds in
+    one program are in lockstep, so under ``vmap`` the warm-up's collections skip the
+    updates for the whole batch (:func:`jaxrl.core.tree.uniform_cond`).
+    """
 
     def one_update(state: Any, update_key: Array) -> tuple[Any, dict]:
         batch_key, step_key = jax.random.split(update_key)
-        new_state, stats = agent.update(state, agent.sample_batch(buffer, batch_key), step_key)
-        if agent.warmup_steps > 0:
-            learning = updates_take_effect(agent, env_steps)
-            new_state = jax.tree_util.tree_map(
-                lambda n, o: jnp.where(learning, n, o), new_state, state
-            )
-        return new_state, stats
+        return agent.update(state, agent.sample_batch(buffer, batch_key), step_key)
 
-    state, stats = lax.scan(one_update, state, jax.random.split(key, num_updates))
-    return state, jax.tree_util.tree_map(jnp.mean, stats)
+    def learn(state: Any, key: Array) -> tuple[Any, dict[str, Array]]:
+        state, stats = lax.scan(one_update, state, jax.random.split(key, num_updates))
+        return state, jax.tree_util.tree_map(jnp.mean, stats)
+
+    if agent.warmup_steps == 0 or env_steps is None:
+        return learn(state, key)
+
+    def skip(state: Any, key: Array) -> tuple[Any, dict[str, Array]]:
+        shapes = jax.eval_shape(learn, state, key)[1]
+        return state, jax.tree_util.tree_map(_no_value, shapes)
+
+    return uniform_cond(updates_take_effect(agent, env_steps), learn, skip, state, key)
+
+
+def _no_value(shape: jax.ShapeDtypeStruct) -> Array:
+    """The stat of updates that did not run: NaN, or 0 for an integer count."""
+    inexact = jnp.issubdtype(shape.dtype, jnp.inexact)
+    return jnp.full(shape.shape, jnp.nan if inexact else 0, shape.dtype)

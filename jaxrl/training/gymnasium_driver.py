@@ -179,7 +179,7 @@ class _Programs:
             def one_seed(state, buffer, learn_key):
                 key = jax.random.fold_in(learn_key, start)
                 agent, updates = self.agent, self.num_updates
-                state, stats = off_policy_updates(agent, state, buffer, key, updates, start)
+                state, stats = off_policy_updates(agent, state, buffer, key, updates)
                 return state, mean_stats(stats)
 
             state, stats = jax.vmap(one_seed)(state, buffer, self._learn_keys)

@@ -1,4 +1,4 @@
-"""Tests for jaxrl.core.tree: whole-pytree finiteness and selection, against NumPy."""
+"""Tests for jaxrl.core.tree: whole-pytree finiteness, selection and uniform_cond, against NumPy."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.core.tree import all_finite, tree_select
+from jaxrl.core.tree import all_finite, tree_select, uniform_cond
 
 
 @pytest.fixture(params=[lambda f: f, jax.jit], ids=["nojit", "jit"])
@@ -90,3 +90,99 @@ def test_tree_select_refuses_trees_that_differ():
     # JAX's own message names the leaf and both types.
     with pytest.raises(TypeError, match=re.escape("path ['x'] has type float32[2]")):
         tree_select(jnp.asarray(True), {"x": jnp.zeros(2)}, {"x": jnp.zeros(3)})
+
+
+# ---------------------------------------------------------------------------------------------
+# uniform_cond: lax.cond's values; under vmap one branch when the batch agrees
+# ---------------------------------------------------------------------------------------------
+
+
+def _branches(calls: dict, scale: jax.Array):
+    """Two branches that count their runs (host callbacks) and close over a traced value."""
+
+    def count(name):
+        jax.debug.callback(lambda: calls.__setitem__(name, calls[name] + 1))
+
+    def on_true(x, y):
+        count("true")
+        return {"out": x * scale + y, "n": jnp.int32(1)}
+
+    def on_false(x, y):
+        count("false")
+        return {"out": x - y, "n": jnp.int32(0)}
+
+    return on_true, on_false
+
+
+def _numpy_cond(pred, x, y, scale):
+    return {"out": np.where(pred, x * scale + y, x - y), "n": np.where(pred, 1, 0)}
+
+
+@pytest.mark.parametrize("pred", [True, False])
+def test_uniform_cond_is_lax_cond_unbatched(variant, pred):
+    calls = {"true": 0, "false": 0}
+    x, y, scale = np.float32(1.5), np.float32(2.0), np.float32(3.0)
+
+    def fn(pred, x, y, scale):
+        return uniform_cond(pred, *_branches(calls, scale), x, y)
+
+    got = variant(fn)(pred, x, y, scale)
+    jax.effects_barrier()
+    want = _numpy_cond(pred, x, y, scale)
+    np.testing.assert_array_equal(got["out"], want["out"])
+    assert int(got["n"]) == int(want["n"]) and calls["true" if pred else "false"] >= 1
+    assert calls["false" if pred else "true"] == 0
+
+
+@pytest.mark.parametrize(
+    "pred, runs",
+    [
+        ([True, True, True, True], {"true"}),
+        ([False, False, False, False], {"false"}),
+        ([True, False, False, True], {"true", "false"}),
+    ],
+)
+def test_uniform_cond_under_vmap_runs_only_the_branch_the_batch_takes(variant, pred, runs):
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(4, 3)).astype(np.float32), rng.normal(size=(4, 3)).astype(np.float32)
+    scale = rng.normal(size=(4, 1)).astype(np.float32)  # a batched value the branches close over
+    pred = np.asarray(pred)
+    calls = {"true": 0, "false": 0}
+
+    def fn(pred, x, y, scale):
+        return uniform_cond(pred, *_branches(calls, scale), x, y)
+
+    batched = variant(jax.vmap(fn))
+    batched(pred, x, y, scale)  # compiled (jit) or traced once
+    jax.effects_barrier()
+    calls.update(true=0, false=0)
+    got = batched(pred, x, y, scale)
+    jax.effects_barrier()
+    want = _numpy_cond(pred[:, None], x, y, scale)
+    np.testing.assert_allclose(got["out"], want["out"], rtol=1e-6)
+    np.testing.assert_array_equal(got["n"], want["n"][:, 0])
+    assert {name for name, count in calls.items() if count} == runs
+
+
+def test_uniform_cond_under_nested_vmap_and_scan_with_unbatched_operands():
+    """Settings x seeds (two vmaps), an unbatched operand, inside a scan: lax.cond's values."""
+
+    def run(x, scale):
+        def body(carry, _):
+            value, step = carry
+            value = uniform_cond(step >= 2, lambda v, s: v * s, lambda v, s: v + s, value, 0.5)
+            return (value * scale, step + 1), value
+
+        return jax.lax.scan(body, (x, 0), None, length=4)[1]
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    scale = np.array([1.0, 2.0], np.float32)
+    got = jax.jit(jax.vmap(jax.vmap(run, in_axes=(0, None)), in_axes=(0, 0)))(x, scale)
+    want = np.empty((2, 3, 4), np.float32)
+    for i, j in np.ndindex(2, 3):
+        value = x[i, j]
+        for step in range(4):
+            value = value * 0.5 if step >= 2 else value + 0.5
+            want[i, j, step] = value
+            value = value * scale[i]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
