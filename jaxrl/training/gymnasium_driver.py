@@ -103,14 +103,18 @@ def init_host_carry(
     from unless given ``initial``); wrap it in ``jax.eval_shape`` for a checkpoint template."""
     observation_spec = describe_space(observation_space, "observation_space")
     action_spec = describe_space(action_space, "action_space")
-    init_keys = host_seed_keys(seeds)[0]
-    state, buffer = jax.vmap(
-        lambda key: agent.init_training(key, observation_spec, action_spec, num_envs)
-    )(init_keys)
-    stats = None
-    if normalize_obs:
-        stats = jax.vmap(lambda _: RunningMeanStd.create(observation_spec.shape))(init_keys)
-    return HostCarry(state, buffer, stats)
+
+    @jax.jit  # one program: run op by op, the initializers compiled a program each (seconds)
+    def init(keys: jax.Array) -> HostCarry:
+        state, buffer = jax.vmap(
+            lambda key: agent.init_training(key, observation_spec, action_spec, num_envs)
+        )(keys)
+        stats = None
+        if normalize_obs:
+            stats = jax.vmap(lambda _: RunningMeanStd.create(observation_spec.shape))(keys)
+        return HostCarry(state, buffer, stats)
+
+    return init(host_seed_keys(seeds)[0])
 
 
 # A collection of more vector steps than this reaches the learning program stacked on the
