@@ -1,0 +1,202 @@
+"""Where an off-policy env step's time goes: the jitted loop (16 vmapped seeds) and the host
+driver (1 seed), DDPG with the settings of the peers' comparison (``benchmarks/peers/``):
+batch 256, buffer 20,000, [64, 64] ReLU, 1 env, 1 update per env step, 1,000 warm-up steps.
+
+The jitted loop is measured by taking pieces away from one compiled period of
+``--steps`` env steps (after its compilation, best of ``--reps``), each a per-env-step cost:
+
+* ``act + env + insert + metrics``: the loop with an update that does nothing;
+* ``sample``: the loop whose update only reads its sampled batch, minus the above;
+* ``update``: the whole loop minus the above (the update's own pieces below, each compiled
+  alone over the seeds: critic targets, critic step, actor step, soft updates, learning rates;
+  alone they pay a dispatch each, so they sum above the fused update);
+* ``warm-up``: the same period inside the warm-up (no update runs there).
+
+The host driver is measured the same way (the update, then ``act + env + insert`` and the
+Python around them); the time to first step (compilation included) is reported apart.
+
+    python benchmarks/offpolicy_breakdown.py            # about 5 minutes on 2 cores
+    python benchmarks/offpolicy_breakdown.py --quick    # CI smoke run (seconds)
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+from common import base_parser, loadavg, machine_info, markdown_table, print_machine, write_json
+from common import output_dir as results_dir
+
+from jaxrl.algorithms import off_policy as op
+from jaxrl.algorithms.ddpg import DDPG
+from jaxrl.replay import NStepBatch
+from jaxrl.spaces import describe_space
+from jaxrl.training import TrainConfig, make_train_loop, over_seeds
+from jaxrl.training.gymnasium_driver import train_gymnasium
+
+SETTINGS = dict(hidden_sizes=(64, 64), batch_size=256, buffer_size=20000, update_per_step=1.0)
+
+
+class NoUpdate(DDPG):
+    """DDPG whose update does nothing (the batch it is given is not even read)."""
+
+    def update(self, state, batch, key):
+        zero = jnp.zeros(())
+        return state, {"actor_loss": zero, "critic_loss": zero, "rejected_steps": zero}
+
+
+class SampleOnly(DDPG):
+    """DDPG whose update only reads its batch (so that sampling is not compiled away)."""
+
+    def update(self, state, batch, key):
+        read = jnp.sum(batch.obs) + jnp.sum(batch.next_obs) + jnp.sum(batch.reward)
+        return state, {"actor_loss": read, "critic_loss": read, "rejected_steps": read * 0}
+
+
+def jitted_period_seconds(agent: Any, seeds: int, steps: int, reps: int, warmup: bool) -> float:
+    """Seconds per env step of one compiled period of ``steps`` steps of ``seeds`` seeds,
+    best of ``reps``, inside the warm-up or after it."""
+    agent = agent.replace(warmup_steps=10**9 if warmup else 0)
+    config = TrainConfig(num_envs=1, num_steps=1, total_steps=steps, eval_every=steps)
+    loop = make_train_loop(agent, "Pendulum-v1", config)
+    init = jax.jit(over_seeds(loop.init, "vmap"))
+    period = jax.jit(over_seeds(loop.run_period, "vmap"))
+    carry = init(jax.random.split(jax.random.key(0), seeds))
+    carry = jax.block_until_ready(period(carry)[0])  # compiled, the buffer filled
+    best = np.inf
+    for _ in range(reps):
+        start = time.perf_counter()
+        carry = jax.block_until_ready(period(carry)[0])
+        best = min(best, time.perf_counter() - start)
+    return best / steps
+
+
+def update_pieces(seeds: int, reps: int) -> dict[str, float]:
+    """Seconds per call of each piece of a DDPG update, compiled alone over ``seeds``."""
+    agent = DDPG(**SETTINGS)
+    obs_space = describe_space(gym.spaces.Box(-8, 8, (3,), np.float32), "observation_space")
+    act_space = describe_space(gym.spaces.Box(-2, 2, (1,), np.float32), "action_space")
+    keys = jax.random.split(jax.random.key(0), seeds)
+    state = jax.vmap(lambda k: agent.init(k, obs_space, act_space, 1))(keys)
+    rng, size = np.random.default_rng(0), (seeds, agent.batch_size)
+    batch = NStepBatch(
+        obs=jnp.asarray(rng.normal(size=(*size, 3)), jnp.float32),
+        action=jnp.asarray(rng.uniform(-1, 1, (*size, 1)), jnp.float32),
+        reward=jnp.asarray(rng.normal(size=(seeds, 1, size[1])), jnp.float32),
+        terminated=jnp.zeros((seeds, 1, size[1]), bool),
+        truncated=jnp.zeros((seeds, 1, size[1]), bool),
+        next_obs=jnp.asarray(rng.normal(size=(seeds, 1, size[1], 3)), jnp.float32),
+    )
+    targets = jnp.zeros(size)
+    pieces = {
+        "critic targets": (agent.critic_targets, (state, batch, keys)),
+        "critic step": (
+            lambda s, b, y: op.critic_step(s.critic, b.obs, b.action, y),
+            (state, batch, targets),
+        ),  # noqa: E501
+        "actor step": (
+            lambda s, b: op.actor_step(s.actor, op.q_function(s.critic), b.obs),
+            (state, batch),
+        ),  # noqa: E501
+        "soft updates": (lambda s: op.soft_update_targets(s, agent.tau), (state,)),
+        "learning rates": (agent.with_learning_rates, (state,)),
+        "whole update": (agent.update, (state, batch, keys)),
+    }
+    found = {}
+    for name, (fn, args) in pieces.items():
+        program = jax.jit(jax.vmap(fn))
+        jax.block_until_ready(program(*args))
+        best = np.inf
+        for _ in range(reps):
+            start = time.perf_counter()
+            for _ in range(20):
+                out = program(*args)
+            jax.block_until_ready(out)
+            best = min(best, (time.perf_counter() - start) / 20)
+        found[name] = best
+    return found
+
+
+def host_seconds(agent: Any, steps: int) -> tuple[float, float]:
+    """``(seconds per env step after the first period, seconds of the first period)`` of the
+    host driver, one seed, gymnasium's Pendulum-v1, periods of ``steps`` env steps."""
+    marks = []
+    train_gymnasium(
+        agent.replace(warmup_steps=0),
+        "Pendulum-v1",
+        num_envs=1,
+        num_steps=1,
+        total_steps=3 * steps,
+        eval_every=steps,
+        eval_episodes=1,
+        progress=lambda _: marks.append(time.perf_counter()),
+    )
+    per_step = min(b - a for a, b in itertools.pairwise(marks[1:])) / steps
+    return per_step, marks[1] - marks[0]
+
+
+def main() -> None:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=2000, help="env steps of a timed period")
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    if args.quick:
+        args.seeds, args.steps, args.reps = 2, 300, 1
+    info = machine_info()
+    print_machine(info)
+    full, sample_only, none = DDPG(**SETTINGS), SampleOnly(**SETTINGS), NoUpdate(**SETTINGS)
+    loop = {
+        name: jitted_period_seconds(agent, args.seeds, args.steps, args.reps, warmup)
+        for name, agent, warmup in (
+            ("rest", none, False),
+            ("sample", sample_only, False),
+            ("whole", full, False),
+            ("warm-up", full, True),
+        )
+    }
+    pieces = update_pieces(args.seeds, args.reps)
+    host_whole, host_first = host_seconds(full, args.steps)
+    host_rest, _ = host_seconds(none, args.steps)
+    rows = [
+        ["act + env + insert + metrics", loop["rest"]],
+        ["sample", loop["sample"] - loop["rest"]],
+        ["update", loop["whole"] - loop["sample"]],
+        ["whole env step", loop["whole"]],
+        ["env step in the warm-up", loop["warm-up"]],
+    ]
+    print(f"\nThe jitted loop, {args.seeds} seeds vmapped: ms per env step (all seeds)")
+    print(markdown_table(["part", "ms"], [[n, f"{v * 1e3:.3f}"] for n, v in rows]))
+    print("\nA DDPG update's pieces, each compiled alone over the seeds: ms per call")
+    print(markdown_table(["piece", "ms"], [[n, f"{v * 1e3:.3f}"] for n, v in pieces.items()]))
+    host_rows = [
+        ["update (and its dispatch)", host_whole - host_rest],
+        ["act + env + insert + Python", host_rest],
+        ["whole env step", host_whole],
+    ]
+    print("\nThe host driver, 1 seed: ms per env step")
+    print(markdown_table(["part", "ms"], [[n, f"{v * 1e3:.3f}"] for n, v in host_rows]))
+    print(f"first period of {args.steps} steps (compilation included): {host_first:.1f} s")
+    info["loadavg_end"] = loadavg()
+    out = results_dir(args) / "offpolicy_breakdown.json"
+    write_json(
+        out,
+        {
+            "machine": info,
+            "args": vars(args) | {"out": str(args.out)},
+            "jitted_ms_per_env_step": {n: v * 1e3 for n, v in rows},
+            "update_pieces_ms": {n: v * 1e3 for n, v in pieces.items()},
+            "host_ms_per_env_step": {n: v * 1e3 for n, v in host_rows},
+            "host_first_period_s": host_first,
+        },
+    )
+    print(f"load average {info['loadavg_start']} -> {info['loadavg_end']}; wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
