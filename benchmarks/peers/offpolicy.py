@@ -1,0 +1,899 @@
+"""DDPG and TD3 side by side with rejax and sbx: whole-process wall time and final return.
+
+Every side runs as a separate process, from interpreter start to exit (imports and
+compilation included), the sides alternating their order every repetition (``--reps``);
+each also reports its final evaluation return (mean and spread over seeds). The peers run in
+virtual environments of their own, made here with pip when missing (``.venv-rejax``,
+``.venv-sbx``), with the same JAX stack as this interpreter's (jax, jaxlib, flax, optax,
+chex pinned to the versions installed here); the JSON records each side's versions.
+
+Comparisons (``--only``, comma-separated; default all four):
+
+``ddpg``
+    DDPG on gymnax Pendulum-v1, ``--seeds`` (16) seeds vmapped in one program x ``--steps``
+    (10,000) env steps per seed: (a) ``jaxrl API``: ``jax.jit(over_seeds(make_train(...)))``;
+    (b) ``jaxrl command``: ``python -m jaxrl train ddpg --backend jax ...``; (c) ``rejax``:
+    ``jax.jit(jax.vmap(algo.train))``; (d) ``rejax uniform``: the same with rejax's replay
+    sampler replaced in its process by uniform sampling with replacement over the filled part
+    (``jax.random.randint``; rejax 0.1.3 draws without replacement through
+    ``jax.random.choice(..., replace=False, p=...)`` over the whole buffer).
+    rejax 0.1.3 has no DDPG (no release on PyPI does; ``get_algo`` knows dqn, iqn, ppo, pqn,
+    sac, td3): its DDPG side is rejax's TD3 with one critic, ``policy_delay=1``, and a
+    critic loss without target smoothing (a subclass defined in the child process,
+    :func:`rejax_ddpg_class`); everything else (buffer, loop, collection, actor loss, target
+    updates, evaluation) is rejax's own code.
+``td3``
+    TD3, the same settings plus target smoothing noise 0.2 clipped at 0.5 and policy delay 2:
+    jaxrl's plug-in ``examples/td3.py`` through the API (``jaxrl.load_plugin``) and the command
+    (``jaxrl train td3 --plugin examples/td3.py``), rejax's TD3 as is and uniform-patched.
+``host``
+    DDPG on gymnasium's Pendulum-v1, one seed, ``--host-steps`` (20,000) env steps: the jaxrl
+    command on its host driver (``--backend gymnasium --env-backend gymnasium``) against sbx's
+    DDPG (``sbx-rl==0.28.0``; ``NormalActionNoise(0, 0.1)``, ``learning_starts=1000``,
+    ``train_freq=1``, ``gradient_steps=1``).
+``update``
+    One learning step alone, ``--seeds`` seeds vmapped, batch 256, a full 20,000-transition
+    buffer of synthetic data, timed after compilation (median over ``--update-calls`` calls,
+    each waited for), in one process per library: jaxrl's DDPG and TD3
+    (``over_seeds(sample, then agent.update)``; TD3's update computes the actor step every
+    call and keeps it every second) and rejax's (sample then ``update_critic``,
+    ``policy_delay`` times, then ``update_actor`` and the target updates; the time of that
+    cycle divided by ``policy_delay``), rejax's as is and uniform-patched. The issue's target:
+    jaxrl's TD3 update at most 1.2x its DDPG update. These processes are separate from the
+    timed training runs, whose wall times they do not touch.
+
+Matched settings (every side): batch 256, replay buffer 20,000, actor and critic MLPs
+[64, 64] relu, 1 environment, 1 update per env step, 1,000 warm-up steps of uniformly random
+actions (no update before them), Gaussian exploration noise 0.1, tau 0.005 (rejax:
+``polyak=0.995``), gamma 0.99, Adam learning rates 1e-3 for the actor and the critic (rejax
+has one ``learning_rate`` for both), 1-step critic targets, no observation normalization.
+Noises are given in [-1, 1]-action units as jaxrl and sbx take them; rejax adds them in the
+environment's units (Pendulum's actions are in [-2, 2]), so its values are doubled there:
+``exploration_noise=0.2``, TD3's ``target_noise=0.4``, ``target_noise_clip=1.0``.
+
+Settings that differ (not configurable, or each library's defining behaviour):
+
+- rejax treats gymnax's ``done`` (time limit included: Pendulum only truncates) as terminal
+  and does not bootstrap there; jaxrl and sbx bootstrap through truncations.
+- rejax needs gymnax < 1.0 (1.0's ``step`` returns terminated and truncated apart): its
+  environment has gymnax 0.0.9, jaxrl's the version installed here (Pendulum's dynamics and
+  reward the same; 0.0.9 reports the time limit as its ``done``).
+- Critic loss: jaxrl the mean squared error; rejax (``optax.l2_loss``) and sbx half of it
+  (the same Adam steps but for Adam's epsilon).
+- TD3's smoothed target action: jaxrl (Tianshou's) does not clip it to the action bounds;
+  rejax does.
+- TD3's actor loss: jaxrl through the first critic (Fujimoto's, Tianshou's), rejax through the
+  mean of both.
+
+Evaluations, one at the end of training wherever a side allows it:
+
+- jaxrl API: one evaluation after the last env step (``eval_every = total steps``),
+  ``EVAL_EPISODES`` (128) episodes per seed, the actor without noise.
+- jaxrl command: the same evaluation during training, and the command's final evaluation of
+  the final policy (another 128 episodes per seed, written to ``final_eval.json``, whose return
+  is the one reported); the command also writes its run directory (metrics, learning curve,
+  a checkpoint, TensorBoard). Its persistent compilation cache points at a new empty folder
+  for every run, so that it compiles from scratch as every other side does.
+- rejax: ``eval_freq = total steps`` and ``skip_initial_evaluation=True``: one evaluation at
+  the end, its fixed 128 episodes per seed, the actor without noise (``make_act``).
+- host: jaxrl evaluates ``HOST_EVAL_EPISODES`` (10) episodes at the end of training and again
+  for ``final_eval.json`` (reported); sbx ``evaluate_policy(model, n_eval_episodes=10,
+  deterministic=True)`` on a new environment after ``learn``.
+
+The tables give each side's median wall time over the repetitions, every repetition's, the
+final return of the first repetition (mean ± std over seeds), and the median's ratio to the
+fastest side's; the JSON has every run (returns per seed, the child's own seconds from its
+start to its result, its JAX backend).
+
+    python benchmarks/peers/offpolicy.py                 # full (16 seeds x 10,000 steps, 3 reps)
+    python benchmarks/peers/offpolicy.py --quick         # every side, tiny budgets, 1 rep
+    python benchmarks/peers/offpolicy.py --only td3,update --reps 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE.parent))
+from common import (  # noqa: E402
+    QUICK_RESULTS_DIR,
+    RESULTS_DIR,
+    loadavg,
+    machine_info,
+    markdown_table,
+    print_machine,
+    summarize,
+    write_json,
+)
+
+TD3_PLUGIN = ROOT / "examples" / "td3.py"
+COMPARISONS = ("ddpg", "td3", "host", "update")
+
+# The matched settings (see the module docstring).
+BATCH_SIZE = 256
+BUFFER_SIZE = 20_000
+HIDDEN = (64, 64)
+ACTIVATION = "relu"
+WARMUP_STEPS = 1_000
+EXPLORATION_NOISE = 0.1  # in [-1, 1]-action units
+TAU = 0.005
+GAMMA = 0.99
+ACTOR_LR = 1e-3
+CRITIC_LR = 1e-3
+POLICY_NOISE = 0.2  # TD3, in [-1, 1]-action units
+NOISE_CLIP = 0.5
+POLICY_DELAY = 2
+EVAL_EPISODES = 128  # rejax's fixed count per evaluation
+HOST_EVAL_EPISODES = 10
+PENDULUM_ACTION_SCALE = 2.0  # Pendulum's actions are in [-2, 2]: rejax's noises in its units
+
+# Peer environments: the JAX stack pinned to this interpreter's versions.
+JAX_STACK = ("jax", "jaxlib", "flax", "optax", "chex")
+REJAX_VENV = HERE / ".venv-rejax"
+REJAX_PACKAGES = ["rejax==0.1.3", "gymnax==0.0.9"]  # rejax 0.1.3 needs gymnax < 1.0
+SBX_VENV = HERE / ".venv-sbx"
+SBX_PACKAGES = ["sbx-rl==0.28.0", "torch==2.13.0", "gymnasium"]  # gymnasium: this one's version
+PACKAGES_REPORTED = {
+    "jaxrl": ["jax", "jaxlib", "flax", "optax", "gymnax", "gymnasium", "numpy"],
+    "rejax": ["rejax", "jax", "jaxlib", "flax", "optax", "gymnax", "distrax", "numpy"],
+    "sbx": ["sbx-rl", "stable_baselines3", "jax", "jaxlib", "flax", "optax", "gymnasium", "torch"],
+}
+
+
+def installed_version(package: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+def versions_of(packages: Sequence[str]) -> dict[str, str | None]:
+    return {name: installed_version(name) for name in packages}
+
+
+# ============================================================================ child processes
+# Each child prints one JSON line last on its standard output. Its imports happen inside
+# the functions: the peers' interpreters run this file too, without jaxrl.
+
+
+def _backend() -> str:
+    import jax
+
+    return jax.default_backend()
+
+
+def jaxrl_agent(algo: str, warmup_steps: int = WARMUP_STEPS) -> Any:
+    """jaxrl's DDPG, or TD3 from the plug-in, with the matched settings."""
+    import jaxrl
+
+    cls = jaxrl.DDPG
+    extra: dict[str, Any] = {}
+    if algo == "td3":
+        from jaxrl.algorithms import registry
+
+        jaxrl.load_plugin(str(TD3_PLUGIN))
+        cls = registry.get("td3").cls
+        extra = dict(policy_noise=POLICY_NOISE, noise_clip=NOISE_CLIP, policy_delay=POLICY_DELAY)
+    return cls(
+        actor_lr=ACTOR_LR,
+        critic_lr=CRITIC_LR,
+        gamma=GAMMA,
+        tau=TAU,
+        exploration_noise=jaxrl.GaussianNoise(sigma=EXPLORATION_NOISE),
+        n_step_return_horizon=1,
+        batch_size=BATCH_SIZE,
+        buffer_size=BUFFER_SIZE,
+        warmup_steps=warmup_steps,
+        update_per_step=1.0,
+        hidden_sizes=HIDDEN,
+        activation=ACTIVATION,
+        **extra,
+    )
+
+
+def jaxrl_api_child(
+    algo: str,
+    seeds: int,
+    steps: int,
+    episodes: int = EVAL_EPISODES,
+    seed: int = 0,
+    warmup_steps: int = WARMUP_STEPS,
+) -> dict:
+    """jaxrl through its API: ``seeds`` seeds of ``make_train`` in one jitted program on gymnax
+    Pendulum-v1, one evaluation at the end. Returns each seed's final return and the seconds
+    from this function's start (imports included) to the evaluation's result."""
+    start = time.perf_counter()
+    import jax
+
+    from jaxrl.training import TrainConfig, make_train, over_seeds
+    from jaxrl.training.seeds import seed_keys
+
+    agent = jaxrl_agent(algo, warmup_steps)
+    config = TrainConfig(
+        num_envs=1, num_steps=1, total_steps=steps, eval_every=steps, eval_episodes=episodes
+    )
+    train = jax.jit(over_seeds(make_train(agent, "Pendulum-v1", config), agent=agent))
+    _, metrics = train(seed_keys(seed, seeds))
+    returns = np.asarray(jax.block_until_ready(metrics["eval/return"]))[:, -1]
+    return {
+        "returns": returns.tolist(),
+        "env_steps": int(np.asarray(metrics["eval/env_steps"])[0, -1]),
+        "inner_s": time.perf_counter() - start,
+        "backend": _backend(),
+    }
+
+
+def rejax_ddpg_class() -> type:
+    """DDPG from rejax 0.1.3's TD3 (rejax has no DDPG): one critic and a critic loss without
+    target smoothing; create it with ``num_critics=1, policy_delay=1``."""
+    import jax
+    import optax
+    from rejax import TD3
+
+    class DDPG(TD3):
+        def update_critic(self, ts: Any, minibatch: Any) -> Any:
+            def critic_loss_fn(params: Any) -> Any:
+                action = self.actor.apply(ts.actor_target_params, minibatch.next_obs)
+                q_next = self.vmap_critic(ts.critic_target_params, minibatch.next_obs, action)
+                target = minibatch.reward + (1 - minibatch.done) * self.gamma * q_next[0]
+                q = self.vmap_critic(params, minibatch.obs, minibatch.action)[0]
+                return optax.l2_loss(q, target).mean()
+
+            grads = jax.grad(critic_loss_fn)(ts.critic_ts.params)
+            return ts.replace(critic_ts=ts.critic_ts.apply_gradients(grads=grads))
+
+    return DDPG
+
+
+def patch_rejax_uniform_sampling() -> None:
+    """Replace rejax's replay sampling (without replacement over the whole buffer, weighted
+    to the filled part) by uniform sampling with replacement over the filled part."""
+    from functools import partial
+
+    import jax
+    import jax.numpy as jnp
+    from rejax.buffers import ReplayBuffer
+
+    @partial(jax.jit, static_argnames=("num",))
+    def sample(self: Any, num: int, rng: Any) -> Any:
+        index = jax.random.randint(rng, (num,), 0, jnp.maximum(self.num_entries, 1))
+        return jax.tree.map(lambda arr: arr[index], self.data)
+
+    ReplayBuffer.sample = sample
+
+
+def rejax_algo(algo: str, steps: int) -> Any:
+    """rejax's TD3, or DDPG from it, on gymnax Pendulum-v1 with the matched settings."""
+    from rejax import TD3
+
+    common = dict(
+        env="Pendulum-v1",
+        total_timesteps=steps,
+        eval_freq=steps,
+        skip_initial_evaluation=True,
+        num_envs=1,
+        buffer_size=BUFFER_SIZE,
+        fill_buffer=WARMUP_STEPS,
+        batch_size=BATCH_SIZE,
+        learning_rate=ACTOR_LR,  # one rate for actor and critic; ACTOR_LR == CRITIC_LR
+        gamma=GAMMA,
+        polyak=1 - TAU,
+        exploration_noise=EXPLORATION_NOISE * PENDULUM_ACTION_SCALE,
+        actor_kwargs={"activation": ACTIVATION},
+        critic_kwargs={"activation": ACTIVATION},
+    )
+    if algo == "td3":
+        return TD3.create(
+            **common,
+            target_noise=POLICY_NOISE * PENDULUM_ACTION_SCALE,
+            target_noise_clip=NOISE_CLIP * PENDULUM_ACTION_SCALE,
+            policy_delay=POLICY_DELAY,
+        )
+    return rejax_ddpg_class().create(**common, num_critics=1, policy_delay=1, target_noise=0.0)
+
+
+def rejax_child(algo: str, seeds: int, steps: int, uniform: bool, seed: int = 0) -> dict:
+    """rejax: ``jax.jit(jax.vmap(algo.train))`` over ``seeds`` keys; one evaluation (128
+    episodes per seed) at the end."""
+    start = time.perf_counter()
+    import jax
+
+    if uniform:
+        patch_rejax_uniform_sampling()
+    algo_ = rejax_algo(algo, steps)
+    train = jax.jit(jax.vmap(algo_.train))
+    ts, (_, returns) = train(jax.random.split(jax.random.key(seed), seeds))
+    returns = np.asarray(jax.block_until_ready(returns))  # [seeds, evaluations, episodes]
+    return {
+        "returns": returns[:, -1].mean(axis=-1).tolist(),
+        "env_steps": int(np.asarray(ts.global_step)[0]),
+        "inner_s": time.perf_counter() - start,
+        "backend": _backend(),
+    }
+
+
+def sbx_child(steps: int, seed: int, episodes: int = HOST_EVAL_EPISODES) -> dict:
+    """sbx's DDPG on gymnasium Pendulum-v1 with the matched settings, then ``evaluate_policy``
+    (deterministic) on a new environment."""
+    start = time.perf_counter()
+    import gymnasium as gym
+    from sbx import DDPG
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    env = gym.make("Pendulum-v1")
+    dim = env.action_space.shape[0]
+    model = DDPG(
+        "MlpPolicy",
+        env,
+        learning_rate=ACTOR_LR,
+        qf_learning_rate=CRITIC_LR,
+        buffer_size=BUFFER_SIZE,
+        learning_starts=WARMUP_STEPS,
+        batch_size=BATCH_SIZE,
+        tau=TAU,
+        gamma=GAMMA,
+        train_freq=1,
+        gradient_steps=1,
+        action_noise=NormalActionNoise(np.zeros(dim), EXPLORATION_NOISE * np.ones(dim)),
+        policy_kwargs={"net_arch": list(HIDDEN)},  # relu: sbx's default activation
+        seed=seed,
+        verbose=0,
+    )
+    model.learn(steps)
+    test = Monitor(gym.make("Pendulum-v1"))
+    test.reset(seed=seed + 10_000)
+    returns, _ = evaluate_policy(
+        model, test, n_eval_episodes=episodes, deterministic=True, return_episode_rewards=True
+    )
+    return {
+        "returns": [float(np.mean(returns))],
+        "env_steps": int(model.num_timesteps),
+        "inner_s": time.perf_counter() - start,
+        "backend": _backend(),
+    }
+
+
+def _time_calls(step: Callable[[], Any], calls: int) -> list[float]:
+    """Seconds of each of ``calls`` calls of ``step`` (which waits for its result)."""
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        step()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def _compile(fn: Callable, *args: Any) -> tuple[Any, float]:
+    import jax
+
+    start = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    return compiled, time.perf_counter() - start
+
+
+def jaxrl_update_child(seeds: int, calls: int) -> dict:
+    """jaxrl's DDPG and TD3 learning step, ``seeds`` seeds vmapped: sample a batch from a full
+    buffer of synthetic transitions, then ``agent.update``."""
+    import gymnax
+    import jax
+    import jax.numpy as jnp
+
+    from jaxrl.training import over_seeds
+
+    env, params = gymnax.make("Pendulum-v1")
+    obs_space, act_space = env.observation_space(params), env.action_space(params)
+    rows = []
+    for algo in ("ddpg", "td3"):
+        agent = jaxrl_agent(algo)
+        keys = jax.random.split(jax.random.key(0), seeds)
+
+        @jax.jit
+        def init(keys: Any, a: Any = agent) -> tuple[Any, Any]:
+            state = jax.vmap(lambda k: a.init(k, obs_space, act_space, 1))(keys)
+            buffer = jax.vmap(lambda s: a.init_buffer(s, 1))(state)
+            data = _synthetic(buffer.data, jax.random.key(1))
+            return state, buffer.replace(data=data, size=jnp.full_like(buffer.size, BUFFER_SIZE))
+
+        state, buffer = init(keys)
+
+        def sample_and_update(state: Any, buffer: Any, key: Any, a: Any = agent) -> Any:
+            key, batch_key, update_key = jax.random.split(key, 3)
+            state, stats = a.update(state, a.sample_batch(buffer, batch_key), update_key)
+            return state, stats, key
+
+        update = over_seeds(sample_and_update, "vmap", agent)
+        keys = jax.random.split(jax.random.key(2), seeds)
+        compiled, compile_s = _compile(update, state, buffer, keys)
+        box = {"state": state, "key": keys}
+
+        def step(box: dict = box, compiled: Any = compiled, buffer: Any = buffer) -> None:
+            box["state"], stats, box["key"] = compiled(box["state"], buffer, box["key"])
+            jax.block_until_ready((box["state"], stats))
+
+        for _ in range(3):
+            step()
+        samples = _time_calls(step, calls)
+        rows.append(_update_row("jaxrl", algo, "uniform (jaxrl's)", samples, compile_s))
+    return {"rows": rows, "backend": _backend()}
+
+
+def _synthetic(data: Any, key: Any) -> Any:
+    """Transitions of ``data`` 's shapes: normal floats, no episode end."""
+    import jax
+    import jax.numpy as jnp
+
+    leaves, tree = jax.tree.flatten(data)
+    keys = jax.random.split(key, len(leaves))
+    filled = [
+        jax.random.normal(k, x.shape, x.dtype)
+        if jnp.issubdtype(x.dtype, jnp.floating)
+        else jnp.zeros_like(x)
+        for k, x in zip(keys, leaves, strict=True)
+    ]
+    return jax.tree.unflatten(tree, filled)
+
+
+def rejax_update_child(seeds: int, calls: int) -> dict:
+    """rejax's learning step, ``seeds`` seeds vmapped: ``policy_delay`` times (sample, then
+    ``update_critic``), then ``update_actor`` on the last minibatch and the target updates
+    (rejax's ``train_critic`` and ``train_policy`` without collection); seconds per update =
+    the cycle's / ``policy_delay``. rejax's sampler as is, then uniform-patched (the patch
+    replaces the class' method, so the programs are compiled anew after it)."""
+    import jax
+
+    rows = []
+    for sampler in ("as is", "uniform"):
+        if sampler == "uniform":
+            patch_rejax_uniform_sampling()
+        for algo in ("ddpg", "td3"):
+            algo_ = rejax_algo(algo, 10_000)
+            delay = algo_.policy_delay
+
+            @jax.jit
+            def init(keys: Any, a: Any = algo_) -> tuple[Any, Any]:
+                ts = jax.vmap(a.init_state)(keys)
+                buffer = ts.replay_buffer
+                data = _synthetic(buffer.data, jax.random.key(1))
+                buffer = buffer.replace(data=data, full=jax.numpy.ones_like(buffer.full))
+                return ts.replace(replay_buffer=None), buffer
+
+            ts, buffer = init(jax.random.split(jax.random.key(0), seeds))
+
+            def cycle(ts: Any, buffer: Any, a: Any = algo_, delay: int = delay) -> Any:
+                ts = ts.replace(replay_buffer=buffer)
+                minibatch = None
+                for _ in range(delay):
+                    rng, rng_sample = jax.random.split(ts.rng)
+                    ts = ts.replace(rng=rng)
+                    minibatch = ts.replay_buffer.sample(a.batch_size, rng_sample)
+                    ts = a.update_critic(ts, minibatch)
+                ts = a.update_actor(ts, minibatch)
+                ts = ts.replace(
+                    critic_target_params=a.maybe_update_target_params(
+                        ts.critic_ts.params, ts.critic_target_params, 1, 0
+                    ),
+                    actor_target_params=a.maybe_update_target_params(
+                        ts.actor_ts.params, ts.actor_target_params, 1, 0
+                    ),
+                )
+                return ts.replace(replay_buffer=None)
+
+            compiled, compile_s = _compile(jax.vmap(cycle), ts, buffer)
+            box = {"ts": ts}
+
+            def step(box: dict = box, compiled: Any = compiled, buffer: Any = buffer) -> None:
+                box["ts"] = jax.block_until_ready(compiled(box["ts"], buffer))
+
+            for _ in range(3):
+                step()
+            cycles = max(1, calls // delay)
+            samples = [s / delay for s in _time_calls(step, cycles)]
+            rows.append(_update_row("rejax", algo, sampler, samples, compile_s))
+    return {"rows": rows, "backend": _backend()}
+
+
+def _update_row(
+    library: str, algo: str, sampler: str, samples: list[float], compile_s: float
+) -> dict:
+    return {
+        "library": library,
+        "algo": algo,
+        "sampler": sampler,
+        "median_s": float(np.median(samples)),
+        "summary": summarize(samples),
+        "compile_s": compile_s,
+        "calls": len(samples),
+    }
+
+
+CHILDREN: dict[str, Callable[[argparse.Namespace], dict]] = {
+    "jaxrl-api": lambda a: jaxrl_api_child(a.algo, a.seeds, a.steps, a.episodes, a.seed),
+    "rejax": lambda a: rejax_child(a.algo, a.seeds, a.steps, a.uniform, a.seed),
+    "sbx": lambda a: sbx_child(a.steps, a.seed, a.episodes),
+    "jaxrl-update": lambda a: jaxrl_update_child(a.seeds, a.calls),
+    "rejax-update": lambda a: rejax_update_child(a.seeds, a.calls),
+    "versions": lambda a: versions_of(a.packages),
+}
+
+
+def child_main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--child", choices=sorted(CHILDREN), required=True)
+    parser.add_argument("--algo", default="ddpg")
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=2_000)
+    parser.add_argument("--episodes", type=int, default=EVAL_EPISODES)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--uniform", action="store_true")
+    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--packages", nargs="*", default=[])
+    args = parser.parse_args(argv)
+    print(json.dumps(CHILDREN[args.child](args)), flush=True)
+
+
+# ============================================================================ the parent
+def ensure_venv(venv: Path, packages: Sequence[str], stack: Sequence[str]) -> Path:
+    """The interpreter of ``venv``, made with pip when missing: ``packages`` and the
+    ``stack`` packages pinned to this interpreter's versions (unpinned where this one has
+    none)."""
+    python = venv / "bin" / "python"
+    if python.exists():
+        return python
+    pins = []
+    for name in stack:
+        version = installed_version(name)
+        pins.append(f"{name}=={version}" if version else name)
+    named = {p.split("==")[0] for p in pins}
+    wanted = [p for p in packages if p not in named] + pins
+    print(f"making {venv.name}: pip install {' '.join(wanted)}", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", *wanted], check=True)
+    return python
+
+
+def jaxrl_commit() -> str | None:
+    """This repository's commit (``+dirty`` with uncommitted changes), or None."""
+    try:
+        git = ["git", "-C", str(ROOT)]
+        head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True)
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+        )
+    except OSError:
+        return None
+    if head.returncode:
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def child_env(jaxrl_side: bool, cache_dir: Path | None = None) -> dict[str, str]:
+    """The environment of a child process: jaxrl's sides import this repository's jaxrl
+    (``PYTHONPATH``); no side gets a persistent compilation cache, except the command's
+    empty one (``cache_dir``)."""
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    env["PYTHONWARNINGS"] = "ignore"
+    if jaxrl_side:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    else:
+        env.pop("PYTHONPATH", None)
+    if cache_dir is not None:
+        env["JAX_COMPILATION_CACHE_DIR"] = str(cache_dir)
+    return env
+
+
+def run_process(command: list[str], env: dict[str, str], what: str) -> tuple[str, float]:
+    """Run ``command``; its standard output and its wall time (start to exit)."""
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
+    seconds = time.perf_counter() - start
+    if done.returncode:
+        raise SystemExit(f"{what} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+    return done.stdout, seconds
+
+
+def run_child(python: Path, name: str, jaxrl_side: bool, **options: Any) -> tuple[dict, float]:
+    command = [str(python), str(Path(__file__).resolve()), "--child", name]
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            command.append(flag)
+        elif isinstance(value, list | tuple):
+            command += [flag, *map(str, value)]
+        elif value is not False and value is not None:
+            command += [flag, str(value)]
+    stdout, seconds = run_process(command, child_env(jaxrl_side), name)
+    return json.loads(stdout.strip().splitlines()[-1]), seconds
+
+
+def command_args(algo: str, seeds: int, steps: int, host: bool, run_dir: Path) -> list[str]:
+    """The ``jaxrl train`` command line with the matched settings."""
+    command = [sys.executable, "-m", "jaxrl", "train", algo]
+    if algo == "td3":
+        command += ["--plugin", str(TD3_PLUGIN)]
+        command += ["--policy-noise", str(POLICY_NOISE), "--noise-clip", str(NOISE_CLIP)]
+        command += ["--policy-delay", str(POLICY_DELAY)]
+    command += ["--env", "Pendulum-v1"]
+    if host:
+        command += ["--backend", "gymnasium", "--env-backend", "gymnasium"]
+    else:
+        command += ["--backend", "jax"]
+    episodes = HOST_EVAL_EPISODES if host else EVAL_EPISODES
+    command += ["--num-seeds", str(seeds), "--seed", "0", "--total-steps", str(steps)]
+    command += ["--num-envs", "1", "--num-steps", "1", "--eval-every", str(steps)]
+    command += ["--eval-episodes", str(episodes), "--checkpoint-every", "0"]
+    command += ["--batch-size", str(BATCH_SIZE), "--buffer-size", str(BUFFER_SIZE)]
+    command += ["--warmup-steps", str(WARMUP_STEPS), "--update-per-step", "1"]
+    command += ["--hidden-sizes", *map(str, HIDDEN), "--activation", ACTIVATION]
+    command += ["--actor-lr", str(ACTOR_LR), "--critic-lr", str(CRITIC_LR)]
+    command += ["--tau", str(TAU), "--gamma", str(GAMMA), "--n-step-return-horizon", "1"]
+    command += ["--exploration-noise", f"gaussian:{EXPLORATION_NOISE}"]
+    return [*command, "--run-dir", str(run_dir)]
+
+
+def run_command(
+    algo: str, seeds: int, steps: int, host: bool, scratch: Path, tag: str
+) -> tuple[dict, float]:
+    run_dir, cache = scratch / f"run-{tag}", scratch / f"cache-{tag}"
+    cache.mkdir()
+    command = command_args(algo, seeds, steps, host, run_dir)
+    _, seconds = run_process(command, child_env(True, cache), "jaxrl " + " ".join(command[3:5]))
+    final = json.loads((run_dir / "final_eval.json").read_text())
+    return {"returns": final["deterministic"], "env_steps": int(final["env_steps"])}, seconds
+
+
+def side_runners(
+    comparison: str, args: argparse.Namespace, pythons: dict[str, Path], scratch: Path
+) -> dict[str, Callable[[int], tuple[dict, float]]]:
+    """``{side: run(rep) -> (result, wall seconds)}`` of one comparison."""
+    here = Path(sys.executable)
+    if comparison == "host":
+        return {
+            "jaxrl command (host)": lambda rep: run_command(
+                "ddpg", 1, args.host_steps, True, scratch, f"host-{rep}"
+            ),
+            "sbx": lambda rep: run_child(
+                pythons["sbx"], "sbx", False, steps=args.host_steps, episodes=HOST_EVAL_EPISODES
+            ),
+        }
+    algo, seeds, steps = comparison, args.seeds, args.steps
+    budget = dict(algo=algo, seeds=seeds, steps=steps)
+    return {
+        "jaxrl API": lambda rep: run_child(here, "jaxrl-api", True, **budget),
+        "jaxrl command": lambda rep: run_command(
+            algo, seeds, steps, False, scratch, f"{algo}-{rep}"
+        ),
+        "rejax": lambda rep: run_child(pythons["rejax"], "rejax", False, **budget),
+        "rejax uniform": lambda rep: run_child(
+            pythons["rejax"], "rejax", False, uniform=True, **budget
+        ),
+    }
+
+
+def run_comparison(
+    comparison: str, args: argparse.Namespace, pythons: dict[str, Path], scratch: Path
+) -> dict:
+    runners = side_runners(comparison, args, pythons, scratch)
+    names = list(runners)
+    runs: dict[str, list[dict]] = {name: [] for name in names}
+    for rep in range(args.reps):
+        for name in names if rep % 2 == 0 else names[::-1]:
+            result, seconds = runners[name](rep)
+            returns = np.asarray(result["returns"], float)
+            runs[name].append({**result, "wall_s": seconds})
+            print(
+                f"  {comparison} rep {rep + 1}/{args.reps} {name:22s} {seconds:7.1f} s, return "
+                f"{returns.mean():8.1f} +- {returns.std():6.1f} over {returns.size} seed(s)",
+                flush=True,
+            )
+    sides = {}
+    for name in names:
+        walls = [run["wall_s"] for run in runs[name]]
+        first = np.asarray(runs[name][0]["returns"], float)
+        sides[name] = {
+            "wall_s": walls,
+            "wall_summary": summarize(walls),
+            "return_mean": float(first.mean()),
+            "return_std": float(first.std()),
+            "return_min": float(first.min()),
+            "return_max": float(first.max()),
+            "runs": runs[name],
+        }
+    fastest = min(side["wall_summary"]["median"] for side in sides.values())
+    for side in sides.values():
+        side["ratio_to_fastest"] = side["wall_summary"]["median"] / fastest
+    return {"sides": sides}
+
+
+def comparison_table(comparison: str, result: dict) -> str:
+    rows = []
+    for name, side in result["sides"].items():
+        walls = ", ".join(f"{w:.1f}" for w in side["wall_s"])
+        rows.append(
+            [
+                name,
+                f"{side['wall_summary']['median']:.1f}",
+                walls,
+                f"{side['return_mean']:.1f} ± {side['return_std']:.1f}"
+                if len(side["runs"][0]["returns"]) > 1
+                else f"{side['return_mean']:.1f} (1 seed)",
+                f"{side['ratio_to_fastest']:.2f}",
+            ]
+        )
+    headers = ["side", "wall s (median)", "wall s (reps)", "final return (rep 1)", "x fastest"]
+    return markdown_table(headers, rows)
+
+
+def run_updates(args: argparse.Namespace, pythons: dict[str, Path]) -> dict:
+    """The update-cost children, alternating their order every repetition."""
+    options = dict(seeds=args.seeds, calls=args.update_calls)
+    runners = {
+        "jaxrl": lambda: run_child(Path(sys.executable), "jaxrl-update", True, **options),
+        "rejax": lambda: run_child(pythons["rejax"], "rejax-update", False, **options),
+    }
+    reps: list[list[dict]] = []
+    for rep in range(args.reps):
+        rows: list[dict] = []
+        for name in list(runners) if rep % 2 == 0 else list(runners)[::-1]:
+            result, seconds = runners[name]()
+            print(f"  update rep {rep + 1}/{args.reps} {name}: child {seconds:.1f} s", flush=True)
+            rows += [{**row, "backend": result["backend"]} for row in result["rows"]]
+        reps.append(rows)
+
+    def key(row: dict) -> tuple[str, str, str]:
+        return row["library"], row["algo"], row["sampler"]
+
+    merged = []
+    for row in reps[0]:
+        same = [next(r for r in rows if key(r) == key(row)) for rows in reps]
+        median = float(np.median([r["median_s"] for r in same]))
+        merged.append({**row, "median_s": median, "reps": same})
+    ratios = {}
+    for row in merged:
+        if row["algo"] == "td3":
+            ddpg = next(r for r in merged if key(r) == (row["library"], "ddpg", row["sampler"]))
+            ratios[f"{row['library']} ({row['sampler']})"] = row["median_s"] / ddpg["median_s"]
+    return {"rows": merged, "td3_over_ddpg": ratios}
+
+
+def update_table(result: dict) -> str:
+    rows = []
+    for row in result["rows"]:
+        s = row["summary"]
+        ratio = result["td3_over_ddpg"].get(f"{row['library']} ({row['sampler']})")
+        rows.append(
+            [
+                row["library"],
+                row["algo"],
+                row["sampler"],
+                f"{row['median_s'] * 1e3:.3f}",
+                f"{s['q1'] * 1e3:.3f}-{s['q3'] * 1e3:.3f}",
+                f"{row['compile_s']:.1f}",
+                f"{ratio:.2f}" if row["algo"] == "td3" else "",
+            ]
+        )
+    headers = ["library", "algo", "sampler", "ms/update", "q1-q3 (rep 1)", "compile s"]
+    return markdown_table([*headers, "TD3/DDPG"], rows)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny budgets, 1 rep, every side")
+    parser.add_argument("--only", default=",".join(COMPARISONS), help="comma-separated subset")
+    parser.add_argument("--reps", type=int, default=None, help="repetitions (3; quick: 1)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds (16; quick: 2)")
+    parser.add_argument("--steps", type=int, default=None, help="env steps (10,000; quick: 2,000)")
+    parser.add_argument(
+        "--host-steps", type=int, default=None, help="host env steps (20,000; quick: 2,000)"
+    )
+    parser.add_argument(
+        "--update-calls", type=int, default=None, help="timed updates per case (300; quick: 20)"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="output folder")
+    args = parser.parse_args(argv)
+    defaults = (1, 2, 2_000, 2_000, 20) if args.quick else (3, 16, 10_000, 20_000, 300)
+    for name, default in zip(
+        ("reps", "seeds", "steps", "host_steps", "update_calls"), defaults, strict=True
+    ):
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+    args.only = [c.strip() for c in args.only.split(",") if c.strip()]
+    unknown = set(args.only) - set(COMPARISONS)
+    if unknown:
+        parser.error(f"--only: unknown {sorted(unknown)}; choose from {', '.join(COMPARISONS)}")
+    return args
+
+
+def main(argv: list[str]) -> None:
+    args = parse_args(argv)
+    info = machine_info()
+    print_machine(info)
+    pythons: dict[str, Path] = {"jaxrl": Path(sys.executable)}
+    if {"ddpg", "td3", "update"} & set(args.only):
+        pythons["rejax"] = ensure_venv(REJAX_VENV, REJAX_PACKAGES, [*JAX_STACK, "distrax"])
+    if "host" in args.only:
+        pythons["sbx"] = ensure_venv(SBX_VENV, SBX_PACKAGES, [*JAX_STACK, "gymnasium"])
+    versions = {
+        name: run_child(python, "versions", name == "jaxrl", packages=PACKAGES_REPORTED[name])[0]
+        for name, python in pythons.items()
+    }
+    print("versions: " + json.dumps(versions))
+    load_before = loadavg()
+    results: dict[str, Any] = {}
+    tables: list[str] = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for comparison in [c for c in COMPARISONS if c in args.only]:
+            print(f"\n== {comparison}", flush=True)
+            if comparison == "update":
+                results[comparison] = run_updates(args, pythons)
+                table = update_table(results[comparison])
+            else:
+                results[comparison] = run_comparison(comparison, args, pythons, Path(scratch))
+                table = comparison_table(comparison, results[comparison])
+            tables.append(f"{comparison}:\n{table}")
+            print(table, flush=True)
+    load_after = loadavg()
+    budgets = f"{args.seeds} seeds x {args.steps:,} steps; host 1 seed x {args.host_steps:,}"
+    print(f"\nPendulum-v1, {budgets}; {args.reps} rep(s), sides alternating.")
+    for table in tables:
+        print("\n" + table)
+    print()
+    print_machine(info)
+    print(f"load average before {load_before}, after {load_after}")
+    result = {
+        "command": " ".join(["python", "benchmarks/peers/offpolicy.py", *argv]),
+        "quick": args.quick,
+        "reps": args.reps,
+        "seeds": args.seeds,
+        "steps": args.steps,
+        "host_steps": args.host_steps,
+        "update_calls": args.update_calls,
+        "settings": {
+            "batch_size": BATCH_SIZE,
+            "buffer_size": BUFFER_SIZE,
+            "hidden": HIDDEN,
+            "activation": ACTIVATION,
+            "warmup_steps": WARMUP_STEPS,
+            "exploration_noise": EXPLORATION_NOISE,
+            "tau": TAU,
+            "gamma": GAMMA,
+            "actor_lr": ACTOR_LR,
+            "critic_lr": CRITIC_LR,
+            "td3": {"policy_noise": POLICY_NOISE, "noise_clip": NOISE_CLIP},
+            "policy_delay": POLICY_DELAY,
+            "eval_episodes": EVAL_EPISODES,
+            "host_eval_episodes": HOST_EVAL_EPISODES,
+        },
+        "versions": versions,
+        "jaxrl_commit": jaxrl_commit(),
+        "results": results,
+        "machine": info,
+        "loadavg_before": load_before,
+        "loadavg_after": load_after,
+    }
+    out = args.out or (QUICK_RESULTS_DIR if args.quick else RESULTS_DIR)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "peers_offpolicy.json", result)
+
+
+if __name__ == "__main__":
+    if "--child" in sys.argv[1:]:
+        child_main(sys.argv[1:])
+    else:
+        main(sys.argv[1:])

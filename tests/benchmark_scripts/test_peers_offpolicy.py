@@ -1,0 +1,64 @@
+"""benchmarks/peers/offpolicy.py without its peers (no rejax or sbx environment needed):
+jaxrl's child with a tiny budget, the command lines it runs, its tables."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "peers"))
+
+import offpolicy
+
+
+def test_jaxrl_api_child_trains_every_seed_to_a_finite_return():
+    got = offpolicy.jaxrl_api_child("ddpg", seeds=2, steps=300, episodes=2, warmup_steps=100)
+    assert len(got["returns"]) == 2 and all(math.isfinite(r) for r in got["returns"])
+    assert got["env_steps"] == 300 and got["inner_s"] > 0
+
+
+@pytest.mark.parametrize(("algo", "host"), [("ddpg", False), ("td3", False), ("ddpg", True)])
+def test_command_lines_set_the_matched_settings(tmp_path, algo, host):
+    """The ``jaxrl train`` command lines parse, with the API agent's hyperparameters."""
+    from jaxrl.cli import load_plugins, parse
+
+    argv = offpolicy.command_args(algo, 2, 2000, host, tmp_path / "run")[3:]
+    command = parse(load_plugins(argv))
+    assert command.backend == ("gymnasium" if host else "jax")
+    assert (command.num_envs, command.num_steps, command.total_steps) == (1, 1, 2000)
+    assert command.eval_every == 2000
+    agent = offpolicy.jaxrl_agent(algo)
+    parsed = dataclasses.asdict(command.hyperparameters)
+    for name in ("tau", "gamma", "actor_lr", "critic_lr", "batch_size", "buffer_size"):
+        assert parsed[name] == getattr(agent, name), name
+    assert parsed["warmup_steps"] == agent.warmup_steps == offpolicy.WARMUP_STEPS
+    assert tuple(parsed["hidden_sizes"]) == tuple(agent.hidden_sizes)
+    assert parsed["exploration_noise"] == f"gaussian:{agent.exploration_noise.sigma}"
+    if algo == "td3":
+        assert (parsed["policy_noise"], parsed["policy_delay"]) == (0.2, 2)
+
+
+def test_tables_name_every_side_and_the_td3_ratio():
+    sides = {
+        "jaxrl API": {"wall_s": [10.0, 12.0], "return_mean": -150.0, "return_std": 20.0},
+        "rejax": {"wall_s": [30.0, 20.0], "return_mean": -170.0, "return_std": 30.0},
+    }
+    for side in sides.values():
+        side["runs"] = [{"returns": [side["return_mean"]] * 2}]
+        side["wall_summary"] = offpolicy.summarize(side["wall_s"])
+        side["ratio_to_fastest"] = side["wall_summary"]["median"] / 11.0
+    table = offpolicy.comparison_table("ddpg", {"sides": sides})
+    assert "| jaxrl API | 11.0 | 10.0, 12.0 | -150.0 ± 20.0 | 1.00 |" in table
+    assert "| rejax | 25.0 |" in table
+    rows = [
+        offpolicy._update_row("jaxrl", algo, "uniform (jaxrl's)", [t, t], 1.0)
+        for algo, t in (("ddpg", 0.002), ("td3", 0.0023))
+    ]
+    table = offpolicy.update_table(
+        {"rows": rows, "td3_over_ddpg": {"jaxrl (uniform (jaxrl's))": 1.15}}
+    )
+    assert "| jaxrl | td3 | uniform (jaxrl's) | 2.300 |" in table and "| 1.15 |" in table
