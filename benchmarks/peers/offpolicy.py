@@ -80,6 +80,12 @@ Evaluations, one at the end of training wherever a side allows it:
   for ``final_eval.json`` (reported); sbx ``evaluate_policy(model, n_eval_episodes=10,
   deterministic=True)`` on a new environment after ``learn``.
 
+Before any timing, each interpreter imports every module its sides use, once and untimed,
+with bytecode writing on (children never get ``PYTHONDONTWRITEBYTECODE``): every side starts
+from compiled bytecode, as on a user's machine. Without it, a side whose packages were
+installed without byte-compiling (jaxrl's CI environment: ``pip install --no-compile``)
+recompiled each module's source in every process (gymnax's imports alone: 5-8 s).
+
 The tables give each side's median wall time over the repetitions, every repetition's, the
 final return of the first repetition (mean ± std over seeds), and the median's ratio to the
 fastest side's; the JSON has every run (returns per seed, the child's own seconds from its
@@ -530,7 +536,24 @@ CHILDREN: dict[str, Callable[[argparse.Namespace], dict]] = {
     "jaxrl-update": lambda a: jaxrl_update_child(a.seeds, a.calls),
     "rejax-update": lambda a: rejax_update_child(a.seeds, a.calls),
     "versions": lambda a: versions_of(a.packages),
+    "warm": lambda a: warm_bytecode(a.packages),
 }
+
+# What each interpreter's sides import (``warm_bytecode``).
+SIDE_MODULES = {
+    "jaxrl": ["jax", "flax", "optax", "gymnax", "gymnasium", "jaxrl.training", "jaxrl.io"],
+    "rejax": ["jax", "flax", "optax", "gymnax", "rejax"],
+    "sbx": ["jax", "flax", "optax", "torch", "gymnasium", "sbx", "stable_baselines3"],
+}
+
+
+def warm_bytecode(modules: Sequence[str]) -> dict:
+    """Import ``modules`` (their bytecode written on the way), untimed."""
+    import importlib
+
+    for name in modules:
+        importlib.import_module(name)
+    return {"imported": list(modules)}
 
 
 def child_main(argv: list[str]) -> None:
@@ -587,7 +610,8 @@ def child_env(jaxrl_side: bool, cache_dir: Path | None = None) -> dict[str, str]
     """The environment of a child process: jaxrl's sides import this repository's jaxrl
     (``PYTHONPATH``); no side gets a persistent compilation cache, except the command's
     empty one (``cache_dir``)."""
-    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    dropped = ("JAX_COMPILATION_CACHE_DIR", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env["PYTHONWARNINGS"] = "ignore"
     if jaxrl_side:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
@@ -834,6 +858,8 @@ def main(argv: list[str]) -> None:
         for name, python in pythons.items()
     }
     print("versions: " + json.dumps(versions))
+    for name, python in pythons.items():  # every side from compiled bytecode
+        run_child(python, "warm", name == "jaxrl", packages=SIDE_MODULES[name])
     load_before = loadavg()
     results: dict[str, Any] = {}
     tables: list[str] = []
