@@ -33,10 +33,10 @@ Comparisons (``--only``, comma-separated; default all four):
     ``train_freq=1``, ``gradient_steps=1``).
 ``update``
     One learning step alone, ``--seeds`` seeds vmapped, batch 256, a full 20,000-transition
-    buffer of synthetic data, timed after compilation (median over ``--update-calls`` calls,
-    each waited for), in one process per library: jaxrl's DDPG and TD3
-    (``over_seeds(sample, then agent.update)``; TD3's update computes the actor step every
-    call and keeps it every second) and rejax's (sample then ``update_critic``,
+    buffer of synthetic data, timed after compilation (median over ``--update-calls`` cycles
+    of ``policy_delay`` updates, each cycle waited for, divided by ``policy_delay``), in one
+    process per library: jaxrl's DDPG and TD3 (``over_seeds(sample, then agent.update)``;
+    TD3 runs its actor step on one update of each cycle) and rejax's (sample then ``update_critic``,
     ``policy_delay`` times, then ``update_actor`` and the target updates; the time of that
     cycle divided by ``policy_delay``), rejax's as is and uniform-patched. The issue's target:
     jaxrl's TD3 update at most 1.2x its DDPG update. These processes are separate from the
@@ -430,12 +430,14 @@ def jaxrl_update_child(seeds: int, calls: int) -> dict:
         box = {"state": state, "key": keys}
 
         def step(box: dict = box, compiled: Any = compiled, buffer: Any = buffer) -> None:
-            box["state"], stats, box["key"] = compiled(box["state"], buffer, box["key"])
+            # A cycle of POLICY_DELAY updates (TD3 steps its actor on one of them), as rejax's.
+            for _ in range(POLICY_DELAY):
+                box["state"], stats, box["key"] = compiled(box["state"], buffer, box["key"])
             jax.block_until_ready((box["state"], stats))
 
         for _ in range(3):
             step()
-        samples = _time_calls(step, calls)
+        samples = [t / POLICY_DELAY for t in _time_calls(step, calls)]
         rows.append(_update_row("jaxrl", algo, "uniform (jaxrl's)", samples, compile_s))
     return {"rows": rows, "backend": _backend()}
 
