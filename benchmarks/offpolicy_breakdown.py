@@ -98,11 +98,11 @@ def update_pieces(seeds: int, reps: int) -> dict[str, float]:
         "critic step": (
             lambda s, b, y: op.critic_step(s.critic, b.obs, b.action, y),
             (state, batch, targets),
-        ),  # noqa: E501
+        ),
         "actor step": (
             lambda s, b: op.actor_step(s.actor, op.q_function(s.critic), b.obs),
             (state, batch),
-        ),  # noqa: E501
+        ),
         "soft updates": (lambda s: op.soft_update_targets(s, agent.tau), (state,)),
         "learning rates": (agent.with_learning_rates, (state,)),
         "whole update": (agent.update, (state, batch, keys)),
