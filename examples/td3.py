@@ -2,7 +2,7 @@
 with twin critics (one :class:`jaxrl.networks.Ensemble`, ``Q [2, B]``), target smoothing
 (``min_i Q'_i(s', mu'(s') + clip(policy_noise N(0, 1), +-noise_clip))``) and the actor step
 through ``Q_1`` with the soft updates on every ``policy_delay``-th update only (vmapped seeds
-too: :func:`jaxrl.core.tree.uniform_cond`), in Tianshou's semantics. The last line registers it
+too: :func:`jaxrl.core.uniform_cond`), in Tianshou's semantics. The last line registers it
 for the drivers and ``jaxrl train td3 --plugin examples/td3.py``; it takes DDPG's presets."""
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def off_policy_updates(
     (:func:`updates_take_effect`): its stats are NaN (integer ones 0), as on the host
     driver, which decides that on the host and passes ``env_steps=None`` (learn). Seeds in
     one program are in lockstep, so under ``vmap`` the warm-up's collections skip the
-    updates for the whole batch (:func:`jaxrl.core.tree.uniform_cond`).
+    updates for the whole batch (:func:`jaxrl.core.uniform_cond`).
     """
 
     def one_update(state: Any, update_key: Array) -> tuple[Any, dict]:
