@@ -110,11 +110,7 @@ def _uniform_cond(pred: jax.Array, true_fun: Callable, false_fun: Callable, oper
 
             def both(operand: Any) -> Any:
                 pred, operand = operand
-
-                def pick(a: jax.Array, b: jax.Array) -> jax.Array:
-                    return jnp.where(pred.reshape(-1, *[1] * (a.ndim - 1)), a, b)
-
-                return jax.tree_util.tree_map(pick, on_true(operand), on_false(operand))
+                return jax.vmap(tree_select)(pred, on_true(operand), on_false(operand))
 
             def some(operand: Any) -> Any:
                 every_false = lambda op: on_false(op[1])  # noqa: E731
