@@ -12,6 +12,9 @@ The jitted loop is measured by taking pieces away from one compiled period of
   alone they pay a dispatch each, so they sum above the fused update);
 * ``warm-up``: the same period inside the warm-up (no update runs there).
 
+A critic optimizer step is also timed for one critic and for twin critics (TD3's
+:class:`jaxrl.networks.Ensemble`), the pair applied as one batched network and in turn.
+
 The host driver is measured the same way (the update, then ``act + env + insert`` and the
 Python around them); the time to first step (compilation included) is reported apart.
 
@@ -29,11 +32,14 @@ import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from common import base_parser, loadavg, machine_info, markdown_table, print_machine, write_json
 from common import output_dir as results_dir
+from flax.training.train_state import TrainState
 
 from jaxrl.algorithms import off_policy as op
 from jaxrl.algorithms.ddpg import DDPG
+from jaxrl.networks import Ensemble, QCritic, apply_copies
 from jaxrl.replay import NStepBatch
 from jaxrl.spaces import describe_space
 from jaxrl.training import TrainConfig, make_train_loop, over_seeds
@@ -122,6 +128,46 @@ def update_pieces(seeds: int, reps: int) -> dict[str, float]:
     return found
 
 
+def twin_critic_steps(seeds: int, rounds: int) -> dict[str, float]:
+    """Median seconds of one critic optimizer step (batch of ``batch_size``, ``seeds`` seeds
+    vmapped) of one critic, and of twin critics (:class:`jaxrl.networks.Ensemble`) applied
+    as one batched network and in turn, timed in alternating rounds of 4 steps each."""
+    hidden, batch = SETTINGS["hidden_sizes"], SETTINGS["batch_size"]
+    one, twin = QCritic(hidden), Ensemble(QCritic(hidden), 2)
+    rng = np.random.default_rng(0)
+    obs = jnp.asarray(rng.normal(size=(seeds, batch, 3)), jnp.float32)
+    action = jnp.asarray(rng.uniform(-1, 1, (seeds, batch, 1)), jnp.float32)
+    targets = jnp.asarray(rng.normal(size=(seeds, batch)), jnp.float32)
+    keys = jax.random.split(jax.random.key(0), seeds)
+
+    def state_of(module: Any, apply: Any) -> Any:
+        params = jax.vmap(lambda k: module.init(k, obs[0], action[0]))(keys)
+        return jax.vmap(lambda p: TrainState.create(apply_fn=apply, params=p, tx=optax.adam(1e-3)))(
+            params
+        )
+
+    def copies(batched: bool) -> Any:
+        inner = QCritic(hidden).apply
+        return lambda v, *x: apply_copies(inner, v["params"]["module"], *x, batched=batched)
+
+    cases = {
+        "one critic": state_of(one, one.apply),
+        "twin, batched (accelerators)": state_of(twin, copies(True)),
+        "twin, in turn (CPU)": state_of(twin, copies(False)),
+    }
+    step = jax.jit(jax.vmap(lambda c, o, a, y: op.critic_step(c, o, a, y)[0]))
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for round_ in range(rounds + 2):  # the first two compile and warm up
+        for name in cases:
+            start = time.perf_counter()
+            for _ in range(4):
+                cases[name] = step(cases[name], obs, action, targets)
+            jax.block_until_ready(cases[name])
+            if round_ >= 2:
+                times[name].append((time.perf_counter() - start) / 4)
+    return {name: float(np.median(t)) for name, t in times.items()}
+
+
 def host_seconds(agent: Any, steps: int) -> tuple[float, float]:
     """``(seconds per env step after the first period, seconds of the first period)`` of the
     host driver, one seed, gymnasium's Pendulum-v1, periods of ``steps`` env steps."""
@@ -161,6 +207,7 @@ def main() -> None:
         )
     }
     pieces = update_pieces(args.seeds, args.reps)
+    twin = twin_critic_steps(args.seeds, 5 if args.quick else 40)
     host_whole, host_first = host_seconds(full, args.steps)
     host_rest, _ = host_seconds(none, args.steps)
     rows = [
@@ -174,6 +221,9 @@ def main() -> None:
     print(markdown_table(["part", "ms"], [[n, f"{v * 1e3:.3f}"] for n, v in rows]))
     print("\nA DDPG update's pieces, each compiled alone over the seeds: ms per call")
     print(markdown_table(["piece", "ms"], [[n, f"{v * 1e3:.3f}"] for n, v in pieces.items()]))
+    print("\nA critic optimizer step, one critic and twin critics: ms per step (median)")
+    twin_rows = [[n, f"{v * 1e3:.3f}", f"{v / twin['one critic']:.2f}"] for n, v in twin.items()]
+    print(markdown_table(["critics", "ms", "x one critic"], twin_rows))
     host_rows = [
         ["update (and its dispatch)", host_whole - host_rest],
         ["act + env + insert + Python", host_rest],
@@ -191,6 +241,7 @@ def main() -> None:
             "args": vars(args) | {"out": str(args.out)},
             "jitted_ms_per_env_step": {n: v * 1e3 for n, v in rows},
             "update_pieces_ms": {n: v * 1e3 for n, v in pieces.items()},
+            "critic_step_ms": {n: v * 1e3 for n, v in twin.items()},
             "host_ms_per_env_step": {n: v * 1e3 for n, v in host_rows},
             "host_first_period_s": host_first,
         },

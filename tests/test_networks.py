@@ -1,4 +1,5 @@
-"""Network initialization: the orthogonal initializer is flax's, and never a batched QR."""
+"""Network initialization: the orthogonal initializer is flax's, and never a batched QR;
+ensembles apply each copy."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import jax.extend.core
 import numpy as np
 
 import jaxrl
-from jaxrl.networks import orthogonal
+from jaxrl.networks import Ensemble, QCritic, apply_copies, orthogonal
 
 
 def qr_operand_shapes(jaxpr: jax.extend.core.ClosedJaxpr) -> list[tuple[int, ...]]:
@@ -55,7 +56,7 @@ def test_vmapped_init_has_no_batched_qr():
 
 HANG_SCRIPT = """
 import jax
-from jaxrl.networks import orthogonal
+from jaxrl.networks import Ensemble, QCritic, apply_copies, orthogonal
 
 def layers(key):
     keys = jax.random.split(key, 6)
@@ -103,3 +104,30 @@ def test_applying_a_network_traces_each_layer_initializer_once(monkeypatch):
     jax.make_jaxpr(applied_often)(params, obs)
     assert sorted(set(traced)) == [(3, 7), (5, 1), (7, 5)]
     assert len(traced) == 3, f"initializer traced {len(traced)} times for 3 layers: {traced}"
+
+
+def test_an_ensemble_is_its_copies_one_by_one_jitted_and_vmapped():
+    """``Ensemble(QCritic, 3)`` gives ``[3, B]``: exactly each copy applied alone (``member``),
+    the copies different; jitted and vmapped over seeds the same; and the batched form
+    (accelerators) equals the one-after-another form (CPU) up to rounding."""
+    critic, obs_dim, batch = QCritic((8, 8)), 3, 5
+    ensemble = Ensemble(critic, 3)
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(2, batch, obs_dim)).astype(np.float32)  # 2 seeds
+    action = rng.uniform(-1, 1, (2, batch, 1)).astype(np.float32)
+    keys = jax.random.split(jax.random.key(0), 2)
+    variables = jax.vmap(lambda k: ensemble.init(k, obs[0], action[0]))(keys)
+    with jax.default_matmul_precision("highest"):
+        q = jax.jit(jax.vmap(ensemble.apply))(variables, obs, action)
+        for seed in range(2):
+            own = jax.tree_util.tree_map(lambda x, s=seed: x[s], variables)
+            alone = [ensemble.member(own, k)(obs[seed], action[seed]) for k in range(3)]
+            np.testing.assert_allclose(q[seed], np.stack(alone), rtol=1e-6, atol=1e-6)
+            assert np.asarray(ensemble.apply(own, obs[seed], action[seed])).shape == (3, batch)
+            stacked = own["params"]["module"]
+            forms = [
+                apply_copies(critic.apply, stacked, obs[seed], action[seed], batched=batched)
+                for batched in (True, False)
+            ]
+            np.testing.assert_allclose(forms[0], forms[1], rtol=1e-5, atol=1e-6)
+    assert np.all(np.abs(np.diff(np.asarray(q), axis=1)) > 0)  # copies from different keys

@@ -27,16 +27,19 @@ Comparisons (``--only``, comma-separated; default all four):
     jaxrl's plug-in ``examples/td3.py`` through the API (``jaxrl.load_plugin``) and the command
     (``jaxrl train td3 --plugin examples/td3.py``), rejax's TD3 as is and uniform-patched.
 ``host``
-    DDPG on gymnasium's Pendulum-v1, one seed, ``--host-steps`` (20,000) env steps: the jaxrl
-    command on its host driver (``--backend gymnasium --env-backend gymnasium``) against sbx's
-    DDPG (``sbx-rl==0.28.0``; ``NormalActionNoise(0, 0.1)``, ``learning_starts=1000``,
+    DDPG on gymnasium's Pendulum-v1, one seed per run, ``--host-steps`` (20,000) env steps,
+    ``--host-reps`` (5) runs a side with seeds 0, 1, ...: the jaxrl command on its host
+    driver (``--backend gymnasium --env-backend gymnasium``) against sbx's DDPG
+    (``sbx-rl==0.28.0``; ``NormalActionNoise(0, 0.1)``, ``learning_starts=1000``,
     ``train_freq=1``, ``gradient_steps=1``).
 ``update``
     One learning step alone, ``--seeds`` seeds vmapped, batch 256, a full 20,000-transition
-    buffer of synthetic data, timed after compilation (median over ``--update-calls`` cycles
-    of ``policy_delay`` updates, each cycle waited for, divided by ``policy_delay``), in one
-    process per library: jaxrl's DDPG and TD3 (``over_seeds(sample, then agent.update)``;
-    TD3 runs its actor step on one update of each cycle) and rejax's (sample then ``update_critic``,
+    buffer of synthetic data, timed after compilation (the median over ``--update-calls`` /
+    ``policy_delay`` rounds, each round one cycle of each case in turn, so that the machine's
+    load falls on DDPG and TD3 alike; a cycle is ``policy_delay`` updates, rejax's DDPG 1,
+    waited for and divided by its updates), in one process per library: jaxrl's DDPG and
+    TD3 (``over_seeds(sample, then agent.update)``; TD3 runs its actor step on one update of
+    each cycle) and rejax's (sample then ``update_critic``,
     ``policy_delay`` times, then ``update_actor`` and the target updates; the time of that
     cycle divided by ``policy_delay``), rejax's as is and uniform-patched. The issue's target:
     jaxrl's TD3 update at most 1.2x its DDPG update. These processes are separate from the
@@ -87,7 +90,8 @@ installed without byte-compiling (jaxrl's CI environment: ``pip install --no-com
 recompiled each module's source in every process (gymnax's imports alone: 5-8 s).
 
 The tables give each side's median wall time over the repetitions, every repetition's, the
-final return of the first repetition (mean ± std over seeds), and the median's ratio to the
+final return (mean ± std over seeds: the first repetition's 16, or the host runs' one each),
+and the median's ratio to the
 fastest side's; the JSON has every run (returns per seed, the child's own seconds from its
 start to its result, its JAX backend).
 
@@ -405,7 +409,7 @@ def jaxrl_update_child(seeds: int, calls: int) -> dict:
 
     env, params = gymnax.make("Pendulum-v1")
     obs_space, act_space = env.observation_space(params), env.action_space(params)
-    rows = []
+    cases = []
     for algo in ("ddpg", "td3"):
         agent = jaxrl_agent(algo)
         keys = jax.random.split(jax.random.key(0), seeds)
@@ -435,11 +439,25 @@ def jaxrl_update_child(seeds: int, calls: int) -> dict:
                 box["state"], stats, box["key"] = compiled(box["state"], buffer, box["key"])
             jax.block_until_ready((box["state"], stats))
 
-        for _ in range(3):
+        cases.append((("jaxrl", algo, "uniform (jaxrl's)"), step, POLICY_DELAY, compile_s))
+    return {"rows": _time_in_rounds(cases, max(1, calls // POLICY_DELAY)), "backend": _backend()}
+
+
+def _time_in_rounds(cases: list[tuple[tuple, Callable, int, float]], calls: int) -> list[dict]:
+    """Time ``(row labels, step, updates per step, compile s)`` cases in alternating rounds
+    (one step of each per round, after 3 untimed), so that a change in the machine's load
+    falls on every case alike; seconds per update = a step's / its updates."""
+    for _ in range(3):
+        for _, step, _, _ in cases:
             step()
-        samples = [t / POLICY_DELAY for t in _time_calls(step, calls)]
-        rows.append(_update_row("jaxrl", algo, "uniform (jaxrl's)", samples, compile_s))
-    return {"rows": rows, "backend": _backend()}
+    samples: list[list[float]] = [[] for _ in cases]
+    for _ in range(calls):
+        for times, (_, step, updates, _) in zip(samples, cases, strict=True):
+            times.extend(t / updates for t in _time_calls(step, 1))
+    return [
+        _update_row(*labels, times, compile_s)
+        for times, (labels, _, _, compile_s) in zip(samples, cases, strict=True)
+    ]
 
 
 def _synthetic(data: Any, key: Any) -> Any:
@@ -466,10 +484,11 @@ def rejax_update_child(seeds: int, calls: int) -> dict:
     replaces the class' method, so the programs are compiled anew after it)."""
     import jax
 
-    rows = []
+    rows: list[dict] = []
     for sampler in ("as is", "uniform"):
         if sampler == "uniform":
             patch_rejax_uniform_sampling()
+        cases = []
         for algo in ("ddpg", "td3"):
             algo_ = rejax_algo(algo, 10_000)
             delay = algo_.policy_delay
@@ -509,11 +528,8 @@ def rejax_update_child(seeds: int, calls: int) -> dict:
             def step(box: dict = box, compiled: Any = compiled, buffer: Any = buffer) -> None:
                 box["ts"] = jax.block_until_ready(compiled(box["ts"], buffer))
 
-            for _ in range(3):
-                step()
-            cycles = max(1, calls // delay)
-            samples = [s / delay for s in _time_calls(step, cycles)]
-            rows.append(_update_row("rejax", algo, sampler, samples, compile_s))
+            cases.append((("rejax", algo, sampler), step, delay, compile_s))
+        rows += _time_in_rounds(cases, max(1, calls // POLICY_DELAY))
     return {"rows": rows, "backend": _backend()}
 
 
@@ -648,7 +664,9 @@ def run_child(python: Path, name: str, jaxrl_side: bool, **options: Any) -> tupl
     return json.loads(stdout.strip().splitlines()[-1]), seconds
 
 
-def command_args(algo: str, seeds: int, steps: int, host: bool, run_dir: Path) -> list[str]:
+def command_args(
+    algo: str, seeds: int, steps: int, host: bool, run_dir: Path, seed: int = 0
+) -> list[str]:
     """The ``jaxrl train`` command line with the matched settings."""
     command = [sys.executable, "-m", "jaxrl", "train", algo]
     if algo == "td3":
@@ -661,7 +679,7 @@ def command_args(algo: str, seeds: int, steps: int, host: bool, run_dir: Path) -
     else:
         command += ["--backend", "jax"]
     episodes = HOST_EVAL_EPISODES if host else EVAL_EPISODES
-    command += ["--num-seeds", str(seeds), "--seed", "0", "--total-steps", str(steps)]
+    command += ["--num-seeds", str(seeds), "--seed", str(seed), "--total-steps", str(steps)]
     command += ["--num-envs", "1", "--num-steps", "1", "--eval-every", str(steps)]
     command += ["--eval-episodes", str(episodes), "--checkpoint-every", "0"]
     command += ["--batch-size", str(BATCH_SIZE), "--buffer-size", str(BUFFER_SIZE)]
@@ -674,11 +692,11 @@ def command_args(algo: str, seeds: int, steps: int, host: bool, run_dir: Path) -
 
 
 def run_command(
-    algo: str, seeds: int, steps: int, host: bool, scratch: Path, tag: str
+    algo: str, seeds: int, steps: int, host: bool, scratch: Path, tag: str, seed: int = 0
 ) -> tuple[dict, float]:
     run_dir, cache = scratch / f"run-{tag}", scratch / f"cache-{tag}"
     cache.mkdir()
-    command = command_args(algo, seeds, steps, host, run_dir)
+    command = command_args(algo, seeds, steps, host, run_dir, seed)
     _, seconds = run_process(command, child_env(True, cache), "jaxrl " + " ".join(command[3:5]))
     final = json.loads((run_dir / "final_eval.json").read_text())
     return {"returns": final["deterministic"], "env_steps": int(final["env_steps"])}, seconds
@@ -692,10 +710,15 @@ def side_runners(
     if comparison == "host":
         return {
             "jaxrl command (host)": lambda rep: run_command(
-                "ddpg", 1, args.host_steps, True, scratch, f"host-{rep}"
+                "ddpg", 1, args.host_steps, True, scratch, f"host-{rep}", seed=rep
             ),
             "sbx": lambda rep: run_child(
-                pythons["sbx"], "sbx", False, steps=args.host_steps, episodes=HOST_EVAL_EPISODES
+                pythons["sbx"],
+                "sbx",
+                False,
+                steps=args.host_steps,
+                episodes=HOST_EVAL_EPISODES,
+                seed=rep,
             ),
         }
     algo, seeds, steps = comparison, args.seeds, args.steps
@@ -718,20 +741,23 @@ def run_comparison(
     runners = side_runners(comparison, args, pythons, scratch)
     names = list(runners)
     runs: dict[str, list[dict]] = {name: [] for name in names}
-    for rep in range(args.reps):
+    reps = args.host_reps if comparison == "host" else args.reps
+    for rep in range(reps):
         for name in names if rep % 2 == 0 else names[::-1]:
             result, seconds = runners[name](rep)
             returns = np.asarray(result["returns"], float)
             runs[name].append({**result, "wall_s": seconds})
             print(
-                f"  {comparison} rep {rep + 1}/{args.reps} {name:22s} {seconds:7.1f} s, return "
+                f"  {comparison} rep {rep + 1}/{reps} {name:22s} {seconds:7.1f} s, return "
                 f"{returns.mean():8.1f} +- {returns.std():6.1f} over {returns.size} seed(s)",
                 flush=True,
             )
     sides = {}
     for name in names:
         walls = [run["wall_s"] for run in runs[name]]
-        first = np.asarray(runs[name][0]["returns"], float)
+        # The host runs' seed is their rep (pooled); the vmapped runs repeat their 16 seeds.
+        pooled = runs[name] if comparison == "host" else runs[name][:1]
+        first = np.concatenate([np.asarray(run["returns"], float) for run in pooled])
         sides[name] = {
             "wall_s": walls,
             "wall_summary": summarize(walls),
@@ -739,6 +765,7 @@ def run_comparison(
             "return_std": float(first.std()),
             "return_min": float(first.min()),
             "return_max": float(first.max()),
+            "return_seeds": int(first.size),
             "runs": runs[name],
         }
     fastest = min(side["wall_summary"]["median"] for side in sides.values())
@@ -756,13 +783,12 @@ def comparison_table(comparison: str, result: dict) -> str:
                 name,
                 f"{side['wall_summary']['median']:.1f}",
                 walls,
-                f"{side['return_mean']:.1f} ± {side['return_std']:.1f}"
-                if len(side["runs"][0]["returns"]) > 1
-                else f"{side['return_mean']:.1f} (1 seed)",
+                f"{side['return_mean']:.1f} ± {side['return_std']:.1f} "
+                f"({side['return_seeds']} seed{'s' if side['return_seeds'] > 1 else ''})",
                 f"{side['ratio_to_fastest']:.2f}",
             ]
         )
-    headers = ["side", "wall s (median)", "wall s (reps)", "final return (rep 1)", "x fastest"]
+    headers = ["side", "wall s (median)", "wall s (reps)", "final return", "x fastest"]
     return markdown_table(headers, rows)
 
 
@@ -829,14 +855,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--host-steps", type=int, default=None, help="host env steps (20,000; quick: 2,000)"
     )
     parser.add_argument(
+        "--host-reps", type=int, default=None, help="host runs, seed = rep (5; quick: 1)"
+    )
+    parser.add_argument(
         "--update-calls", type=int, default=None, help="timed updates per case (300; quick: 20)"
     )
     parser.add_argument("--out", type=Path, default=None, help="output folder")
     args = parser.parse_args(argv)
-    defaults = (1, 2, 2_000, 2_000, 20) if args.quick else (3, 16, 10_000, 20_000, 300)
-    for name, default in zip(
-        ("reps", "seeds", "steps", "host_steps", "update_calls"), defaults, strict=True
-    ):
+    defaults = (1, 2, 2_000, 2_000, 1, 20) if args.quick else (3, 16, 10_000, 20_000, 5, 300)
+    names = ("reps", "seeds", "steps", "host_steps", "host_reps", "update_calls")
+    for name, default in zip(names, defaults, strict=True):
         if getattr(args, name) is None:
             setattr(args, name, default)
     args.only = [c.strip() for c in args.only.split(",") if c.strip()]
@@ -878,6 +906,7 @@ def main(argv: list[str]) -> None:
             print(table, flush=True)
     load_after = loadavg()
     budgets = f"{args.seeds} seeds x {args.steps:,} steps; host 1 seed x {args.host_steps:,}"
+    budgets += f" ({args.host_reps} reps, seed = rep)"
     print(f"\nPendulum-v1, {budgets}; {args.reps} rep(s), sides alternating.")
     for table in tables:
         print("\n" + table)
@@ -888,6 +917,7 @@ def main(argv: list[str]) -> None:
         "command": " ".join(["python", "benchmarks/peers/offpolicy.py", *argv]),
         "quick": args.quick,
         "reps": args.reps,
+        "host_reps": args.host_reps,
         "seeds": args.seeds,
         "steps": args.steps,
         "host_steps": args.host_steps,

@@ -26,9 +26,10 @@ def test_command_lines_set_the_matched_settings(tmp_path, algo, host):
     """The ``jaxrl train`` command lines parse, with the API agent's hyperparameters."""
     from jaxrl.cli import load_plugins, parse
 
-    argv = offpolicy.command_args(algo, 2, 2000, host, tmp_path / "run")[3:]
+    argv = offpolicy.command_args(algo, 2, 2000, host, tmp_path / "run", seed=3)[3:]
     command = parse(load_plugins(argv))
     assert command.backend == ("gymnasium" if host else "jax")
+    assert command.seed == 3  # the host runs' seed is their repetition
     assert (command.num_envs, command.num_steps, command.total_steps) == (1, 1, 2000)
     assert command.eval_every == 2000
     agent = offpolicy.jaxrl_agent(algo)
@@ -46,14 +47,16 @@ def test_tables_name_every_side_and_the_td3_ratio():
     sides = {
         "jaxrl API": {"wall_s": [10.0, 12.0], "return_mean": -150.0, "return_std": 20.0},
         "rejax": {"wall_s": [30.0, 20.0], "return_mean": -170.0, "return_std": 30.0},
+        "sbx": {"wall_s": [11.0], "return_mean": -120.0, "return_std": 0.0},
     }
     for side in sides.values():
+        side["return_seeds"] = len(side["wall_s"])
         side["runs"] = [{"returns": [side["return_mean"]] * 2}]
         side["wall_summary"] = offpolicy.summarize(side["wall_s"])
         side["ratio_to_fastest"] = side["wall_summary"]["median"] / 11.0
     table = offpolicy.comparison_table("ddpg", {"sides": sides})
-    assert "| jaxrl API | 11.0 | 10.0, 12.0 | -150.0 ± 20.0 | 1.00 |" in table
-    assert "| rejax | 25.0 |" in table
+    assert "| jaxrl API | 11.0 | 10.0, 12.0 | -150.0 ± 20.0 (2 seeds) | 1.00 |" in table
+    assert "| rejax | 25.0 |" in table and "| -120.0 ± 0.0 (1 seed) |" in table
     rows = [
         offpolicy._update_row("jaxrl", algo, "uniform (jaxrl's)", [t, t], 1.0)
         for algo, t in (("ddpg", 0.002), ("td3", 0.0023))
