@@ -21,12 +21,11 @@ from .runner import LoadedRun as LoadedRun
 from .runner import check_config as check_config
 from .runner import evaluate_run as evaluate_run
 from .runner import load_run as load_run
-from .runner import resolve_backend as resolve_backend
 from .runner import train_run as train_run
 from .search_space import TuneError as TuneError
 from .search_space import parse_search as parse_search
-from .studies import SweepResult as SweepResult
 from .studies import sweep as sweep
+from .sweep_report import SweepResult as SweepResult
 from .tracking import Tracking as Tracking
 from .tuning import tune as tune
 from .tuning_report import TuneResult as TuneResult

@@ -29,7 +29,6 @@ import jax
 import numpy as np
 
 from jaxrl.algorithms.protocol import evaluates_both_modes
-from jaxrl.envs.jax_envs import resolve_backend
 from jaxrl.io.bookkeeping import RunBook, TrainResult
 from jaxrl.io.checkpoints import CheckpointError, CheckpointStore
 from jaxrl.io.config import RunConfig
@@ -353,22 +352,6 @@ def _final_evaluations(
     ]
 
 
-__all__ = [
-    "LoadedRun",
-    "TrainResult",
-    "check_config",
-    "evaluate_policy",
-    "evaluate_run",
-    "final_evaluation",
-    "load_run",
-    "make_loop",
-    "resolve_backend",
-    "train_group",
-    "train_run",
-    "update_rows",
-]
-
-
 def check_config(config: RunConfig) -> None:
     """Build what the run needs (agent, environment, driver) without training.
 
@@ -475,19 +458,6 @@ def evaluate_policy(
     if deterministic is None:
         deterministic = agent.evaluates_deterministically
     return make_loop(config, agent).evaluate(state, obs_stats, episodes, seed, bool(deterministic))
-
-
-def final_evaluation(
-    config: RunConfig, agent: Any, state: Any, obs_stats: Any, env_steps: int
-) -> FinalEvaluation:
-    """Evaluate the final policy deterministically and (NPG/TRPO) stochastically,
-    ``eval_episodes`` episodes per seed and mode; the deterministic figure is what
-    ``jaxrl evaluate RUN_DIR --episodes <eval_episodes>`` reproduces for a deterministic
-    evaluator."""
-    loop = make_loop(config, agent)
-    episodes = config.eval_episodes
-    ((deterministic, stochastic),) = _final_evaluations(loop, state, obs_stats, episodes)
-    return FinalEvaluation(episodes, env_steps, deterministic, stochastic)
 
 
 def evaluate_run(

@@ -1,14 +1,8 @@
 """Studies: a grid of settings x seeds, each setting a run directory, compiled once per group.
 
 :func:`sweep` trains every combination of a grid's values (hyperparameters and run settings)
-with the same seeds, in a sweep directory::
-
-    SWEEP_DIR/sweep.json       the resolved grid (the base run, the fields and their values)
-    SWEEP_DIR/runs/SETTING/    one run directory per setting (what ``jaxrl train`` writes, so
-                               ``jaxrl plot``, ``compare`` and ``evaluate`` work on each)
-    SWEEP_DIR/sweep.csv        one row per setting and seed
-    SWEEP_DIR/sweep.md         the ranking: per setting, mean +- std and 95% CI across seeds
-    SWEEP_DIR/sweep.png        the ranking as a figure
+with the same seeds, in a sweep directory: a run directory per setting, and the table,
+ranking and figure of :mod:`jaxrl.io.sweep_report`.
 
 Settings form groups: the settings of a group differ only in numeric hyperparameters that
 are pytree leaves of the algorithm object, and train together in ONE compiled program per
@@ -45,11 +39,10 @@ import jax
 import numpy as np
 
 from jaxrl.io.config import RunConfig
-from jaxrl.io.files import read_json, replace_file, write_dict_rows, write_text
+from jaxrl.io.files import read_json, write_text
 from jaxrl.io.grid import SweepError, cell
-from jaxrl.io.metrics import read_csv
-from jaxrl.io.report import CurveSummary, FinalEvaluation
 from jaxrl.io.run_dir import RunDir
+from jaxrl.io.sweep_report import SweepResult, finished, write_summary
 from jaxrl.io.tracking import DEFAULT_TRACKING, Tracking
 from jaxrl.training.settings import settings_fields
 
@@ -175,30 +168,6 @@ def _train_host_group(
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class SweepResult:
-    """What a sweep holds (finished settings only).
-
-    Attributes:
-      sweep_dir: the sweep directory.
-      rows: one dict per setting and seed (the rows of ``sweep.csv``).
-      ranking: one dict per setting, best first: ``setting``, its values, ``seeds``,
-        ``mean``, ``std``, ``ci_low``, ``ci_high`` of the final policy's deterministic
-        return across seeds.
-      curves: setting name -> its evaluations during training
-        (:class:`~jaxrl.io.report.CurveSummary`).
-      finished: settings finished.
-      total: settings in the grid.
-    """
-
-    sweep_dir: Path
-    rows: list[dict[str, Any]]
-    ranking: list[dict[str, Any]]
-    curves: dict[str, CurveSummary]
-    finished: int
-    total: int
-
-
 def _describe(base: RunConfig, grid: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
     return {
         "base": base.to_dict(),
@@ -223,10 +192,6 @@ def _open_sweep_dir(path: Path, described: dict[str, Any]) -> None:
         raise SweepError(f"{path} exists and is not a sweep directory; choose another")
     (path / "runs").mkdir(parents=True, exist_ok=True)
     write_text(saved_path, json.dumps(described, indent=2) + "\n")
-
-
-def _finished(run_dir: Path) -> bool:
-    return (run_dir / "final_eval.json").is_file()
 
 
 def sweep(
@@ -285,8 +250,8 @@ def sweep(
     settings = resolve_settings(base, grid)
     path = Path(sweep_dir)
     _open_in_step(path, _describe(base, grid))
-    finished = _primary_finished(path, settings)
-    todo = groups([s for s, done in zip(settings, finished, strict=True) if not done])
+    ended = _primary_finished(path, settings)
+    todo = groups([s for s, done in zip(settings, ended, strict=True) if not done])
     todo = todo if stop_after_groups is None else todo[:stop_after_groups]
     flat = [s for group in todo for s in group]
     tracking = tracking.grouped(path.resolve().name)
@@ -317,7 +282,7 @@ def _train_groups(
         train = _train_jax_group if group[0].config.backend == "jax" else _train_host_group
         start = time.perf_counter()
         note = train(
-            group, run_dirs, resume=True, stop=stop, on_setup=_resumed_only(on_group),
+            group, run_dirs, resume=True, stop=stop, on_setup=resumed_only(on_group),
             tracking=tracking,
         )  # fmt: skip
         say(f"  group {number + 1} done in {time.perf_counter() - start:.1f} s ({note})")
@@ -360,7 +325,7 @@ def _primary_finished(path: Path, settings: Sequence[Setting]) -> list[bool]:
     process of a job then trains the same groups)."""
     from jaxrl.training.sharding import is_primary, primary_value
 
-    own = [is_primary() and _finished(path / "runs" / s.name) for s in settings]
+    own = [is_primary() and finished(path / "runs" / s.name) for s in settings]
     return [bool(flag) for flag in primary_value(np.asarray(own, np.int32))]
 
 
@@ -370,11 +335,11 @@ def _summary_in_step(path: Path, settings: Sequence[Setting], fields: Sequence[s
     from jaxrl.training.sharding import is_primary, primary_value
 
     result = write_summary(path, settings, fields) if is_primary() else None
-    finished = int(primary_value(np.asarray(result.finished if result else 0, np.int32)))
-    return result or SweepResult(path, [], [], {}, finished, len(settings))
+    count = int(primary_value(np.asarray(result.finished if result else 0, np.int32)))
+    return result or SweepResult(path, [], [], {}, count, len(settings))
 
 
-def _resumed_only(on_group: Callable[[str], None] | None) -> Callable[[str], None]:
+def resumed_only(on_group: Callable[[str], None] | None) -> Callable[[str], None]:
     """What a sweep says of a run's set-up: only where it resumes (or skipped a damaged
     checkpoint), not the description of every fresh run."""
     say = on_group or (lambda line: None)
@@ -480,106 +445,3 @@ def _train_setting(config: RunConfig, run_dir: str, tracking: Tracking, grace: f
     except KeyboardInterrupt:  # no period ended within the grace: its last checkpoint stays
         return INTERRUPTED
     return 0
-
-
-def _row(setting: Setting, run_dir: Path, fields: Sequence[str]) -> list[dict[str, Any]]:
-    final = FinalEvaluation.load(run_dir / "final_eval.json")
-    curve = CurveSummary.load(run_dir / "evals.csv")
-    best, last = curve.best, curve.last
-    wall = float(np.nanmax(read_csv(run_dir / "evals.csv")["wall_time"]))
-    rows = []
-    for seed in range(curve.num_seeds):
-        row = {"setting": setting.name}
-        row.update({name: cell(setting.values[name]) for name in fields})
-        row.update(
-            seed=setting.config.seed + seed,
-            final_return=float(final.deterministic[seed]),
-            best_evaluation=float(curve.returns[best, seed]),
-            last_evaluation=float(curve.returns[last, seed]),
-            env_steps=int(final.env_steps),
-            wall_time=round(wall, 3),
-        )
-        rows.append(row)
-    return rows
-
-
-def ranking(rows: Sequence[dict[str, Any]], fields: Sequence[str]) -> list[dict[str, Any]]:
-    """Per setting: mean, std and 95% CI (Student's t) across seeds of ``final_return``,
-    best mean first."""
-    from jaxrl.io.plots import band
-    from jaxrl.io.statistics import bootstrap_interval, iqm
-
-    ranked = []
-    for name in dict.fromkeys(row["setting"] for row in rows):
-        own = [row for row in rows if row["setting"] == name]
-        returns = np.asarray([row["final_return"] for row in own], np.float64)
-        mean, low, high = band(returns[None, :], "ci95")
-        entry = {"setting": name, **{f: own[0][f] for f in fields}, "seeds": len(own)}
-        entry.update(mean=float(mean[0]), std=float(returns.std()))
-        entry.update(ci_low=float(low[0]), ci_high=float(high[0]))
-        iqm_low, iqm_high = bootstrap_interval(returns)
-        entry.update(iqm=iqm(returns), iqm_low=iqm_low, iqm_high=iqm_high)
-        ranked.append(entry)
-    return sorted(ranked, key=lambda entry: -entry["mean"])
-
-
-def write_summary(path: Path, settings: Sequence[Setting], fields: Sequence[str]) -> SweepResult:
-    """``sweep.csv``, ``sweep.md`` and ``sweep.png`` of the finished settings."""
-    rows: list[dict[str, Any]] = []
-    curves = {}
-    for setting in settings:
-        run_dir = path / "runs" / setting.name
-        if _finished(run_dir):
-            rows.extend(_row(setting, run_dir, fields))
-            curves[setting.name] = CurveSummary.load(run_dir / "evals.csv")
-    if rows:
-        write_dict_rows(path / "sweep.csv", rows, list(rows[0]))
-    ranked = ranking(rows, fields)
-    write_text(path / "sweep.md", ranking_markdown(ranked, fields, len(settings)))
-    if ranked:
-        _ranking_figure(ranked, path / "sweep.png")
-    return SweepResult(path, rows, ranked, curves, len(curves), len(settings))
-
-
-def ranking_markdown(ranked: Sequence[dict[str, Any]], fields: Sequence[str], total: int) -> str:
-    """The ranking as a Markdown table (the final policy's deterministic return)."""
-    lines = [
-        f"# Sweep ranking ({len(ranked)} of {total} settings finished)",
-        "",
-        "Final policy, deterministic return: mean +- std and 95% CI of the mean across seeds; "
-        "interquartile mean and its 95% stratified bootstrap CI.",
-        "",
-        "| rank | " + " | ".join(fields) + " | seeds | mean +- std | 95% CI | IQM [95% CI] |",
-        "|---|" + "---|" * len(fields) + "---|---|---|---|",
-    ]
-    for rank, entry in enumerate(ranked, 1):
-        values = " | ".join(str(entry[f]) for f in fields)
-        interval = "n/a (one seed)"
-        if np.isfinite(entry["ci_low"]):
-            interval = f"[{entry['ci_low']:.1f}, {entry['ci_high']:.1f}]"
-        robust = f"{entry['iqm']:.1f}"
-        if np.isfinite(entry["iqm_low"]):
-            robust += f" [{entry['iqm_low']:.1f}, {entry['iqm_high']:.1f}]"
-        lines.append(
-            f"| {rank} | {values} | {entry['seeds']} | {entry['mean']:.1f} +- {entry['std']:.1f}"
-            f" | {interval} | {robust} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def _ranking_figure(ranked: Sequence[dict[str, Any]], path: Path) -> None:
-    from matplotlib.figure import Figure
-
-    height = 1.2 + 0.35 * len(ranked)
-    figure = Figure(figsize=(7.5, height), dpi=110, layout="constrained")
-    axes = figure.add_subplot()
-    order = list(reversed(ranked))
-    y = np.arange(len(order))
-    means = np.asarray([e["mean"] for e in order])
-    low = means - np.asarray([e["ci_low"] for e in order])
-    high = np.asarray([e["ci_high"] for e in order]) - means
-    axes.errorbar(means, y, xerr=np.nan_to_num([low, high]), fmt="o", capsize=3)
-    axes.set_yticks(y, [e["setting"] for e in order], fontsize=8)
-    axes.set_xlabel("final policy, deterministic return (mean and 95% CI across seeds)")
-    axes.grid(axis="x", alpha=0.3)
-    replace_file(path, figure.savefig)

@@ -18,13 +18,14 @@ group a pruned trial stops reporting, and the group stops where all its trials a
 **Workers**: processes on one machine or several may run :func:`tune` on one study (the
 same ``storage`` and ``study_name``): each asks its own trials, so none is trained twice;
 the study ends when ``trials`` trials are complete, pruned or failed. A worker that starts
-takes over the RUNNING trials of dead workers: this machine's whose process is gone (or
-that ran before a reboot), and another machine's whose heartbeat (renewed each evaluation
-period) is older than a lease (:data:`LEASE_SECONDS`; a worker that finds its trial taken
-over stops training it and tells nothing, so no trial is trained twice to the end). A trial
-with a checkpoint continues from it (the trials of a JAX group from the newest period they
-all have), any other is asked again. SIGTERM (``stop``) leaves the
-trials under way so, checkpointed at their period.
+takes over the RUNNING trials of dead workers (:mod:`jaxrl.io.tuning_study`): this
+machine's whose process is gone (or that ran before a reboot), and another machine's whose
+heartbeat (renewed each evaluation period) is older than a lease
+(:data:`~jaxrl.io.tuning_study.LEASE_SECONDS`; a worker that finds its trial taken over stops
+training it and tells nothing, so no trial is trained twice to the end). A trial with a
+checkpoint continues from it (the trials of a JAX group from the newest period they all
+have), any other is asked again. SIGTERM (``stop``) leaves the trials under way so,
+checkpointed at their period.
 
 **Seeds**: the command line's search seeds start at 1000 (``jaxrl train``'s at 0); a preset
 file records them, and ``jaxrl train --preset-file`` refuses to report on them.
@@ -33,9 +34,6 @@ file records them, and ``jaxrl train --preset-file`` refuses to report on them.
 from __future__ import annotations
 
 import json
-import os
-import socket
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,33 +41,25 @@ from typing import Any
 import numpy as np
 
 from jaxrl.io.config import RunConfig
-from jaxrl.io.files import DamagedFile, drop_cut_short, read_json, read_jsonl, write_text
 from jaxrl.io.grid import SweepError
 from jaxrl.io.metrics import read_csv
 from jaxrl.io.run_dir import RunDir
-from jaxrl.io.search_space import Dimension, TuneError, label, parse_search
-from jaxrl.io.studies import Setting, groups, make_setting
+from jaxrl.io.search_space import Dimension, TuneError, label
+from jaxrl.io.studies import Setting, groups, make_setting, resumed_only
 from jaxrl.io.tracking import DEFAULT_TRACKING, Tracking
-from jaxrl.io.tuning_report import TuneResult, objective_text, values_of, write_summary
+from jaxrl.io.tuning_report import TuneResult, write_summary
+from jaxrl.io.tuning_study import (
+    base_values,
+    open_study,
+    retry_orphans,
+    same_worker,
+    this_worker,
+    trial_counts,
+)
 from jaxrl.training.sharding import several_processes
 
 TUNE_SEED = 1000
 """The first search seed of ``jaxrl tune`` (``jaxrl train``'s first seed is 0)."""
-
-SAMPLERS = {
-    "tpe": "TPESampler",
-    "random": "RandomSampler",
-    "cmaes": "CmaEsSampler",
-    "qmc": "QMCSampler",
-    "gp": "GPSampler",
-}
-PRUNERS = {
-    "median": "MedianPruner",
-    "percentile": "PercentilePruner",
-    "hyperband": "HyperbandPruner",
-    "successive-halving": "SuccessiveHalvingPruner",
-    "none": "NopPruner",
-}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -109,201 +99,6 @@ def _trained_returns(run_dir: Path) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-def _sampler(name: str, seed: int) -> Any:
-    import optuna
-
-    cls = getattr(optuna.samplers, SAMPLERS.get(name, name), None)
-    if not isinstance(cls, type) or not issubclass(cls, optuna.samplers.BaseSampler):
-        raise TuneError(
-            f"--sampler {name}: not an Optuna sampler; choose from {', '.join(SAMPLERS)} "
-            "or a class name of optuna.samplers"
-        )
-    if cls is optuna.samplers.TPESampler:  # concurrent asks kept apart (a batch, workers)
-        return cls(seed=seed, constant_liar=True)
-    try:
-        return cls(seed=seed)
-    except TypeError:
-        return cls()
-
-
-def _pruner(name: str, warmup: int) -> Any:
-    import optuna
-
-    cls = getattr(optuna.pruners, PRUNERS.get(name, name), None)
-    if not isinstance(cls, type) or not issubclass(cls, optuna.pruners.BasePruner):
-        raise TuneError(
-            f"--pruner {name}: not an Optuna pruner; choose from {', '.join(PRUNERS)} or a "
-            "class name of optuna.pruners"
-        )
-    if cls is optuna.pruners.MedianPruner:
-        return cls(n_startup_trials=5, n_warmup_steps=warmup)
-    if cls is optuna.pruners.PercentilePruner:
-        return cls(25.0, n_startup_trials=5, n_warmup_steps=warmup)
-    return cls()
-
-
-def _storage(storage: str | None, path: Path) -> Any:
-    """A journal file in the tuning directory by default; a URL with ``://``
-    (``sqlite:///study.db``, PostgreSQL, MySQL) as Optuna's RDB storage; any other string
-    as the path of a journal file (for a shared filesystem)."""
-    import optuna
-    from optuna.storages.journal import JournalFileBackend
-
-    if storage is not None and "://" in storage:
-        return storage
-    journal = Path(storage) if storage is not None else path / "study.log"
-    journal.parent.mkdir(parents=True, exist_ok=True)
-    if journal.is_file():
-        another = "another --storage" if storage is not None else "another --tune-dir"
-        _check_journal(journal, f"restore it from a copy, or start the study in {another}")
-    return optuna.storages.JournalStorage(JournalFileBackend(str(journal)))
-
-
-def _check_journal(journal: Path, remedy: str) -> None:
-    """A study's journal file, checked before Optuna reads it (under Optuna's lock of the
-    file): an operation a killed worker left cut short (its last line, which Optuna never
-    applied) is removed, so that the next one starts a line of its own; any other line that
-    is not an operation of Optuna's journal is damage.
-
-    Raises:
-      DamagedFile: naming the journal, the line and what to do.
-    """
-    from optuna.storages.journal import JournalFileSymlinkLock
-
-    lock = JournalFileSymlinkLock(str(journal))
-    lock.acquire()
-    try:
-        drop_cut_short(journal)
-        cut: list[int] = []
-        read_jsonl(journal, remedy, ("op_code",), cut_short=cut)
-        if cut:
-            raise DamagedFile(journal, f"line {cut[0]}: not a whole operation", remedy)
-    finally:
-        lock.release()
-
-
-def _describe(base: RunConfig, space: Sequence[Dimension], objective_evals: int) -> dict:
-    return {
-        "base": base.to_dict(),
-        "search": [d.describe() for d in space],
-        "objective": objective_text(objective_evals),
-        "objective_evals": objective_evals,
-    }
-
-
-def _open_tune_dir(path: Path, described: dict[str, Any]) -> None:
-    saved_path = path / "tune.json"
-    if saved_path.is_file():
-        remedy = "restore it from a copy, or start the study in another --tune-dir"
-        saved = read_json(saved_path, remedy)
-        if saved != json.loads(json.dumps(described)):
-            raise TuneError(
-                f"{path} holds another study (its tune.json differs); resume it with the same "
-                "run, search and objective, or choose another --tune-dir"
-            )
-        return
-    if path.exists() and any(path.iterdir()):
-        raise TuneError(f"{path} exists and is not a tuning directory; choose another --tune-dir")
-    (path / "trials").mkdir(parents=True, exist_ok=True)
-    write_text(saved_path, json.dumps(described, indent=2) + "\n")
-
-
-def _boot() -> str:
-    """This boot of the machine (a process id names a process only within one boot)."""
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
-
-
-LEASE_SECONDS = 1800.0
-"""How long a trial stays another machine's worker's without a heartbeat (one each
-evaluation period): after that, a worker that starts takes the trial as a dead worker's."""
-
-
-def _me() -> dict[str, Any]:
-    """This worker, with its heartbeat (the time it last said it runs)."""
-    return {"host": socket.gethostname(), "boot": _boot(), "pid": os.getpid(), "at": time.time()}
-
-
-def _same_worker(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return all(a.get(key) == b.get(key) for key in ("host", "boot", "pid"))
-
-
-def _alive(worker: dict[str, Any], lease: float = LEASE_SECONDS) -> bool:
-    """Whether the worker that asked a trial runs still: on this machine, its boot and its
-    process; on another, its heartbeat within ``lease`` seconds (a worker that records
-    none is taken to be alive)."""
-    if worker.get("host") != socket.gethostname():
-        return "at" not in worker or time.time() - float(worker["at"]) < lease
-    pid = int(worker.get("pid", -1))
-    if worker.get("boot", _boot()) != _boot() or pid == os.getpid():  # rebooted; or this
-        return False  # process's earlier call left it
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _retry_orphans(
-    study: Any,
-    base: RunConfig | None = None,
-    space: Sequence[Dimension] = (),
-    path: Path = Path(),
-    lease: float = LEASE_SECONDS,
-) -> tuple[list[tuple[Any, Setting]], list[int]]:
-    """Trials left RUNNING by a dead worker (:func:`_alive`: of this machine, its process
-    gone or the machine rebooted since; of another, no heartbeat for ``lease`` seconds): a
-    trial whose run directory here holds a checkpoint is taken
-    over, to be resumed from it (``[(trial, setting)]``); any other is failed and its values
-    asked again (``enqueue_trial``; their numbers)."""
-    import optuna
-
-    from jaxrl.io.checkpoints import CheckpointStore
-
-    adopted, retried = [], []
-    for frozen in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        if _alive(frozen.user_attrs.get("worker", {}), lease):
-            continue
-        trial = optuna.trial.Trial(study, frozen._trial_id)
-        name = f"trial-{frozen.number}"
-        store = CheckpointStore(path / "trials" / name / "checkpoints")
-        if base is not None and store.latest_step() is not None:
-            try:
-                setting = make_setting(base, values_of(frozen.params, space), name, "trial")
-            except (SweepError, KeyError, ValueError):
-                setting = None
-            if setting is not None:
-                trial.set_user_attr("worker", _me())
-                adopted.append((trial, setting))
-                continue
-        trial.set_user_attr("orphaned", True)
-        study.tell(frozen.number, state=optuna.trial.TrialState.FAIL)
-        study.enqueue_trial(frozen.params, user_attrs={"retry_of": frozen.number})
-        retried.append(frozen.number)
-    return adopted, retried
-
-
-def _counts(study: Any) -> tuple[int, int]:
-    """``(ended, running)``: trials complete, pruned or failed (a dead worker's failed
-    trials are asked again, so they do not count), and trials running."""
-    import optuna
-
-    states = optuna.trial.TrialState
-    ended = running = 0
-    for trial in study.get_trials(deepcopy=False):
-        if trial.state == states.RUNNING:
-            running += 1
-        elif trial.state in (states.COMPLETE, states.PRUNED) or (
-            trial.state == states.FAIL and not trial.user_attrs.get("orphaned")
-        ):
-            ended += 1
-    return ended, running
-
-
 # ---------------------------------------------------------------------------------------------
 # Training a batch
 # ---------------------------------------------------------------------------------------------
@@ -312,8 +107,9 @@ def _counts(study: Any) -> tuple[int, int]:
 class _Reporter:
     """One trial's progress: each period's evaluation returns in, the running objective out
     to the study, and whether the pruner stopped it (``pruned``) or another worker took it
-    over (``lost``: this worker's heartbeat came too late, :data:`LEASE_SECONDS`); each
-    period renews this worker's heartbeat on the trial."""
+    over (``lost``: this worker's heartbeat came too late,
+    :data:`~jaxrl.io.tuning_study.LEASE_SECONDS`); each period renews this worker's heartbeat
+    on the trial."""
 
     def __init__(self, trial: Any, objective_evals: int) -> None:
         self.trial, self.last = trial, objective_evals
@@ -331,12 +127,12 @@ class _Reporter:
         import optuna
 
         held = self.trial.study._storage.get_trial(self.trial._trial_id)
-        if held.state != optuna.trial.TrialState.RUNNING or not _same_worker(
-            held.user_attrs.get("worker", {}), _me()
+        if held.state != optuna.trial.TrialState.RUNNING or not same_worker(
+            held.user_attrs.get("worker", {}), this_worker()
         ):
             self.lost = True
             return
-        self.trial.set_user_attr("worker", _me())
+        self.trial.set_user_attr("worker", this_worker())
         if not self.history and period > 1 and run_dir is not None:  # a resumed trial
             self.history = list(_trained_returns(run_dir)[: period - 1])
         self.history.append(np.asarray(returns, np.float64))
@@ -367,11 +163,10 @@ def _train_batch(
     are process 0's (None in the others), which alone reports, writes and tells, and decides
     for every process where a group stops (all its trials pruned)."""
 
-    from jaxrl.io.runner import train_run
-    from jaxrl.io.studies import _resumed_only, _train_jax_group
+    from jaxrl.io.runner import train_group, train_run
     from jaxrl.training.sharding import is_primary, primary_value
 
-    resumed = _resumed_only(say)
+    resumed = resumed_only(say)
     reporters = {s.name: _Reporter(trial, objective_evals) for trial, s in batch}
     trials = {s.name: trial for trial, s in batch}
     for group in groups([s for _, s in batch]):
@@ -390,31 +185,20 @@ def _train_batch(
             return bool(primary_value(np.asarray(pruned, np.int32)))
 
         if group[0].config.backend == "jax":
-            _train_jax_group(
-                group,
-                run_dirs,
-                on_period,
-                resume=resume,
-                stop=stop,
-                on_setup=resumed,
-                tracking=tracking,
-            )
+            train_group(
+                [s.config for s in group], run_dirs, on_period, resume=resume, stop=stop,
+                on_setup=resumed, tracking=tracking,
+            )  # fmt: skip
         for setting, run_dir in zip(group, run_dirs, strict=True):
             if group[0].config.backend == "jax" or (stop is not None and stop()):
                 break
             reporter = reporters[setting.name]
             train_run(
-                setting.config,
-                run_dir,
-                resume=resume,
-                progress=False,
-                on_period=lambda period, steps, returns, r=reporter, d=run_dir.path: r.report(
-                    period, returns, d
-                ),
+                setting.config, run_dir, resume=resume, progress=False, on_setup=resumed,
+                on_period=lambda p, _, returns, r=reporter, d=run_dir.path: r.report(p, returns, d),
                 stop=lambda r=reporter: r.ended or (stop is not None and stop()),
-                on_setup=resumed,
                 tracking=tracking,
-            )
+            )  # fmt: skip
         stopped = stop is not None and stop()  # asked in every process alike
         _tell(group, run_dirs, trials, reporters, stopped, objective_evals, say)
         if stopped:
@@ -500,7 +284,7 @@ def tune(
         name of ``optuna.samplers``), seeded with ``sampler_seed``.
       pruner: ``median`` (the default), ``percentile``, ``hyperband``,
         ``successive-halving``, ``none`` or a class name of ``optuna.pruners``.
-      storage: where the study lives (see ``_storage``); default
+      storage: where the study lives (see :mod:`jaxrl.io.tuning_study`); default
         ``TUNE_DIR/study.log``.
       study_name: the study's name in the storage; default the tuning directory's name.
       objective_evals: evaluations the objective averages (see the module docstring).
@@ -532,7 +316,7 @@ def tune(
     path = Path(tune_dir)
     tracking = tracking.grouped(path.resolve().name)
     study = _open_in_step(
-        lambda: _open_study(
+        lambda: open_study(
             base, space, path, sampler, sampler_seed, pruner, storage, study_name,
             objective_evals,
         )
@@ -581,7 +365,7 @@ def _run_batches(
     while stop_after_batches is None or batches < stop_after_batches:
         asked = None
         if study is not None:
-            ended, running = _counts(study)
+            ended, running = trial_counts(study)
             asked = _ask(study, base, space, min(batch, trials - ended - running), say)
         asked = _shared_batch(asked, base)
         if asked is None:
@@ -604,13 +388,13 @@ def _begin(
     enqueue_base: bool,
 ) -> bool:
     """A worker's start (process 0's): the trials of dead workers that can be continued
-    trained (:func:`_retry_orphans`; the others are asked again), then, in a new study, the
-    base run's values enqueued. Returns whether a ``stop`` ended it. A job of several
-    processes trains only the batches all its processes share: there a dead worker's
-    trials are asked again, not taken over."""
+    trained (:func:`~jaxrl.io.tuning_study.retry_orphans`; the others are asked again), then,
+    in a new study, the base run's values enqueued. Returns whether a ``stop`` ended it. A
+    job of several processes trains only the batches all its processes share: there a dead
+    worker's trials are asked again, not taken over."""
     say(f"Tuning directory {path}")
     adoptable = None if several_processes() else base
-    adopted, retried = _retry_orphans(study, adoptable, space, path)
+    adopted, retried = retry_orphans(study, adoptable, space, path)
     if retried:
         say(f"trials {', '.join(map(str, retried))} of a stopped worker: asked again")
     if adopted:
@@ -619,8 +403,8 @@ def _begin(
         if train(adopted, resume=True):
             return True
     if enqueue_base and not study.trials:
-        base_values = _base_values(base, space)
-        values = {d.name: label(base_values[d.name]) for d in space}
+        own = base_values(base, space)
+        values = {d.name: label(own[d.name]) for d in space}
         study.enqueue_trial(values, skip_if_exists=True)  # another worker may have, just now
     return False
 
@@ -682,39 +466,6 @@ def _shared_batch(
     return [(None, make_setting(base, values, name, "trial")) for name, values in described]
 
 
-def _open_study(
-    base: RunConfig,
-    space: Sequence[Dimension],
-    path: Path,
-    sampler: str,
-    sampler_seed: int,
-    pruner: str,
-    storage: str | None,
-    study_name: str | None,
-    objective_evals: int,
-) -> Any:
-    """The study in its storage, created or loaded, once everything is checked and the
-    tuning directory opened."""
-    import optuna
-
-    sampler_object = _sampler(sampler, sampler_seed)
-    pruner_object = _pruner(pruner, max(1, base.layout.num_periods // 4))
-    make_setting(base, _base_values(base, space), "the base run", "--search")
-    _open_tune_dir(path, _describe(base, space, objective_evals))
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(
-        study_name=study_name or path.resolve().name,
-        storage=_storage(storage, path),
-        sampler=sampler_object,
-        pruner=pruner_object,
-        direction="maximize",
-        load_if_exists=True,
-    )
-    if study.trials:  # resumed: seeded as at its start, it would ask its first values again
-        study.sampler = _sampler(sampler, sampler_seed + len(study.trials))
-    return study
-
-
 def _ask(
     study: Any, base: RunConfig, space: Sequence[Dimension], wanted: int, say: Callable
 ) -> list[tuple[Any, Setting]] | None:
@@ -727,7 +478,7 @@ def _ask(
     asked = []
     for _ in range(wanted):
         trial = study.ask()
-        trial.set_user_attr("worker", _me())
+        trial.set_user_attr("worker", this_worker())
         trial.set_user_attr("seeds", [base.seed + i for i in range(base.num_seeds)])
         values = {d.name: d.suggest(trial) for d in space}
         try:
@@ -737,32 +488,3 @@ def _ask(
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
             say(f"  trial {trial.number} failed: {error}")
     return asked
-
-
-def _base_values(base: RunConfig, space: Sequence[Dimension]) -> dict[str, Any]:
-    """The base run's own value of each searched field."""
-    settings = base.to_dict()["run"]
-    values = {}
-    for dim in space:
-        value = base.hyperparameters.get(dim.name, settings.get(dim.name))
-        if isinstance(value, list):
-            value = tuple(value)
-        if dim.kind == "categorical" and label(value) not in [label(c) for c in dim.choices]:
-            raise TuneError(
-                f"--search {dim.describe()}: the base run's {dim.name} {label(value)} is not "
-                "among the values; list it too, or pass --no-enqueue-base"
-            )
-        values[dim.name] = value
-    return values
-
-
-__all__ = [
-    "TUNE_SEED",
-    "Dimension",
-    "TuneError",
-    "TuneResult",
-    "objective",
-    "parse_search",
-    "tune",
-    "write_summary",
-]

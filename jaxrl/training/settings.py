@@ -14,7 +14,7 @@ The arithmetic (the same for the jitted and the host driver):
 
 - A run is ``C = total_steps // (num_envs * num_steps)`` whole collections (each followed by
   learning): the budget rounded down to whole collections, so a run takes at most one
-  collection less than ``total_steps`` (:meth:`RunLayout.shortfall`), never more.
+  collection less than ``total_steps``, never more.
 - Where a budget is given without an interval, the interval adapts
   (:func:`evaluation_interval`): a short run evaluates at least about 10 times.
 - It evaluates after every ``k = round(eval_every / (num_envs * num_steps))`` collections (at
@@ -79,16 +79,7 @@ def setting(
         (:func:`launch_settings`): not saved in ``config.json``, and a resumed run takes it
         as given (it may be launched with another process layout).
     """
-    metadata = {
-        "help": help,
-        "minimum": minimum,
-        "preset": preset,
-        "driver": driver,
-        "cli": cli,
-        "cli_type": cli_type,
-        "cli_default": cli_default,
-        "launch": launch,
-    }
+    metadata = {name: value for name, value in locals().items() if name != "default"}
     if default is REQUIRED:
         return dataclasses.field(metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -217,10 +208,7 @@ class RunSettings:
     )
     eval_episodes: int = setting(10, "episodes per evaluation", minimum=1, preset=True, driver=True)
     check_finite: bool = setting(
-        False,
-        "check every env step's observations and rewards are finite",
-        driver=True,
-        cli=False,
+        False, "check every env step's observations and rewards are finite", driver=True, cli=False
     )
     normalize_obs: bool = setting(
         False,
@@ -240,10 +228,7 @@ class RunSettings:
         cli_default=None,
     )
     checkpoint_every: int = setting(
-        0,
-        "evaluation periods between checkpoints (0: only at the end)",
-        minimum=0,
-        cli_default=1,
+        0, "evaluation periods between checkpoints (0: only at the end)", minimum=0, cli_default=1
     )
     checkpoint_buffer: bool = setting(
         True, "host runs: checkpoints hold the replay buffer (exact off-policy resume; large)"
@@ -306,21 +291,13 @@ class RunSettings:
         if all(name in values for name in shape):
             collection = values["num_envs"] * values["num_steps"]
             if values["total_steps"] < collection:
-                raise SettingError(
-                    owner,
-                    "total_steps",
-                    "at least one collection ({num_envs} x {num_steps} = "
-                    f"{values['num_envs']} x {values['num_steps']} = {collection:,} env steps)",
-                    values["total_steps"],
-                )
+                size = f"{values['num_envs']} x {values['num_steps']} = {collection:,} env steps"
+                expected = "at least one collection ({num_envs} x {num_steps} = " + size + ")"
+                raise SettingError(owner, "total_steps", expected, values["total_steps"])
         process, processes = values.get("process_id"), values.get("num_processes")
         if process is not None and processes is not None and process >= processes:
-            raise SettingError(
-                owner,
-                "process_id",
-                f"less than {{num_processes}} ({processes}): processes are numbered from 0",
-                process,
-            )
+            expected = f"less than {{num_processes}} ({processes}): processes are numbered from 0"
+            raise SettingError(owner, "process_id", expected, process)
 
     @property
     def layout(self) -> RunLayout:
@@ -447,13 +424,8 @@ class RunLayout:
           SettingError: naming the field, for a value that is not a positive int, or a
             budget shorter than one collection (:meth:`RunSettings.validate`).
         """
-        shape = {
-            "num_envs": num_envs,
-            "num_steps": num_steps,
-            "total_steps": total_steps,
-            "eval_every": eval_every,
-        }
-        RunSettings.validate(shape)
+        shape = dict(num_envs=num_envs, num_steps=num_steps, total_steps=total_steps)
+        RunSettings.validate({**shape, "eval_every": eval_every})
         steps_per_collect = num_envs * num_steps
         collections = total_steps // steps_per_collect
         per_period = min(collections, max(1, round(eval_every / steps_per_collect)))
@@ -494,10 +466,6 @@ class RunLayout:
         """The env steps the run takes per seed, its whole collections."""
         return self.steps_per_collect * self.num_collections
 
-    def shortfall(self, requested: int) -> int:
-        """Env steps of ``requested`` the run leaves out (fewer than one collection)."""
-        return requested - self.total_steps
-
     @property
     def eval_steps(self) -> tuple[int, ...]:
         """Env steps (per seed) after which the run evaluates, ``[P]``."""
@@ -517,15 +485,16 @@ class RunLayout:
 
     def describe(self, num_envs: int, num_steps: int) -> str:
         """One line: ``"61 evaluations, every 16 collections of 16 x 64 env steps; ..."``."""
-        short = self.period_collections[-1]
-        last = (
-            f"; the last period {short} collection{'s' if short != 1 else ''}"
-            if short != self.collections_per_period
-            else ""
-        )
+        short, every = self.period_collections[-1], self.collections_per_period
+        periods = self.num_periods
+        last = f"; the last period {short} collection{_s(short)}" if short != every else ""
         return (
-            f"{self.num_collections:,} collections of {num_envs} x {num_steps} env "
-            f"steps ({self.total_steps:,} env steps), {self.num_periods} evaluation"
-            f"{'s' if self.num_periods != 1 else ''} every {self.collections_per_period} "
-            f"collection{'s' if self.collections_per_period != 1 else ''}{last}"
+            f"{self.num_collections:,} collections of {num_envs} x {num_steps} env steps "
+            f"({self.total_steps:,} env steps), {periods} evaluation{_s(periods)} every {every} "
+            f"collection{_s(every)}{last}"
         )
+
+
+def _s(count: int) -> str:
+    """The plural ending of a count's noun."""
+    return "s" if count != 1 else ""

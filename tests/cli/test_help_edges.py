@@ -11,7 +11,7 @@ import pytest
 from jaxrl import cli_parse as cli
 from jaxrl.algorithms.presets import PRESETS
 from jaxrl.cli_usage import name_flags
-from jaxrl.io.runner import resolve_backend
+from jaxrl.envs import resolve_backend
 
 from .helpers import error_line
 

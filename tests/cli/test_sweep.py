@@ -208,7 +208,7 @@ def test_a_lone_setting_of_a_host_sweep_with_jobs_trains_here(monkeypatch, tmp_p
 
 def test_a_ranking_over_one_seed_has_no_interval():
     """One seed gives a mean but no confidence interval: the table says n/a, not [nan, nan]."""
-    from jaxrl.io.studies import ranking, ranking_markdown
+    from jaxrl.io.sweep_report import ranking, ranking_markdown
 
     rows = [{"setting": "max_kl=0.01", "max_kl": 0.01, "final_return": -200.0}]
     text = ranking_markdown(ranking(rows, ["max_kl"]), ["max_kl"], 1)

@@ -246,20 +246,20 @@ def test_a_trial_of_a_worker_before_a_reboot_is_asked_again(tmp_path):
     import optuna
     from optuna.storages.journal import JournalFileBackend
 
-    from jaxrl.io.tuning import _boot, _retry_orphans
+    from jaxrl.io.tuning_study import boot_id, retry_orphans
 
     storage = optuna.storages.JournalStorage(JournalFileBackend(str(tmp_path / "s.log")))
     study = optuna.create_study(storage=storage, direction="maximize")
     host = socket.gethostname()
     workers = [
         {"host": host, "boot": "an earlier boot", "pid": 1},
-        {"host": host, "boot": _boot(), "pid": 1},  # alive: init
+        {"host": host, "boot": boot_id(), "pid": 1},  # alive: init
         {"host": "another-machine", "boot": "?", "pid": 1},
     ]
     for worker in workers:
         trial = study.ask({"max_kl": optuna.distributions.FloatDistribution(0.001, 0.1)})
         trial.set_user_attr("worker", worker)
-    assert _retry_orphans(study) == ([], [0])
+    assert retry_orphans(study) == ([], [0])
     states = [t.state.name for t in study.get_trials()]
     assert states == ["FAIL", "RUNNING", "RUNNING", "WAITING"]
     assert study.get_trials()[3].system_attrs["fixed_params"] == study.get_trials()[0].params
@@ -275,7 +275,8 @@ def test_another_machines_trial_without_a_heartbeat_for_a_lease_is_asked_again(t
     import optuna
     from optuna.storages.journal import JournalFileBackend
 
-    from jaxrl.io.tuning import LEASE_SECONDS, _me, _Reporter, _retry_orphans
+    from jaxrl.io.tuning import _Reporter
+    from jaxrl.io.tuning_study import LEASE_SECONDS, retry_orphans, this_worker
 
     storage = optuna.storages.JournalStorage(JournalFileBackend(str(tmp_path / "s.log")))
     study = optuna.create_study(storage=storage, direction="maximize")
@@ -287,18 +288,18 @@ def test_another_machines_trial_without_a_heartbeat_for_a_lease_is_asked_again(t
     for worker in workers:
         trial = study.ask({"max_kl": optuna.distributions.FloatDistribution(0.001, 0.1)})
         trial.set_user_attr("worker", worker)
-    assert _retry_orphans(study) == ([], [0])
+    assert retry_orphans(study) == ([], [0])
     assert [t.state.name for t in study.get_trials()] == ["FAIL", "RUNNING", "WAITING"]
 
     mine = study.ask({"max_kl": optuna.distributions.FloatDistribution(0.001, 0.1)})
-    mine.set_user_attr("worker", _me())
+    mine.set_user_attr("worker", this_worker())
     reporter = _Reporter(mine, objective_evals=1)
     reporter.report(1, np.array([1.0, 2.0]))
     assert not reporter.ended and study.get_trials()[mine.number].intermediate_values == {1: 1.5}
     before = study.get_trials()[mine.number].user_attrs["worker"]["at"]
     reporter.report(2, np.array([1.0, 2.0]))
     assert study.get_trials()[mine.number].user_attrs["worker"]["at"] >= before  # the heartbeat
-    mine.set_user_attr("worker", {**_me(), "pid": -1})  # another worker took it over
+    mine.set_user_attr("worker", {**this_worker(), "pid": -1})  # another worker took it over
     reporter.report(3, np.array([5.0, 5.0]))
     assert reporter.lost and reporter.ended
     assert 3 not in study.get_trials()[mine.number].intermediate_values

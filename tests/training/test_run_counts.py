@@ -79,7 +79,7 @@ def test_the_configuration_promises_the_counts(case):
     assert layout.num_collections == collections
     assert list(layout.eval_steps) == evals
     assert layout.total_steps == collections * layout.steps_per_collect
-    assert 0 <= layout.shortfall(config.total_steps) < layout.steps_per_collect
+    assert 0 <= config.total_steps - layout.total_steps < layout.steps_per_collect
     assert config.num_agent_updates() == updates
     counts = config.to_dict()["counts"]  # what config.json records
     assert counts["env_steps"] == layout.total_steps and counts["eval_env_steps"] == evals
