@@ -79,7 +79,8 @@ def setting(
         (:func:`launch_settings`): not saved in ``config.json``, and a resumed run takes it
         as given (it may be launched with another process layout).
     """
-    metadata = {name: value for name, value in locals().items() if name != "default"}
+    metadata = dict(help=help, minimum=minimum, preset=preset, driver=driver, cli=cli)
+    metadata |= dict(cli_type=cli_type, cli_default=cli_default, launch=launch)
     if default is REQUIRED:
         return dataclasses.field(metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
