@@ -165,9 +165,8 @@ def _backends(values: dict[str, Any]) -> tuple[str, str, str | None]:
     """``(backend, env_backend, brax_backend)`` of ``--env`` with ``--backend``,
     ``--env-backend`` and ``--brax-backend``: the driver, the host environments' library and
     Brax's physics, resolved (errors name the flag to change)."""
-    from jaxrl.envs import resolve_env_backend
+    from jaxrl.envs import resolve_backend, resolve_env_backend
     from jaxrl.envs.brax_env import DEFAULT_BRAX_BACKEND, is_brax_id
-    from jaxrl.io.runner import resolve_backend
 
     env = values["env"]
     host_backend = values["env_backend"] != "auto"
@@ -585,7 +584,8 @@ def _search_specs(values: dict[str, Any]) -> list[str]:
 def tune(args: Any, argv: list[str]) -> int:
     from jaxrl.io.preemption import Preemption
     from jaxrl.io.run_dir import default_run_path
-    from jaxrl.io.tuning import TUNE_SEED, parse_search
+    from jaxrl.io.search_space import parse_search
+    from jaxrl.io.tuning import TUNE_SEED
     from jaxrl.io.tuning import tune as run_tune
     from jaxrl.training.sharding import is_primary
 
