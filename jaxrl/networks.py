@@ -202,9 +202,9 @@ class Ensemble(nn.Module):
     Applied, the copies run as one batched network (``jax.vmap`` over the stacked
     parameters) on accelerators, and one after another on a CPU, where XLA's batched
     products of small matrices are slower than the plain ones: a twin critic's optimizer
-    step cost 1.8x one critic's one after another against 2.2x batched (16 vmapped seeds,
-    batch 256, [64, 64]; ``benchmarks/offpolicy_breakdown.py``). Both give the same numbers.
-    """
+    step cost 1.6x one critic's one after another against 2.0x batched (16 vmapped seeds,
+    batch 256, [64, 64]; ``benchmarks/offpolicy_breakdown.py``). Both forms compute the same
+    function; their float sums may differ in the last bits."""
 
     module: nn.Module
     size: int = 2
