@@ -1,8 +1,10 @@
 """The Optuna study of a tuning (:mod:`jaxrl.io.tuning`) and the workers that train its
-trials: the study opened in its storage (:func:`open_study`: the sampler, the pruner, a
-journal file checked before Optuna reads it, the tuning directory's ``tune.json``), and which
-worker holds each trial (:func:`this_worker`, its heartbeat renewed each evaluation period):
-a trial a dead worker left RUNNING is taken over or asked again (:func:`retry_orphans`).
+trials: the study opened in its storage (:func:`~jaxrl.io.tuning_study.open_study`: the
+sampler, the pruner, a journal file checked before Optuna reads it, the tuning directory's
+``tune.json``), and which worker holds each trial
+(:func:`~jaxrl.io.tuning_study.this_worker`, its heartbeat renewed each evaluation period):
+a trial a dead worker left RUNNING is taken over or asked again
+(:func:`~jaxrl.io.tuning_study.retry_orphans`).
 """
 
 from __future__ import annotations
