@@ -48,6 +48,7 @@ EnvPool (``--eval-every`` defaults to the preset's 25,600 env steps per seed, ``
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -438,7 +439,7 @@ def breakdown(
     env_id: str, backend: str, num_seeds: int, steps: int, eval_every: int
 ) -> dict[str, Any]:
     """The run of :func:`measure` again (same agent, shape, seeds and environments; the
-    driver's own :class:`HostTrainLoop`), with every part of its loop timed where it happens
+    driver's own :class:`HostLoop`), with every part of its loop timed where it happens
     and every jitted call waited for; the periods after the first one. The acting call's
     input conversion is not separable there: its share comes from :func:`_probe` after the
     run."""
@@ -481,7 +482,9 @@ def breakdown(
         (evaluation, "make_host_env"): eval_envs,  # the evaluations' environments
     }
     originals = {key: getattr(*key) for key in patched}
-    loop = driver.HostTrainLoop(config.make_agent(), env_id, shape, list(range(num_seeds)), backend)
+    settings = dataclasses.replace(shape, seed=0, num_seeds=num_seeds, env_backend=backend)
+    loop = driver.HostLoop(config.make_agent(), env_id, settings)
+    carry = loop.start(loop.init(), 0)
     try:
         for (module, name), fn in patched.items():
             setattr(module, name, fn)
@@ -495,7 +498,6 @@ def breakdown(
         programs.observe = timer.wrap("act", programs.observe, wait=True)  # a collection's last
         programs.learn = timer.wrap("learn", programs.learn, wait=True)
         loop._collect_and_learn = timer.wrap("collect_and_learn", loop._collect_and_learn)
-        carry = loop.init_carry()
         marks: list[int] = []
         start = time.perf_counter()
         for index, collections in enumerate(loop.layout.period_collections):

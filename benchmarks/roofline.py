@@ -99,7 +99,7 @@ Programs (the algorithms' own jitted code; shapes from the presets, as ``update_
   (EnvPool or gymnasium Hopper-v5 when MuJoCo is installed, else gymnasium Pendulum-v1),
   observe (one jitted call, ``ddpg-host-observe``), add to the replay buffer, update and act
   with the updated policy (one jitted call, ``ddpg-host-learn``), timed as the driver runs it
-  (``HostTrainLoop._collect_and_learn``), and again with each jitted call blocked to split
+  (``HostLoop._collect_and_learn``), and again with each jitted call blocked to split
   the step into the environment, act and learn.
 
     python benchmarks/roofline.py                     # every program (about 5 minutes on a CPU)
@@ -1353,7 +1353,7 @@ def host_step_rows(peaks: dict[str, Any], args: Any) -> list[dict[str, Any]]:
     from jaxrl.envs.host import resolve_env_backend
     from jaxrl.io.config import RunConfig
     from jaxrl.training import gymnasium_driver
-    from jaxrl.training.gymnasium_driver import HostTrainLoop
+    from jaxrl.training.gymnasium_driver import HostLoop
 
     env_id, env_backend = host_env(args.host_env, args.quick)
     capacity = 10_000 if args.quick else 1_000_000
@@ -1364,9 +1364,10 @@ def host_step_rows(peaks: dict[str, Any], args: Any) -> list[dict[str, Any]]:
     backend = resolve_env_backend(env_id, env_backend)
     load_before = loadavg()
     rows = []
-    with HostTrainLoop(agent, env_id, config, [0], env_backend) as loop:
+    settings = dataclasses.replace(config, seed=0, num_seeds=1, env_backend=env_backend)
+    with HostLoop(agent, env_id, settings) as loop:
+        carry = jax.tree_util.tree_map(jnp.copy, loop.start(loop.init(), 0))
         programs = loop._programs
-        carry = jax.tree_util.tree_map(jnp.copy, loop.init_carry())
         raw = gymnasium_driver.split_seeds(loop.env.reset(), 1)
         carry, loop._sample, loop._obs, _ = programs.observe_and_act(carry, raw, raw, 0)
         captured: dict[str, Any] = {}
@@ -1445,7 +1446,7 @@ def host_step_rows(peaks: dict[str, Any], args: Any) -> list[dict[str, Any]]:
         "ddpg-host-step": (
             timing["step"],
             ("observe", "learn"),
-            f"HostTrainLoop._collect_and_learn, one env step + observe + add + update + act, "
+            f"HostLoop._collect_and_learn, one env step + observe + add + update + act, "
             f"as the driver runs it; {where}; with each jitted call blocked: "
             f"{timing['step_blocked']['median'] * 1e3:.2f} ms = env and host "
             f"{env_s * 1e3:.2f} + observe {timing['observe']['median'] * 1e3:.2f} + learn "

@@ -55,16 +55,15 @@ def measure(algo: str, env_id: str, seeds: int, warmup: int, calls: int) -> dict
 
     from jaxrl.io.config import RunConfig
     from jaxrl.training import gymnasium_driver
-    from jaxrl.training.gymnasium_driver import HostTrainLoop
+    from jaxrl.training.gymnasium_driver import HostLoop
 
     preset = RunConfig.from_preset(algo, env_id, "mujoco").hyperparameters
     replay = {"warmup_steps": 0, "buffer_size": 100_000}  # a replay learner's: learn at once
     hyper = {name: value for name, value in replay.items() if name in preset}
     config = RunConfig.from_preset(algo, env_id, "mujoco", hyperparameters=hyper)
-    config = dataclasses.replace(config, num_seeds=seeds)
-    group = list(range(seeds))
-    with HostTrainLoop(config.make_agent(), env_id, config, group, "auto") as loop:
-        carry = jax.tree_util.tree_map(jnp.copy, loop.init_carry())
+    config = dataclasses.replace(config, seed=0, num_seeds=seeds, env_backend="auto")
+    with HostLoop(config.make_agent(), env_id, config) as loop:
+        carry = jax.tree_util.tree_map(jnp.copy, loop.start(loop.init(), 0))
         raw = gymnasium_driver.split_seeds(loop.env.reset(), seeds)
         carry, loop._sample, loop._obs, _ = loop._programs.observe_and_act(carry, raw, raw, 0)
         before = loop._env_steps

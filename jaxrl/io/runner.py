@@ -2,7 +2,7 @@
 
 One loop for both drivers: the runner drives a :class:`jaxrl.training.loop.Loop`
 (:func:`make_loop`: the jitted :class:`jaxrl.training.jax_loop.JaxLoop` or the host
-:class:`jaxrl.training.host_loop.HostLoop`), which gives a fresh or restored carry and
+:class:`jaxrl.training.gymnasium_driver.HostLoop`), which gives a fresh or restored carry and
 its ``run_period``; after each evaluation period the runner writes the metrics, updates the
 progress bar and, every ``checkpoint_every`` periods and at the end, checkpoints what the loop
 keeps (the jitted driver's whole ``TrainCarry``, bit-identical on resume; the host driver's
@@ -255,7 +255,7 @@ def make_loop(config: RunConfig, agent: Any) -> Loop:
             f"several processes need the jitted driver (a gymnax or Brax id): {config.env} "
             "runs on the host driver"
         )
-    from jaxrl.training.host_loop import HostLoop
+    from jaxrl.training.gymnasium_driver import HostLoop
 
     return HostLoop(agent, config.env, config)
 

@@ -1,6 +1,6 @@
 """Training drivers: a run's training is a :class:`~jaxrl.training.loop.Loop`
 (:class:`~jaxrl.training.jax_loop.JaxLoop` on JAX environments, whole runs as compiled
-programs; :class:`~jaxrl.training.host_loop.HostLoop` on gymnasium and EnvPool), and the
+programs; :class:`~jaxrl.training.gymnasium_driver.HostLoop` on gymnasium and EnvPool), and the
 collectors research code builds its own loop from (:func:`make_collector`,
 :mod:`jaxrl.training.collect`)."""
 
@@ -11,7 +11,7 @@ from jaxrl.training.collect import (
     make_collector,
 )
 from jaxrl.training.evaluation import evaluate
-from jaxrl.training.host_loop import HostLoop
+from jaxrl.training.gymnasium_driver import HostLoop
 from jaxrl.training.jax_driver import (
     TrainCarry,
     TrainConfig,

@@ -22,6 +22,9 @@ arrives; agents see ``clip((obs - mean) / sqrt(var + eps), -10, 10)``; evaluatio
 training statistics without updating them. The statistics are part of the
 :class:`HostCarry` (with the agent state and the replay buffer), which a run reports at
 every evaluation and can start from (``initial=``), so checkpoints resume them.
+
+:class:`HostLoop` is the driver cut at its evaluations (the :class:`jaxrl.training.loop.Loop`
+that :mod:`jaxrl.io.runner` drives); :func:`train_gymnasium` runs it to the end.
 """
 
 from __future__ import annotations
@@ -61,11 +64,13 @@ from jaxrl.training.evaluation import (
 from jaxrl.training.jax_driver import TrainConfig
 from jaxrl.training.periods import drive, join_periods
 from jaxrl.training.seeds import host_seed_keys
+from jaxrl.training.settings import RunSettings
+from jaxrl.training.sharding import SeedPlacement
 
 __all__ = [
     "EnvironmentError_",
     "HostCarry",
-    "HostTrainLoop",
+    "HostLoop",
     "ObservationNormalizer",
     "evaluate_gymnasium",
     "init_host_carry",
@@ -244,9 +249,9 @@ def train_gymnasium(
       shape: :class:`~jaxrl.training.TrainConfig` fields given as keywords (``num_envs=``,
         ``num_steps=``, ``total_steps=``, ``eval_every=``, ``eval_episodes=``,
         ``normalize_obs=``); they replace ``config``'s.
-      num_seeds: ``None`` (one seed, ``seed``; unstacked state and 1-D metrics, as before)
-        or ``S >= 1``: seeds ``seed, ..., seed + S - 1`` trained together; the state and
-        every metric get a leading seed axis, as ``jax.vmap(make_train(...))`` gives them.
+      num_seeds: ``None`` (one seed, ``seed``; unstacked state and 1-D metrics) or
+        ``S >= 1``: seeds ``seed, ..., seed + S - 1`` trained together; the state and every
+        metric get a leading seed axis, as ``jax.vmap(make_train(...))`` gives them.
       env_backend: ``"auto"`` (EnvPool for the ids it has when installed), ``"gymnasium"``
         or ``"envpool"``.
       initial: a :class:`HostCarry` (seed axis first) to start from instead of a fresh
@@ -276,17 +281,15 @@ def train_gymnasium(
             f"train_gymnasium got unknown keyword {unknown[0]!r}: the run's shape takes "
             f"{', '.join(_SHAPE_FIELDS)}"
         )
-    config = dataclasses.replace(config or TrainConfig(), **shape)
-    seeds = [seed + i for i in range(num_seeds or 1)]
-    with HostTrainLoop(agent, env_id, config, seeds, env_backend, env_kwargs) as loop:
-        carry = loop.init_carry() if initial is None else initial
+    settings = dataclasses.replace(
+        config or TrainConfig(), **shape, seed=seed, num_seeds=num_seeds or 1,
+        env_backend=env_backend,
+    )  # fmt: skip
+    with HostLoop(agent, env_id, settings, env_kwargs) as loop:
+        carry = loop.start(loop.init() if initial is None else initial, 0)
+        periods, single = loop.layout.period_collections, num_seeds is None
         carry, metrics = drive(
-            loop.run_period,
-            carry,
-            loop.layout.period_collections,
-            stop=stop,
-            progress=progress,
-            single=num_seeds is None,
+            loop.run_period, carry, periods, stop=stop, progress=progress, single=single
         )
     state = carry.state
     if num_seeds is None:
@@ -295,98 +298,123 @@ def train_gymnasium(
     return state, metrics
 
 
-class HostTrainLoop:
-    """The host driver cut at its evaluations (what :class:`jaxrl.training.TrainLoop` is to
-    the jitted driver), for drivers that report, checkpoint or resume.
+class HostLoop:
+    """The host driver's :class:`jaxrl.training.loop.Loop`: a run of one setting on gymnasium
+    or EnvPool environments, cut at its evaluations. The environments are open from
+    :meth:`start` to :meth:`close` (or the ``with`` block), so periods run in order; the
+    carry passed to :meth:`run_period` stays valid (the loop works on a copy).
 
-    ``run_period(carry, collections=None) -> (carry, metrics)`` runs one evaluation period
-    of all seeds: its collections with their learning (``collections``, or up to the next
-    period boundary of the layout when None), then one evaluation; ``metrics`` holds
-    per-collection arrays ``[S, C]`` and ``eval/env_steps``, ``eval/return`` ``[S]``, as
-    ``jax.vmap(TrainLoop.run_period)`` gives them. The environments live in the loop (open
-    from construction to :meth:`close`; a context manager), so periods run in order; the
-    carry passed in stays valid (the loop works on a copy).
+    The checkpoint is ``{"carry": HostCarry}`` (agent states, observation statistics and,
+    unless ``settings.checkpoint_buffer`` is off, the replay buffers); a resumed run
+    continues on fresh environments and keys, seeded ``seed + start_steps + i``, and counts on
+    from ``start_steps`` (a warm-up already done is not run again).
 
     Args:
       agent: the algorithm object.
       env_id: a gymnasium id (or one EnvPool has).
-      config: the run's shape (:class:`jaxrl.training.TrainConfig`).
-      seeds: one integer seed per trained seed; seed ``i``'s environments, keys and
-        evaluations are those of a single-seed run with ``seeds[i]``.
-      env_backend, env_kwargs: as :func:`train_gymnasium`.
-      start_steps: env steps per seed already trained (a resumed run): the loop counts on
-        from there, so a warm-up (``warmup_steps``) already done is not run again, and its
-        metrics' ``env_steps`` are the run's. ``config.total_steps`` is what is left.
+      settings: the run's settings (its seeds, shape, evaluation, environment backend); seed
+        ``i``'s environments, keys and evaluations are those of a single-seed run with
+        ``settings.seed + i``.
+      env_kwargs: keyword arguments of the environments (as :func:`train_gymnasium`).
     """
+
+    num_settings = 1
 
     def __init__(
         self,
         agent: Any,
         env_id: str,
-        config: TrainConfig,
-        seeds: list[int],
-        env_backend: str = "auto",
+        settings: RunSettings,
         env_kwargs: dict[str, Any] | None = None,
-        start_steps: int = 0,
     ) -> None:
-        self.agent, self.config, self.seeds = agent, config, list(seeds)
-        self.layout = config.layout
-        self.num_periods = self.layout.num_periods
-        self.env_backend, self.env_kwargs = env_backend, env_kwargs
-        self.env = make_host_env(
-            env_id,
-            len(self.seeds) * config.num_envs,
-            seed_block(self.seeds, config.num_envs, _TRAIN_STREAM),
-            env_backend,
-            env_kwargs,
-        )
+        self.agent, self.env_id, self.settings = agent, env_id, settings
+        self.env_kwargs = env_kwargs
+        self.layout = settings.driver_settings.layout
         self.off_policy = is_off_policy(agent)
+        self.env: Any = None  # open between start and close
+
+    def _seeds(self, offset: int = 0) -> list[int]:
+        return [self.settings.seed + offset + i for i in range(self.settings.num_seeds)]
+
+    def _carry(self, abstract: bool) -> HostCarry:
+        """A fresh carry (its shapes when ``abstract``), for the spaces of the environments
+        the run uses (EnvPool's and gymnasium's may differ in dtype)."""
+        settings = self.settings
+        env = make_host_env(self.env_id, 1, settings.seed, settings.env_backend, self.env_kwargs)
+        spaces = env.single_observation_space, env.single_action_space
+        env.close()
+
+        def make() -> HostCarry:
+            return init_host_carry(
+                self.agent, self._seeds(), *spaces, settings.num_envs, settings.normalize_obs
+            )
+
+        return jax.eval_shape(make) if abstract else make()
+
+    def check(self) -> None:
+        self.checkpoint_template()
+
+    def checkpoint_template(self) -> Any:
+        return self.to_checkpoint(self._carry(abstract=True))
+
+    def init(self) -> HostCarry:
+        return SeedPlacement().put(self._carry(abstract=False))
+
+    def to_checkpoint(self, carry: HostCarry) -> Any:
+        if not self.settings.checkpoint_buffer:
+            carry = carry._replace(buffer=None)
+        return {"carry": carry}
+
+    def from_checkpoint(self, tree: Any) -> HostCarry:
+        return tree["carry"]
+
+    def start(self, carry: HostCarry, start_steps: int) -> HostCarry:
+        if carry.buffer is None and self.off_policy:
+            # A checkpoint without its replay buffer (``checkpoint_buffer`` off).
+            carry = carry._replace(buffer=self._carry(abstract=False).buffer)
+        carry = SeedPlacement().put(carry)
+        remaining = self.layout.total_steps - start_steps
+        if remaining <= 0:
+            return carry
+        settings = self.settings
+        self._left = dataclasses.replace(settings.driver_settings, total_steps=remaining).layout
+        self._train_seeds = self._seeds(offset=start_steps)
+        num_envs = settings.num_envs
+        self.env = make_host_env(
+            self.env_id,
+            len(self._train_seeds) * num_envs,
+            seed_block(self._train_seeds, num_envs, _TRAIN_STREAM),
+            settings.env_backend,
+            self.env_kwargs,
+        )
         steps_per_collect = self.layout.steps_per_collect
-        num_updates = updates_per_collect(agent, steps_per_collect) if self.off_policy else 1
-        self._programs = _Programs(agent, self.seeds, num_updates, config.num_steps)
+        num_updates = updates_per_collect(self.agent, steps_per_collect) if self.off_policy else 1
+        self._programs = _Programs(self.agent, self._train_seeds, num_updates, settings.num_steps)
         # Between periods: the policy's latest action, its observation, the running
         # episode returns, env steps and periods so far (None before the first reset).
         self._sample: Any = None
         self._obs: Any = None
-        self._episode_return = np.zeros((len(self.seeds), config.num_envs))
+        self._episode_return = np.zeros((settings.num_seeds, num_envs))
         self._env_steps = start_steps
         self._collections = 0
         self._period = 0
-
-    def __enter__(self) -> HostTrainLoop:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close the environments."""
-        self.env.close()
-
-    def init_carry(self) -> HostCarry:
-        """The fresh :class:`HostCarry` of the loop's seeds."""
-        return init_host_carry(
-            self.agent,
-            self.seeds,
-            self.env.single_observation_space,
-            self.env.single_action_space,
-            self.config.num_envs,
-            self.config.normalize_obs,
-        )
+        return carry
 
     def run_period(
         self, carry: HostCarry, collections: int | None = None
     ) -> tuple[HostCarry, dict[str, np.ndarray]]:
         """One evaluation period from ``carry`` (the carry after the previous period):
         ``collections`` collections (None: to the layout's next period boundary)."""
-        left = self.layout.num_collections - self._collections
+        if self.env is None:
+            raise RuntimeError("the run has no evaluation period left (or was not started)")
+        left = self._left.num_collections - self._collections
         if left <= 0:
-            raise RuntimeError(f"the run's {self.num_periods} evaluation periods are done")
+            raise RuntimeError(f"the run's {self._left.num_periods} evaluation periods are done")
         if collections is None:
-            collections = self.layout.collections_in(self._collections)
+            collections = self._left.collections_in(self._collections)
         if not 1 <= collections <= left:
             raise ValueError(f"collections must be in [1, {left}], got {collections!r}")
-        count = len(self.seeds)
+        count = self.settings.num_seeds
         programs = self._programs
         carry = jax.tree_util.tree_map(jnp.copy, carry)  # the calls donate their carry
         if self._sample is None:
@@ -398,15 +426,16 @@ class HostTrainLoop:
             rows.append(row)
         self._collections += collections
         self._period += 1
+        episodes = self.settings.eval_episodes
         returns = evaluate_gymnasium(
             self.agent,
             carry.state,
-            self.env.env_id,
+            self.env_id,
             carry.obs_stats,
-            self.config.eval_episodes,
-            seed_block(self.seeds, self.config.eval_episodes, self._period),
+            episodes,
+            seed_block(self._train_seeds, episodes, self._period),
             self.env_kwargs,
-            env_backend=self.env_backend,
+            env_backend=self.settings.env_backend,
             num_seeds=count,
         )
         metrics = _per_collection(rows, count)
@@ -416,14 +445,14 @@ class HostTrainLoop:
 
     def _collect_and_learn(self, carry: HostCarry) -> tuple[HostCarry, dict[str, Any]]:
         """One collection of ``num_steps`` vector steps, then its learning."""
-        count, num_envs = len(self.seeds), self.config.num_envs
+        count, num_envs = self.settings.num_seeds, self.settings.num_envs
         programs, sample, obs = self._programs, self._sample, self._obs
         episode_return = self._episode_return
         fields: tuple[list, ...] = tuple([] for _ in Rollout._fields)
         finished = [[] for _ in range(count)]
-        for step in range(self.config.num_steps):
+        for step in range(self.settings.num_steps):
             # The last step only observes: its next action comes from learn, after the updates.
-            last = step == self.config.num_steps - 1
+            last = step == self.settings.num_steps - 1
             carry, sample, obs, transition = host_step(
                 self.env, programs.observe if last else programs.observe_and_act, carry,
                 sample, obs, self._env_steps, num_envs, count,
@@ -451,6 +480,39 @@ class HostTrainLoop:
             carry, stats, self._sample = programs.learn(carry, fields, env_steps, True, obs)
         train_return = np.asarray([np.mean(f) if f else np.nan for f in finished])
         return carry, {"env_steps": env_steps, "train_return": train_return, **stats}
+
+    def evaluate(
+        self, state: Any, obs_stats: Any, episodes: int, seed: int, deterministic: bool
+    ) -> np.ndarray:
+        returns = evaluate_gymnasium(
+            self.agent,
+            state,
+            self.env_id,
+            obs_stats,
+            episodes,
+            seed,
+            self.env_kwargs,
+            env_backend=self.settings.env_backend,
+            num_seeds=self.settings.num_seeds,
+            deterministic=bool(deterministic),
+        )
+        return np.asarray(returns, np.float64)
+
+    def part(self, tree: Any, g: int) -> Any:
+        del g
+        return tree
+
+    def close(self) -> None:
+        """Close the environments."""
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+
+    def __enter__(self) -> HostLoop:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _per_collection(rows: list[dict[str, Any]], count: int) -> dict[str, np.ndarray]:

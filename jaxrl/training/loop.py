@@ -3,7 +3,7 @@ evaluations.
 
 Two classes implement it: :class:`jaxrl.training.jax_loop.JaxLoop` (JAX environments: the
 jitted driver, one program over every seed, or over the settings x seeds of a sweep group)
-and :class:`jaxrl.training.host_loop.HostLoop` (gymnasium and EnvPool environments on
+and :class:`jaxrl.training.gymnasium_driver.HostLoop` (gymnasium and EnvPool environments on
 the host). :mod:`jaxrl.io.runner` drives either the same way::
 
     carry = loop.init()                        # or loop.from_checkpoint(restored tree)

@@ -14,7 +14,7 @@ import numpy as np
 # A period program: ``(carry, collections) -> (carry, metrics)`` for all seeds at once: that
 # many collections with their learning, then an evaluation. ``metrics`` holds per-collection
 # arrays ``[S, collections]`` and the evaluation's ``eval/env_steps`` and ``eval/return``,
-# ``[S]`` each (``TrainLoop.run_period`` over seeds and ``HostTrainLoop.run_period``).
+# ``[S]`` each (``TrainLoop.run_period`` over seeds and ``HostLoop.run_period``).
 RunPeriod = Callable[[Any, int], tuple[Any, dict[str, Any]]]
 
 

@@ -38,7 +38,7 @@ import jaxrl
 from jaxrl.algorithms.protocol import LearningMode
 from jaxrl.core.normalization import OBS_CLIP, OBS_EPS
 from jaxrl.training import TrainConfig, make_train_loop
-from jaxrl.training.gymnasium_driver import HostTrainLoop
+from jaxrl.training.gymnasium_driver import HostLoop
 
 LENGTH = 3  # steps per episode (truncated)
 NUM_ENVS, NUM_STEPS = 4, 2
@@ -323,10 +323,11 @@ def gym_id():
 
 def test_host_driver_hands_the_agent_normalized_observations(gym_id):
     """gymnasium_driver: the same checks, for two seeds trained together."""
-    with HostTrainLoop(Recorder(), gym_id, CONFIG, seeds=[0, 1], env_backend="gymnasium") as loop:
-        assert loop.num_periods == 2
-        carry = loop.init_carry()
-        for period in range(loop.num_periods):
+    settings = dataclasses.replace(CONFIG, seed=0, num_seeds=2, env_backend="gymnasium")
+    with HostLoop(Recorder(), gym_id, settings) as loop:
+        assert loop.layout.num_periods == 2
+        carry = loop.start(loop.init(), 0)
+        for period in range(loop.layout.num_periods):
             carry, metrics = loop.run_period(carry)
             for seed in range(2):
                 stats = jax.tree_util.tree_map(lambda x, s=seed: x[s], carry.obs_stats)

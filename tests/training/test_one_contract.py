@@ -1,8 +1,10 @@
 """Both drivers under one contract: the same run configuration (``TrainConfig``), the same
 period loop with one ``stop`` signature and one progress payload, and the host driver cut at
-its evaluations like the jitted one (``HostTrainLoop.run_period``)."""
+its evaluations like the jitted one (``HostLoop.run_period``)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import jax
 import numpy as np
@@ -10,7 +12,7 @@ import pytest
 
 import jaxrl
 from jaxrl.training import TrainConfig, make_train_loop, train_until
-from jaxrl.training.gymnasium_driver import HostTrainLoop, train_gymnasium
+from jaxrl.training.gymnasium_driver import HostLoop, train_gymnasium
 from jaxrl.training.periods import join_periods, stop_requested
 
 CONFIG = TrainConfig(num_envs=2, num_steps=16, total_steps=96, eval_every=32, eval_episodes=2)
@@ -19,10 +21,11 @@ AGENT = jaxrl.TRPO(hidden_sizes=(16,), damping=1.0)
 
 def test_the_host_loop_period_by_period_is_the_whole_run():
     _, whole = train_gymnasium(AGENT, "Pendulum-v1", CONFIG, seed=3, num_seeds=2)
-    with HostTrainLoop(AGENT, "Pendulum-v1", CONFIG, [3, 4]) as loop:
-        assert loop.num_periods == CONFIG.layout.num_periods == 3
-        carry, periods = loop.init_carry(), []
-        for _ in range(loop.num_periods):
+    settings = dataclasses.replace(CONFIG, seed=3, num_seeds=2)
+    with HostLoop(AGENT, "Pendulum-v1", settings) as loop:
+        assert loop.layout.num_periods == CONFIG.layout.num_periods == 3
+        carry, periods = loop.start(loop.init(), 0), []
+        for _ in range(loop.layout.num_periods):
             given = carry
             carry, metrics = loop.run_period(carry)
             jax.block_until_ready(given)  # the loop worked on a copy: the caller's stays valid
