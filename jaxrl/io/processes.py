@@ -4,7 +4,8 @@ share of the CPUs.
 A host-environment run (MuJoCo on EnvPool or gymnasium) keeps a CPU busy with the
 environment, acting and Python between its jitted updates, and XLA's threads split only the
 updates' products. On a 2-core CPU two DDPG groups pinned to a core each trained 16% more env
-steps per second together than one group on both cores (benchmarks/RESULTS.md, section 28);
+steps per second together than one group on both cores (docs/benchmarks/scaling.md,
+"Processes: groups side by side");
 on a machine with many cores, runs side by side are the way to use them. XLA sizes its thread
 pool to the CPUs a process may use, and its float rounding depends on that count: a task's
 numbers are those of a run on as many CPUs.

@@ -176,7 +176,7 @@ def stack_steps(steps: Sequence[Any], axis: int = 0) -> np.ndarray:
     7.4 s more to compile and 8 ms more per call than six arrays stacked here; an eager
     ``jnp.stack`` compiles a program per shape and copies host arrays one by one. Each
     array is taken with ``np.asarray`` (no copy on a CPU; ``jax.device_get`` of the list cost
-    25-35 us per array there). ``benchmarks/RESULTS.md`` section 24.
+    25-35 us per array there).
     """
     return np.stack([np.asarray(step) for step in steps], axis=axis)
 

@@ -126,7 +126,7 @@ def init_host_carry(
 # host, one argument per field: as one argument per step and field it costs about 15 ms more
 # compile and 16 us more per call for each step (512 steps: 7.4 s and 8 ms). A shorter one
 # (DDPG's: one step) goes as its steps, whose device arrays need not be waited for: stacked
-# on the host, a one-step collection cost 0.1-0.3 ms more per env step (RESULTS.md, 24).
+# on the host, a one-step collection cost 0.1-0.3 ms more per env step.
 STACK_ON_HOST_AFTER = 8
 
 

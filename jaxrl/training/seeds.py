@@ -11,8 +11,8 @@ up to float rounding, to the seed trained alone). They differ in cost:
   every carried value masked at every iteration, and the batched program takes longer to
   trace and to compile.
 - ``"map"`` runs the seeds one after another inside the one compiled program, each with the
-  single-seed program's operations. Measured on a 2-core CPU (``benchmarks/RESULTS.md``,
-  section 11b): 16 TRPO seeds on Pendulum (245,760 env steps each) compiled in 7.4 s instead
+  single-seed program's operations. Measured on a 2-core CPU (``docs/benchmarks/scaling.md``,
+  "Seeds on a CPU"): 16 TRPO seeds on Pendulum (245,760 env steps each) compiled in 7.4 s instead
   of 13.3 s and ran in 51.7 s instead of 81.5 s. DDPG's update has no loops and tiny
   operations, whose per-call overhead a batch amortizes: 4 mapped seeds compiled in 6.7 s
   instead of 11.0 s but ran 15% slower, so batching wins on runs of DDPG's usual length.

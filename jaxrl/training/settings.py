@@ -44,7 +44,7 @@ import numpy as np
 MIN_EVALUATIONS = 10
 # Seeds a run trains when ``num_seeds`` is not given, by backend. 8 on JAX environments (one
 # vmapped program): a verdict over 4 seeds flipped with a CPU's float rounding
-# (benchmarks/RESULTS.md section 21).
+# (docs/benchmarks/learning.md, "Pendulum: the main job").
 DEFAULT_NUM_SEEDS: dict[str, int] = {"jax": 8, "gymnasium": 1}
 _NO_DEFAULT: Any = object()
 REQUIRED: Any = dataclasses.MISSING

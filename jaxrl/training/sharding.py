@@ -403,7 +403,7 @@ def train_sharded(
     ``XLA_FLAGS=--xla_force_host_platform_device_count=N``) before JAX starts, the CPU is N
     devices, each executing its own stream of operations: the latency-bound NPG/TRPO update
     leaves cores idle, and 16 TRPO seeds on Pendulum ran 1.3x faster on two devices of a
-    2-core CPU (``benchmarks/RESULTS.md``, section 17a).
+    2-core CPU (``docs/benchmarks/scaling.md``, "Several devices or processes for one run").
     Each seed's numbers are those of a run with the same number of devices (a program
     partitioned over several devices compiles with other float rounding than a
     single-device program, so they differ from a one-device run in the last bits, which
