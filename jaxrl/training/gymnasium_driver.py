@@ -301,8 +301,8 @@ def train_gymnasium(
 class HostLoop:
     """The host driver's :class:`jaxrl.training.loop.Loop`: a run of one setting on gymnasium
     or EnvPool environments, cut at its evaluations. The environments are open from
-    :meth:`start` to :meth:`close` (or the ``with`` block), so periods run in order; the
-    carry passed to :meth:`run_period` stays valid (the loop works on a copy).
+    ``start`` to ``close`` (or the ``with`` block), so periods run in order; the
+    carry passed to ``run_period`` stays valid (the loop works on a copy).
 
     The checkpoint is ``{"carry": HostCarry}`` (agent states, observation statistics and,
     unless ``settings.checkpoint_buffer`` is off, the replay buffers); a resumed run
@@ -315,7 +315,8 @@ class HostLoop:
       settings: the run's settings (its seeds, shape, evaluation, environment backend); seed
         ``i``'s environments, keys and evaluations are those of a single-seed run with
         ``settings.seed + i``.
-      env_kwargs: keyword arguments of the environments (as :func:`train_gymnasium`).
+      env_kwargs: keyword arguments of the environments (as
+        :func:`jaxrl.training.gymnasium_driver.train_gymnasium`).
     """
 
     num_settings = 1
