@@ -5,7 +5,6 @@ directory), ``evaluate``, ``plot`` and ``compare``. Each returns the exit status
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -81,9 +80,7 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     from jaxrl.io.runner import check_config
     from jaxrl.training.sharding import is_primary
 
-    algo = type(args).algo
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
-    hyper = dataclasses.asdict(values.pop("hyperparameters"))
+    algo, values, hyper = args.algo, args.values(), dict(args.hyperparameters)
     given = given_options(rewrite_aliases(argv))
     _check_options(values, given)
     if values["resume"] is not None:
@@ -238,7 +235,7 @@ def _join_job(args: Any, argv: list[str]) -> None:
     from jaxrl.training.sharding import initialize_distributed
 
     try:
-        initialize_distributed(**{name: getattr(args, name) for name in launch_settings()})
+        initialize_distributed(**{name: args.run[name] for name in launch_settings()})
     except ValueError as error:
         flags = command_spec(argv, preset_in_force(argv)).options
         raise UsageError(name_flags(str(error), flags)) from None
@@ -387,9 +384,7 @@ def _resolve_sweep(args: Any, argv: list[str]) -> tuple[Any, dict[str, list[Any]
     from jaxrl.io.grid import parse_grid
     from jaxrl.io.run_dir import default_run_path
 
-    algo = type(args).algo
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
-    hyper = dataclasses.asdict(values.pop("hyperparameters"))
+    algo, values, hyper = args.algo, args.values(), dict(args.hyperparameters)
     given = given_options(rewrite_aliases(argv))
     _check_options({**values, "stop_after_periods": None}, given)
     if values["stop_after_groups"] is not None and values["stop_after_groups"] < 1:
@@ -593,9 +588,7 @@ def tune(args: Any, argv: list[str]) -> int:
     _enable_compilation_cache()
     launch = _study_launch(args, argv)
     primary = is_primary()
-    algo = type(args).algo
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
-    hyper = dataclasses.asdict(values.pop("hyperparameters"))
+    algo, values, hyper = args.algo, args.values(), dict(args.hyperparameters)
     given = given_options(rewrite_aliases(argv))
     if "seed" not in given:
         values["seed"] = TUNE_SEED

@@ -1,7 +1,8 @@
 """How the ``jaxrl`` command reads its command line (:mod:`jaxrl.cli` is the command): the
-command types (built from the algorithm registry, the presets and the algorithms' field
-help), parsing, and one-line errors (:mod:`jaxrl.cli_usage`);
-:mod:`jaxrl.cli_commands` does what each command does.
+command types (dataclasses; :func:`command_registry` gives tyro the run settings and the
+algorithm's hyperparameters with the preset's defaults, from the fields' metadata), parsing,
+and one-line errors (:mod:`jaxrl.cli_usage`); :mod:`jaxrl.cli_commands` does what each
+command does.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import dataclasses
 import difflib
 import io
 import typing
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 import tyro
 
@@ -85,229 +86,252 @@ class PlotCommand:
     ] = "std"
 
 
-_PRESET_FILE = (
-    "preset_file",
-    str | None,
-    None,
+_PRESET_FILE_HELP = (
     "a preset file (jaxrl tune's best.json): its preset and values are the defaults, and "
-    "options written on the command line override them",
+    "options written on the command line override them"
 )
-_PREEMPTION_GRACE = (
-    "preemption_grace",
-    float,
-    20.0,
-    "after SIGTERM, seconds to reach the end of an evaluation period and checkpoint it; "
-    "then it stops from its last checkpoint",
+_PREEMPTION_HELP = (
+    "after SIGTERM, seconds to reach the end of an evaluation period and checkpoint it; then "
+    "it stops from its last checkpoint"
 )
-_LOGGER = (
-    "logger",
-    str,
-    "tensorboard",
+_LOGGER_HELP = (
     "experiment trackers, comma-separated: tensorboard, wandb (pip install 'jaxrl[wandb]'; "
-    "WANDB_MODE=offline logs without an account); a resumed run continues its wandb run",
+    "WANDB_MODE=offline logs without an account); a resumed run continues its wandb run"
 )
-# Options of ``jaxrl train``, ``sweep`` and ``tune`` that are not settings of a run (what the
-# command does with its runs).
-_COMMAND_OPTIONS: dict[str, list[tuple[str, Any, Any, str]]] = {
-    "train": [
-        _PRESET_FILE,
-        _LOGGER,
-        ("run_dir", str | None, None, "run directory; None: runs/ALGO-ENV-DATE-TIME"),
-        (
-            "resume",
-            str | None,
-            None,
-            "continue the run in this directory from its last checkpoint",
+_Specs = Annotated[tuple[str, ...], tyro.conf.UseAppendAction]
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingCommand:
+    """``jaxrl COMMAND ALGO``: the algorithm, its run settings (the command-line fields of
+    :class:`jaxrl.io.RunConfig`) and hyperparameters (the command-line fields of the
+    algorithm's class) by field name, then the command's own options (a subclass' fields).
+    :func:`command_registry` tells tyro how to read it."""
+
+    command: ClassVar[str]
+    algo: str
+    run: dict[str, Any]
+    hyperparameters: dict[str, Any]
+
+    def values(self) -> dict[str, Any]:
+        """The run settings and the command's own options, by field name."""
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del own["algo"], own["run"], own["hyperparameters"]
+        return {**self.run, **own}
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainCommand(TrainingCommand):
+    """Train an agent; metrics, plots and checkpoints go to a run directory."""
+
+    command: ClassVar[str] = "train"
+    preset_file: Annotated[str | None, _arg(_PRESET_FILE_HELP)] = None
+    logger: Annotated[str, _arg(_LOGGER_HELP)] = "tensorboard"
+    run_dir: Annotated[
+        str | None, _arg("run directory; None: runs/ALGO-ENV-DATE-TIME", metavar="RUN_DIR")
+    ] = None
+    resume: Annotated[
+        str | None,
+        _arg("continue the run in this directory from its last checkpoint", metavar="RUN_DIR"),
+    ] = None
+    stop_after_periods: Annotated[
+        int | None,
+        _arg("stop after this many evaluation periods, as an interruption would (for testing)"),
+    ] = None
+    video: Annotated[
+        str | None,
+        _arg(
+            "at the end of the run, write an episode of seed 0's final policy to this .gif or "
+            ".mp4 (MuJoCo headless: MUJOCO_GL=egl)"
         ),
-        (
-            "stop_after_periods",
-            int | None,
-            None,
-            "stop after this many evaluation periods, as an interruption would (for testing)",
-        ),
-        (
-            "video",
-            str | None,
-            None,
-            "at the end of the run, write an episode of seed 0's final policy to this .gif "
-            "or .mp4 (MuJoCo headless: MUJOCO_GL=egl)",
-        ),
-        _PREEMPTION_GRACE,
-    ],
-    "sweep": [
-        _PRESET_FILE,
-        _PREEMPTION_GRACE,
-        _LOGGER,
-        (
-            "sweep",
-            Annotated[tuple[str, ...], tyro.conf.UseAppendAction],
-            (),
+    ] = None
+    preemption_grace: Annotated[float, _arg(_PREEMPTION_HELP)] = 20.0
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepCommand(TrainingCommand):
+    """Train a grid of settings x seeds (one program per group of settings that differ in
+    numeric hyperparameters); a ranking goes to a sweep directory."""
+
+    command: ClassVar[str] = "sweep"
+    preset_file: Annotated[str | None, _arg(_PRESET_FILE_HELP)] = None
+    preemption_grace: Annotated[float, _arg(_PREEMPTION_HELP)] = 20.0
+    logger: Annotated[str, _arg(_LOGGER_HELP)] = "tensorboard"
+    sweep: Annotated[
+        _Specs,
+        _arg(
             "FIELD=VALUE,VALUE,...: a hyperparameter or run setting and its values (repeat "
-            "--sweep for a grid: every combination trains)",
+            "--sweep for a grid: every combination trains)"
         ),
-        (
-            "sweep_dir",
-            str | None,
-            None,
+    ] = ()
+    sweep_dir: Annotated[
+        str | None,
+        _arg(
             "sweep directory (the same one again resumes the sweep); None: "
-            "sweeps/ALGO-ENV-DATE-TIME",
+            "sweeps/ALGO-ENV-DATE-TIME"
         ),
-        (
-            "stop_after_groups",
-            int | None,
-            None,
-            "stop after this many groups, as an interruption would (for testing)",
-        ),
-        (
-            "jobs",
-            int,
-            1,
+    ] = None
+    stop_after_groups: Annotated[
+        int | None, _arg("stop after this many groups, as an interruption would (for testing)")
+    ] = None
+    jobs: Annotated[
+        int,
+        _arg(
             "on a host environment (gymnasium, EnvPool), settings trained at once, each in a "
-            "process of its own on its share of the CPUs",
+            "process of its own on its share of the CPUs"
         ),
-    ],
-    "tune": [
-        _PRESET_FILE,
-        _PREEMPTION_GRACE,
-        _LOGGER,
-        (
-            "search",
-            Annotated[tuple[str, ...], tyro.conf.UseAppendAction],
-            (),
+    ] = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneCommand(TrainingCommand):
+    """Tune settings with Optuna: batches of trials trained together, pruned at evaluation
+    periods; the best goes to a preset file."""
+
+    command: ClassVar[str] = "tune"
+    preset_file: Annotated[str | None, _arg(_PRESET_FILE_HELP)] = None
+    preemption_grace: Annotated[float, _arg(_PREEMPTION_HELP)] = 20.0
+    logger: Annotated[str, _arg(_LOGGER_HELP)] = "tensorboard"
+    search: Annotated[
+        _Specs,
+        _arg(
             "FIELD=LOW:HIGH, FIELD=LOW:HIGH:log or FIELD=VALUE,VALUE,...: a searched "
-            "hyperparameter or run setting (repeat --search for each field)",
+            "hyperparameter or run setting (repeat --search for each field)"
         ),
-        (
-            "search_file",
-            str | None,
-            None,
-            "a file of --search specs, one per line (# starts a comment)",
-        ),
-        (
-            "tune_dir",
-            str | None,
-            None,
+    ] = ()
+    search_file: Annotated[
+        str | None, _arg("a file of --search specs, one per line (# starts a comment)")
+    ] = None
+    tune_dir: Annotated[
+        str | None,
+        _arg(
             "tuning directory (the same one again resumes the study); None: "
-            "tunes/ALGO-ENV-DATE-TIME",
+            "tunes/ALGO-ENV-DATE-TIME"
         ),
-        ("trials", int, 20, "end when this many trials are complete, pruned or failed"),
-        ("batch", int, 4, "trials asked at once and trained together"),
-        (
-            "sampler",
-            str,
-            "tpe",
-            "Optuna sampler: tpe, random, cmaes, qmc, gp or a class name of optuna.samplers",
-        ),
-        ("sampler_seed", int, 0, "seed of the sampler"),
-        (
-            "pruner",
-            str,
-            "median",
+    ] = None
+    trials: Annotated[int, _arg("end when this many trials are complete, pruned or failed")] = 20
+    batch: Annotated[int, _arg("trials asked at once and trained together")] = 4
+    sampler: Annotated[
+        str,
+        _arg("Optuna sampler: tpe, random, cmaes, qmc, gp or a class name of optuna.samplers"),
+    ] = "tpe"
+    sampler_seed: Annotated[int, _arg("seed of the sampler")] = 0
+    pruner: Annotated[
+        str,
+        _arg(
             "Optuna pruner at evaluation periods: median, percentile, hyperband, "
-            "successive-halving, none or a class name of optuna.pruners",
+            "successive-halving, none or a class name of optuna.pruners"
         ),
-        (
-            "storage",
-            str | None,
-            None,
+    ] = "median"
+    storage: Annotated[
+        str | None,
+        _arg(
             "the study's storage: a journal file's path (shared by workers) or an Optuna "
-            "storage URL (sqlite:///..., postgresql://...); None: TUNE_DIR/study.log",
+            "storage URL (sqlite:///..., postgresql://...); None: TUNE_DIR/study.log"
         ),
-        ("study_name", str | None, None, "the study's name in its storage; None: TUNE_DIR's name"),
-        (
-            "objective_evals",
-            int,
-            5,
+    ] = None
+    study_name: Annotated[
+        str | None, _arg("the study's name in its storage; None: TUNE_DIR's name")
+    ] = None
+    objective_evals: Annotated[
+        int,
+        _arg(
             "the objective: mean over the search seeds of the mean of the last this many "
-            "evaluations",
+            "evaluations"
         ),
-        (
-            "enqueue_base",
-            bool,
-            True,
-            "a new study's first trial is the base run's own values (the preset's)",
-        ),
-        (
-            "stop_after_batches",
-            int | None,
-            None,
-            "stop after this many batches, as an interruption would (for testing)",
-        ),
-    ],
-}
+    ] = 5
+    enqueue_base: Annotated[
+        bool, _arg("a new study's first trial is the base run's own values (the preset's)")
+    ] = True
+    stop_after_batches: Annotated[
+        int | None, _arg("stop after this many batches, as an interruption would (for testing)")
+    ] = None
 
 
-def _run_fields(algo: str, preset: str, command: str = "train") -> list[tuple[str, Any, Any, str]]:
-    """``(name, type, default, help)`` of ``jaxrl COMMAND ALGO``'s run options: the fields of
-    :class:`jaxrl.io.RunConfig` offered on the command line, read from their metadata
-    (:func:`jaxrl.training.settings.command_line_options`) with ``preset``'s defaults, then
-    the command's own options."""
+_TRAINING_COMMANDS = {c.command: c for c in (TrainCommand, SweepCommand, TuneCommand)}
+_HYPERPARAMETERS_HELP = "{name} hyperparameters: Tianshou 2.x names, defaults of preset {preset}"
+
+
+def _run_settings(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
+    """``(name, type, default, help)`` of the fields of :class:`jaxrl.io.RunConfig` offered
+    on the command line, read from their metadata
+    (:func:`jaxrl.training.settings.command_line_options`) with ``preset``'s defaults."""
     from jaxrl.io.config import RunConfig, run_defaults
     from jaxrl.training.settings import command_line_options
 
-    options = command_line_options(RunConfig, run_defaults(algo, preset), preset)
-    return options + _COMMAND_OPTIONS[command]
+    return command_line_options(RunConfig, run_defaults(algo, preset), preset)
 
 
-_METAVARS = {"run_dir": "RUN_DIR", "resume": "RUN_DIR"}
+def _own_fields(cls: type) -> tuple[dataclasses.Field, ...]:
+    """The fields of a :class:`TrainingCommand` subclass that are its command's options."""
+    return dataclasses.fields(cls)[len(dataclasses.fields(TrainingCommand)) :]
 
 
-def _train_command_type(
-    algo: str, preset: str, command: str = "train", env: str | None = None
-) -> type:
-    """``jaxrl train ALGO``'s (or ``jaxrl sweep ALGO``'s) options: the run settings and every
-    hyperparameter of the algorithm (a dataclass built from the algorithm's fields), with the
-    defaults of ``preset``, and the command's own options."""
-    from jaxrl.algorithms.presets import get_preset
-    from jaxrl.io.config import hyperparameters
+def _run_fields(algo: str, preset: str, command: str = "train") -> list[tuple[str, Any, Any, str]]:
+    """``(name, type, default, help)`` of ``jaxrl COMMAND ALGO``'s options but the
+    hyperparameters: the run settings (:func:`_run_settings`), then the command's own."""
+    cls = _TRAINING_COMMANDS[command]
+    hints = typing.get_type_hints(cls, include_extras=True)
+    options = _run_settings(algo, preset)
+    for field in _own_fields(cls):
+        kind, *marks = typing.get_args(hints[field.name])
+        (help_text,) = [m.help for m in marks if getattr(m, "help", None)]
+        options.append((field.name, kind, field.default, help_text))
+    return options
 
-    name = algo.upper()
-    description = get_preset(preset).description
-    hyper_fields = []
-    for spec in hyperparameters(algo, preset, env):
-        help_text = spec.help
-        if spec.aliases:
-            help_text += " (1.x: " + ", ".join(option_flag(a) for a in spec.aliases)
-            help_text += ")"
-        hyper_fields.append(
-            (
-                spec.name,
-                Annotated[spec.type, _arg(help_text)],
-                dataclasses.field(default=spec.default),
-            )
-        )
-    hyper = dataclasses.make_dataclass(f"{name}Hyperparameters", hyper_fields, frozen=True)
-    hyper.__doc__ = f"{name} hyperparameters: Tianshou 2.x names, defaults of preset {preset}"
-    run_fields = [
-        (
-            field_name,
-            Annotated[
-                kind,
-                _arg(
-                    help_text,
-                    **({"metavar": _METAVARS[field_name]} if field_name in _METAVARS else {}),
-                ),
-            ],
-            dataclasses.field(default=default),
-        )
-        for field_name, kind, default, help_text in _run_fields(algo, preset, command)
-    ]
-    run_fields.append(
-        (
-            "hyperparameters",
-            Annotated[hyper, tyro.conf.OmitArgPrefixes, _arg(None, name=algo)],
-            dataclasses.field(default_factory=hyper),
-        )
-    )
-    kind = dataclasses.make_dataclass(f"{command.title()}{name}", run_fields, frozen=True)
-    from jaxrl.algorithms import registry
 
-    title = registry.get(algo).title
-    what = {"train": "Train", "sweep": "Sweep settings x seeds of", "tune": "Tune"}[command]
-    kind.__doc__ = f"{what} {title}; defaults: preset {preset} ({description})."
-    kind.algo = algo
-    kind.command = command
-    return kind
+def command_registry(preset: str, env: str | None = None) -> tyro.constructors.ConstructorRegistry:
+    """How tyro reads :class:`TrainingCommand` and the algorithms' classes: a command's
+    options are its run settings (with ``preset``'s defaults), its own fields and the
+    algorithm's class; an algorithm's are its command-line hyperparameters
+    (:func:`jaxrl.io.config.hyperparameters`: ``preset``'s defaults on ``env``'s task, the
+    Tianshou 1.x names in the help). Each is read into a dict by field name."""
+    rules = tyro.constructors.ConstructorRegistry()
+    spec = tyro.constructors.StructConstructorSpec
+    field = tyro.constructors.StructFieldSpec
+    algo_of: dict[type, str] = {}  # algorithm class -> its name, for the commands' classes
+
+    @rules.struct_rule
+    def command(info: tyro.constructors.StructTypeInfo) -> Any:
+        cls = info.type
+        if not (isinstance(cls, type) and issubclass(cls, TrainingCommand)):
+            return None
+        from jaxrl.algorithms import registry as algorithms
+
+        algo = info.default.algo
+        run = [
+            field(name, Annotated[kind, _arg(help_text)], default)
+            for name, kind, default, help_text in _run_settings(algo, preset)
+        ]
+        hints = typing.get_type_hints(cls, include_extras=True)
+        own = [field(f.name, hints[f.name], f.default) for f in _own_fields(cls)]
+        algo_of[algorithms.get(algo).cls] = algo
+        group = _HYPERPARAMETERS_HELP.format(name=algo.upper(), preset=preset)
+        hyper = Annotated[
+            algorithms.get(algo).cls, tyro.conf.OmitArgPrefixes, _arg(group, name=algo)
+        ]
+
+        def instantiate(**values: Any) -> TrainingCommand:
+            settings = {f.name: values.pop(f.name) for f in run}
+            return cls(algo, settings, values.pop("hyperparameters"), **values)
+
+        return spec(instantiate, (*run, *own, field("hyperparameters", hyper, tyro.MISSING)))
+
+    @rules.struct_rule
+    def algorithm(info: tyro.constructors.StructTypeInfo) -> Any:
+        if info.type not in algo_of:
+            return None
+        from jaxrl.io.config import hyperparameters
+
+        fields = []
+        for h in hyperparameters(algo_of[info.type], preset, env):
+            help_text = h.help
+            if h.aliases:
+                help_text += f" (1.x: {', '.join(option_flag(a) for a in h.aliases)})"
+            fields.append(field(h.name, Annotated[h.type, _arg(help_text)], h.default))
+        return spec(dict, tuple(fields))
+
+    return rules
 
 
 @dataclasses.dataclass(frozen=True)
@@ -376,55 +400,47 @@ def _needs_training(argv: list[str]) -> bool:
     return head not in _SUBCOMMANDS and not only_help
 
 
-def _command_type(preset: str, training: bool = True, env: str | None = None) -> Any:
-    """The whole command line as a tyro type: subcommands train ALGO, sweep ALGO, evaluate,
-    plot, compare. ``training=False``: ``train`` and ``sweep`` are listed (the top-level
-    help is the same) but have no options, and no algorithm is imported."""
+def _command_type(preset: str, training: bool = True) -> Any:
+    """The whole command line as a tyro type: subcommands train ALGO, sweep ALGO, tune ALGO,
+    evaluate, plot, compare (read with :func:`command_registry`). ``training=False``:
+    ``train``, ``sweep`` and ``tune`` are listed (the top-level help is the same) but have no
+    options, and no algorithm is imported."""
+    from jaxrl.algorithms.presets import get_preset
 
-    def algorithms(command: str) -> Any:
+    def algorithms(cls: type[TrainingCommand]) -> Any:
         if not training:
             return _TrainingNotRead
+        from jaxrl.algorithms import registry
+
+        what = {"train": "Train", "sweep": "Sweep settings x seeds of", "tune": "Tune"}
+        defaults = f"preset {preset} ({get_preset(preset).description})"
         return Union[  # noqa: UP007 (tyro reads the subcommands from a typing.Union)
             tuple(
                 Annotated[
-                    _train_command_type(a, preset, command, env),
-                    tyro.conf.subcommand(a, prefix_name=False),
+                    cls,
+                    tyro.conf.subcommand(
+                        a,
+                        default=cls(a, {}, {}),
+                        description=f"{what[cls.command]} {registry.get(a).title}; "
+                        f"defaults: {defaults}.",
+                        prefix_name=False,
+                    ),
                 ]
                 for a in _covered(preset)
             )
         ]
 
-    return Union[  # noqa: UP007
-        Annotated[
-            algorithms("train"),
-            tyro.conf.subcommand(
-                "train",
-                description="Train an agent; metrics, plots and checkpoints go to a run directory.",
+    described = [(n, c, " ".join(c.__doc__.split())) for n, c in _TRAINING_COMMANDS.items()]
+    return Union[
+        (
+            *(
+                Annotated[algorithms(c), tyro.conf.subcommand(n, description=d)]
+                for n, c, d in described
             ),
-        ],
-        Annotated[
-            algorithms("sweep"),
-            tyro.conf.subcommand(
-                "sweep",
-                description=(
-                    "Train a grid of settings x seeds (one program per group of settings that "
-                    "differ in numeric hyperparameters); a ranking goes to a sweep directory."
-                ),
-            ),
-        ],
-        Annotated[
-            algorithms("tune"),
-            tyro.conf.subcommand(
-                "tune",
-                description=(
-                    "Tune settings with Optuna: batches of trials trained together, pruned at "
-                    "evaluation periods; the best goes to a preset file."
-                ),
-            ),
-        ],
-        Annotated[EvaluateCommand, tyro.conf.subcommand("evaluate")],
-        Annotated[PlotCommand, tyro.conf.subcommand("plot")],
-        Annotated[CompareCommand, tyro.conf.subcommand("compare")],
+            Annotated[EvaluateCommand, tyro.conf.subcommand("evaluate")],
+            Annotated[PlotCommand, tyro.conf.subcommand("plot")],
+            Annotated[CompareCommand, tyro.conf.subcommand("compare")],
+        )
     ]
 
 
@@ -559,16 +575,18 @@ def parse(argv: list[str]) -> Any:
             raise UsageError(
                 f"--preset {preset} has no settings for {argv[1]}: it is for {covered}"
             )
-    env = _option_value(argv, "--env") or "Pendulum-v1"
-    command_type = _command_type(preset, training=_needs_training(argv), env=env)
+    registry = command_registry(preset, _option_value(argv, "--env") or "Pendulum-v1")
+    command_type = _command_type(preset, training=_needs_training(argv))
 
     if any(token in ("-h", "--help") for token in argv):
-        return tyro.cli(command_type, prog=PROG, args=argv)  # prints the help, exits 0
+        return tyro.cli(command_type, prog=PROG, args=argv, registry=registry)  # exits 0
     try:
         # Quiet: the one-line message below replaces tyro's report (some of tyro's value
         # errors are printed even with its console output off, hence the redirect too).
         with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-            return tyro.cli(command_type, prog=PROG, args=argv, console_outputs=False)
+            return tyro.cli(
+                command_type, prog=PROG, args=argv, console_outputs=False, registry=registry
+            )
     except SystemExit as exit_:
         if not exit_.code:
             raise
