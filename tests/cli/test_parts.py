@@ -32,9 +32,9 @@ def test_every_hyperparameter_is_an_option(algo):
     ignored = {"trust_region_size", "normalize_step"} if algo == "trpo" else set()
     assert names == fields - ignored
     args = cli.parse(["train", algo])
-    assert type(args).algo == algo
+    assert args.algo == algo
     # Each option's default builds the algorithm with Tianshou's tuned settings.
-    config_values = dataclasses.asdict(args.hyperparameters)
+    config_values = dict(args.hyperparameters)
     agent = make_config(algo=algo, hyperparameters=config_values).make_agent()
     assert isinstance(agent, cls)
 
@@ -48,17 +48,17 @@ def test_options_parse_to_typed_values_and_accept_tianshou_1x_names():
         ]
     )
     hyper = args.hyperparameters
-    assert (hyper.max_kl, hyper.gamma, hyper.hidden_sizes, hyper.batch_size) == (
+    assert (hyper["max_kl"], hyper["gamma"], hyper["hidden_sizes"], hyper["batch_size"]) == (
         0.02,
         0.9,
         (32, 16),
         64,
     )
-    assert hyper.return_scaling is False and hyper.action_bound_method is None
-    assert hyper.lr_schedule == "linear" and args.num_seeds == 3
+    assert hyper["return_scaling"] is False and hyper["action_bound_method"] is None
+    assert hyper["lr_schedule"] == "linear" and args.run["num_seeds"] == 3
     ddpg = cli.parse(["train", "ddpg", "--estimation-step", "5", "--tau", "0.01"])
-    assert ddpg.hyperparameters.n_step_return_horizon == 5
-    assert ddpg.hyperparameters.tau == 0.01
+    assert ddpg.hyperparameters["n_step_return_horizon"] == 5
+    assert ddpg.hyperparameters["tau"] == 0.01
 
 
 def test_help_lists_the_hyperparameters(capsys):
