@@ -86,18 +86,6 @@ class PlotCommand:
     ] = "std"
 
 
-_PRESET_FILE_HELP = (
-    "a preset file (jaxrl tune's best.json): its preset and values are the defaults, and "
-    "options written on the command line override them"
-)
-_PREEMPTION_HELP = (
-    "after SIGTERM, seconds to reach the end of an evaluation period and checkpoint it; then "
-    "it stops from its last checkpoint"
-)
-_LOGGER_HELP = (
-    "experiment trackers, comma-separated: tensorboard, wandb (pip install 'jaxrl[wandb]'; "
-    "WANDB_MODE=offline logs without an account); a resumed run continues its wandb run"
-)
 _Specs = Annotated[tuple[str, ...], tyro.conf.UseAppendAction]
 
 
@@ -105,19 +93,39 @@ _Specs = Annotated[tuple[str, ...], tyro.conf.UseAppendAction]
 class TrainingCommand:
     """``jaxrl COMMAND ALGO``: the algorithm, its run settings (the command-line fields of
     :class:`jaxrl.io.RunConfig`) and hyperparameters (the command-line fields of the
-    algorithm's class) by field name, then the command's own options (a subclass' fields).
-    :func:`command_registry` tells tyro how to read it."""
+    algorithm's class) by field name, then the command's options (the fields from
+    ``preset_file`` on). :func:`command_registry` tells tyro how to read it."""
 
     command: ClassVar[str]
     algo: str
     run: dict[str, Any]
     hyperparameters: dict[str, Any]
+    preset_file: Annotated[
+        str | None,
+        _arg(
+            "a preset file (jaxrl tune's best.json): its preset and values are the defaults, "
+            "and options written on the command line override them"
+        ),
+    ] = None
+    preemption_grace: Annotated[
+        float,
+        _arg(
+            "after SIGTERM, seconds to reach the end of an evaluation period and checkpoint it; "
+            "then it stops from its last checkpoint"
+        ),
+    ] = 20.0
+    logger: Annotated[
+        str,
+        _arg(
+            "experiment trackers, comma-separated: tensorboard, wandb (pip install "
+            "'jaxrl[wandb]'; WANDB_MODE=offline logs without an account); a resumed run "
+            "continues its wandb run"
+        ),
+    ] = "tensorboard"
 
     def values(self) -> dict[str, Any]:
-        """The run settings and the command's own options, by field name."""
-        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        del own["algo"], own["run"], own["hyperparameters"]
-        return {**self.run, **own}
+        """The run settings and the command's options, by field name."""
+        return {**self.run, **{f.name: getattr(self, f.name) for f in _own_fields(type(self))}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,8 +133,6 @@ class TrainCommand(TrainingCommand):
     """Train an agent; metrics, plots and checkpoints go to a run directory."""
 
     command: ClassVar[str] = "train"
-    preset_file: Annotated[str | None, _arg(_PRESET_FILE_HELP)] = None
-    logger: Annotated[str, _arg(_LOGGER_HELP)] = "tensorboard"
     run_dir: Annotated[
         str | None, _arg("run directory; None: runs/ALGO-ENV-DATE-TIME", metavar="RUN_DIR")
     ] = None
@@ -145,7 +151,6 @@ class TrainCommand(TrainingCommand):
             ".mp4 (MuJoCo headless: MUJOCO_GL=egl)"
         ),
     ] = None
-    preemption_grace: Annotated[float, _arg(_PREEMPTION_HELP)] = 20.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,9 +159,6 @@ class SweepCommand(TrainingCommand):
     numeric hyperparameters); a ranking goes to a sweep directory."""
 
     command: ClassVar[str] = "sweep"
-    preset_file: Annotated[str | None, _arg(_PRESET_FILE_HELP)] = None
-    preemption_grace: Annotated[float, _arg(_PREEMPTION_HELP)] = 20.0
-    logger: Annotated[str, _arg(_LOGGER_HELP)] = "tensorboard"
     sweep: Annotated[
         _Specs,
         _arg(
@@ -189,9 +191,6 @@ class TuneCommand(TrainingCommand):
     periods; the best goes to a preset file."""
 
     command: ClassVar[str] = "tune"
-    preset_file: Annotated[str | None, _arg(_PRESET_FILE_HELP)] = None
-    preemption_grace: Annotated[float, _arg(_PREEMPTION_HELP)] = 20.0
-    logger: Annotated[str, _arg(_LOGGER_HELP)] = "tensorboard"
     search: Annotated[
         _Specs,
         _arg(
@@ -263,8 +262,8 @@ def _run_settings(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
 
 
 def _own_fields(cls: type) -> tuple[dataclasses.Field, ...]:
-    """The fields of a :class:`TrainingCommand` subclass that are its command's options."""
-    return dataclasses.fields(cls)[len(dataclasses.fields(TrainingCommand)) :]
+    """The fields of a :class:`TrainingCommand` class that are its command's options."""
+    return dataclasses.fields(cls)[3:]
 
 
 def _run_fields(algo: str, preset: str, command: str = "train") -> list[tuple[str, Any, Any, str]]:
