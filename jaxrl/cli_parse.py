@@ -263,7 +263,7 @@ def _run_settings(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
 
 def _own_fields(cls: type) -> tuple[dataclasses.Field, ...]:
     """The fields of a :class:`TrainingCommand` class that are its command's options."""
-    return dataclasses.fields(cls)[3:]
+    return dataclasses.fields(cls)[3:]  # after algo, run and hyperparameters
 
 
 def _run_fields(algo: str, preset: str, command: str = "train") -> list[tuple[str, Any, Any, str]]:
