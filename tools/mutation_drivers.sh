@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Mutation testing of the drivers' observation normalization (TESTING.md): both drivers
-# normalize through jaxrl.training.collect's `observe` (every env step) and, on the jitted
+# normalize through jaxrl.training.env_step's `observe` (every env step) and, on the jitted
 # driver, `reset_jax_envs` (the first observations). Their mutants run against
 # tests/training/test_obs_normalization.py (both drivers against a NumPy recomputation).
 #
@@ -20,7 +20,7 @@ from pathlib import Path
 
 p = Path("pyproject.toml")
 s = p.read_text()
-s = s.replace('only_mutate = ["jaxrl/core/*"]', 'only_mutate = ["jaxrl/training/collect.py"]')
+s = s.replace('only_mutate = ["jaxrl/core/*"]', 'only_mutate = ["jaxrl/training/env_step.py"]')
 s = s.replace(
     'pytest_add_cli_args_test_selection = ["tests/core/"]',
     'pytest_add_cli_args_test_selection = ["tests/training/test_obs_normalization.py"]',
@@ -32,7 +32,7 @@ export JAX_DISABLE_MOST_OPTIMIZATIONS=1
 export JAX_DEFAULT_MATMUL_PRECISION=float32
 unset PYTHONPATH
 nice -n "${NICE:-10}" mutmut run --max-children "${JOBS:-2}" \
-  'jaxrl.training.collect.x_observe__*' 'jaxrl.training.collect.x_reset_jax_envs__*' || true
+  'jaxrl.training.env_step.x_observe__*' 'jaxrl.training.env_step.x_reset_jax_envs__*' || true
 echo "survivors of observe and reset_jax_envs (every other mutant of theirs was killed):"
 mutmut results | grep -E "x_(observe|reset_jax_envs)__" | grep -v "not checked" || true
 echo "scratch copy (mutmut show NAME there): $work"
