@@ -3,7 +3,6 @@ jaxrl's child with a tiny budget, the command lines it runs, its tables."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -28,12 +27,13 @@ def test_command_lines_set_the_matched_settings(tmp_path, algo, host):
 
     argv = offpolicy.command_args(algo, 2, 2000, host, tmp_path / "run", seed=3)[3:]
     command = parse(load_plugins(argv))
-    assert command.backend == ("gymnasium" if host else "jax")
-    assert command.seed == 3  # the host runs' seed is their repetition
-    assert (command.num_envs, command.num_steps, command.total_steps) == (1, 1, 2000)
-    assert command.eval_every == 2000
+    run = command.run
+    assert command.algo == algo and run["backend"] == ("gymnasium" if host else "jax")
+    assert run["seed"] == 3  # the host runs' seed is their repetition
+    assert (run["num_envs"], run["num_steps"], run["total_steps"]) == (1, 1, 2000)
+    assert run["eval_every"] == 2000
     agent = offpolicy.jaxrl_agent(algo)
-    parsed = dataclasses.asdict(command.hyperparameters)
+    parsed = dict(command.hyperparameters)
     for name in ("tau", "gamma", "actor_lr", "critic_lr", "batch_size", "buffer_size"):
         assert parsed[name] == getattr(agent, name), name
     assert parsed["warmup_steps"] == agent.warmup_steps == offpolicy.WARMUP_STEPS
@@ -65,3 +65,27 @@ def test_tables_name_every_side_and_the_td3_ratio():
         {"rows": rows, "td3_over_ddpg": {"jaxrl (uniform (jaxrl's))": 1.15}}
     )
     assert "| jaxrl | td3 | uniform (jaxrl's) | 2.300 |" in table and "| 1.15 |" in table
+
+
+def test_td3_learning_script_runs_the_batched_form_and_puts_the_function_back(monkeypatch):
+    """``td3_ensemble_learning.py``: the batched form calls ``apply_copies`` with
+    ``batched=True`` whatever the ensemble asks, the in-turn form as asked, and each leaves
+    ``jaxrl.networks.apply_copies`` as it found it."""
+    import td3_ensemble_learning as script
+
+    import jaxrl.networks as networks
+
+    calls = []
+
+    def recorder(apply, stacked, *inputs, batched):
+        calls.append(batched)
+
+    def child(algo, seeds, steps, seed):
+        networks.apply_copies(None, None, batched=False)  # as the ensemble on a CPU
+        return {"returns": [float(seed)] * seeds}
+
+    monkeypatch.setattr(networks, "apply_copies", recorder)
+    monkeypatch.setattr(script.offpolicy, "jaxrl_api_child", child)
+    assert script.final_returns("batched", 2, 10, 7) == [7.0, 7.0]
+    assert script.final_returns("in turn", 1, 10, 3) == [3.0]
+    assert calls == [True, False] and networks.apply_copies is recorder
