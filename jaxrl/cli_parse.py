@@ -261,9 +261,12 @@ def _run_settings(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
     return command_line_options(RunConfig, run_defaults(algo, preset), preset)
 
 
+_PARSED = ("algo", "run", "hyperparameters")  # filled by command_registry, not options
+
+
 def _own_fields(cls: type) -> tuple[dataclasses.Field, ...]:
     """The fields of a :class:`TrainingCommand` class that are its command's options."""
-    return dataclasses.fields(cls)[3:]  # after algo, run and hyperparameters
+    return tuple(f for f in dataclasses.fields(cls) if f.name not in _PARSED)
 
 
 def _run_fields(algo: str, preset: str, command: str = "train") -> list[tuple[str, Any, Any, str]]:
