@@ -881,6 +881,71 @@ def table_markdown(results: Sequence[CellResult], source: Path = Path(RESULTS_FI
     )
 
 
+# rl-baselines3-zoo's published sb3-contrib TRPO results per task, (mean, std) over 3 seeds on
+# the v3 tasks (the sb3-contrib docs' table; shared/reference/tuning-docs-stats.md).
+RL_ZOO_TRPO = {
+    "HalfCheetah": (1803, 46),
+    "Hopper": (3372, 215),
+    "Walker2d": (4502, 234),
+    "Ant": (3554, 591),
+    "Swimmer": (359, 2),
+}
+
+
+@dataclass(frozen=True)
+class TunedResult:
+    """``--preset mujoco-tuned`` on a task's held-out seeds
+    (``results/tuned_heldout_trpo_TASK.json``): Tianshou's statistic (the maximum over
+    evaluations of the mean across seeds, +- the std at that evaluation) and the final
+    policy's deterministic evaluation, mean +- std over seeds."""
+
+    seeds: int
+    max_of_mean: float
+    std_at_max: float
+    final_mean: float
+    final_std: float
+
+
+TUNED_RESULTS = BENCH_DIR / "results"  # where tuned_heldout_trpo_TASK.json are
+
+
+def tuned_result(task: str, results: Path | None = None) -> TunedResult | None:
+    """The held-out result of TRPO's tuned preset on ``task`` (``"Hopper"``), None before its
+    study's best has been trained on held-out seeds."""
+    path = (results or TUNED_RESULTS) / f"tuned_heldout_trpo_{task.lower()}.json"
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    steps = sorted(data["evaluations"], key=int)
+    curves = np.array([data["evaluations"][s] for s in steps], float).T  # [seeds, evals]
+    mean = curves.mean(axis=0)
+    best = int(np.argmax(mean))
+    finals = np.array(data["final_deterministic"], float)
+    return TunedResult(
+        len(finals),
+        float(mean[best]),
+        float(curves[:, best].std()),
+        float(finals.mean()),
+        float(finals.std()),
+    )
+
+
+def _tuned_cells(algo: str, task: str) -> list[str]:
+    """The tuned columns of a row: TRPO's tuned preset on held-out seeds and rl-zoo's
+    published TRPO ("-" for other algorithms and tasks)."""
+    if algo != "trpo" or task not in RL_ZOO_TRPO:
+        return ["-", "-"]
+    tuned = tuned_result(task)
+    zoo = "{} +- {}".format(*RL_ZOO_TRPO[task])
+    if tuned is None:
+        return ["study running", zoo]
+    return [
+        f"{tuned.max_of_mean:.1f} +- {tuned.std_at_max:.1f}; final "
+        f"{tuned.final_mean:.1f} +- {tuned.final_std:.1f} ({tuned.seeds} seeds)",
+        zoo,
+    ]
+
+
 def table_block(results: Sequence[CellResult]) -> str:
     """The table itself: a row per cell (footnote marks on cells with notes), the notes, and
     the machines the rows came from (their commits are in ``mujoco_table.md``). What the
@@ -902,6 +967,7 @@ def table_block(results: Sequence[CellResult]) -> str:
                 str(published) if published else "-",
                 _verdict(r),
                 f"{r.final_mean:.1f} +- {r.final_std:.1f}",
+                *_tuned_cells(r.algo, task),
                 f"{r.seeds}",
                 f"{r.env_steps:,}",
                 f"{r.minutes:.0f}",
@@ -914,6 +980,8 @@ def table_block(results: Sequence[CellResult]) -> str:
         "Tianshou (10 seeds)",
         "vs Tianshou",
         "jaxrl final evaluation, mean +- std",
+        "tuned TRPO (`mujoco-tuned`, held-out seeds): Tianshou's statistic; final",
+        "rl-zoo TRPO (3 seeds, final)",
         "seeds",
         "env steps / seed",
         "wall minutes (cell)",
@@ -925,6 +993,12 @@ def table_block(results: Sequence[CellResult]) -> str:
             "",
             *(f"{note}  " for note in notes),
             *([""] if notes else []),
+            "Tuned TRPO: `--preset mujoco-tuned` (each task's study's best trial, "
+            "docs/benchmarks/tuning.md) trained on 10 seeds no search used "
+            "(`benchmarks/results/tuned_heldout_trpo_TASK.json`), deterministic evaluations; "
+            "'study running' where that run is not in yet. rl-zoo: sb3-contrib's TRPO with "
+            "rl-baselines3-zoo's tuned settings, its published final evaluation (v3 tasks).",
+            "",
             f"Machines: {'; '.join(machines)}.",
             "",
         ]

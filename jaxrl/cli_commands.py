@@ -142,7 +142,7 @@ def _new_config(
     backend, env_backend, brax_backend = _backends(values)
     settings = {f.name: values[f.name] for f in settings_fields() if f.metadata["cli"]}
     written = {name: settings[name] for name in given if name in settings}
-    settings.update(RunSettings.for_budget(run_defaults(algo, preset), written))
+    settings.update(RunSettings.for_budget(run_defaults(algo, preset, values["env"]), written))
     settings.update(
         num_seeds=settings["num_seeds"] or DEFAULT_NUM_SEEDS[backend],
         env_backend=env_backend,

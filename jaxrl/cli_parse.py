@@ -416,21 +416,22 @@ def _command_type(preset: str, training: bool = True) -> Any:
 
         what = {"train": "Train", "sweep": "Sweep settings x seeds of", "tune": "Tune"}
         defaults = f"preset {preset} ({get_preset(preset).description})"
-        return Union[  # noqa: UP007 (tyro reads the subcommands from a typing.Union)
-            tuple(
-                Annotated[
-                    cls,
-                    tyro.conf.subcommand(
-                        a,
-                        default=cls(a, {}, {}),
-                        description=f"{what[cls.command]} {registry.get(a).title}; "
-                        f"defaults: {defaults}.",
-                        prefix_name=False,
-                    ),
-                ]
-                for a in _covered(preset)
-            )
+        members = [
+            Annotated[
+                cls,
+                tyro.conf.subcommand(
+                    a,
+                    default=cls(a, {}, {}),
+                    description=f"{what[cls.command]} {registry.get(a).title}; "
+                    f"defaults: {defaults}.",
+                    prefix_name=False,
+                ),
+            ]
+            for a in _covered(preset)
         ]
+        if len(members) == 1:  # a union of one is its member: keep the ALGO word, unlisted
+            members.append(Annotated[_TrainingNotRead, tyro.conf.Suppress])
+        return Union[tuple(members)]  # noqa: UP007 (tyro reads the subcommands from a Union)
 
     described = [(n, c, " ".join(c.__doc__.split())) for n, c in _TRAINING_COMMANDS.items()]
     return Union[
@@ -548,17 +549,23 @@ def preset_in_force(argv: list[str]) -> str:
     none is given).
 
     Raises:
-      UsageError: an unknown preset name.
+      UsageError: an unknown preset name, or a preset for other tasks than ``--env``'s.
     """
     from jaxrl.algorithms.presets import get_preset, preset_for_env
 
     name = _option_value(argv, "--preset")
+    env = _option_value(argv, "--env") or "Pendulum-v1"
     if name is None or name == "None":
-        return preset_for_env(_option_value(argv, "--env") or "Pendulum-v1")
+        return preset_for_env(env)
     try:
-        return get_preset(name).name
+        preset = get_preset(name)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    try:
+        preset.check_task(env)
+    except ValueError as error:
+        raise UsageError(f"--{error}") from None
+    return preset.name
 
 
 def parse(argv: list[str]) -> Any:

@@ -26,6 +26,11 @@ this unless ``--preset`` names one); every value can still be overridden.
   updates).
 - ``tianshou-pendulum``: Tianshou's tuned Pendulum-v1 test settings
   (``test/continuous/test_*.py``), tuned to pass a best-return bar with early stopping.
+- ``rl-zoo``: rl-baselines3-zoo's TRPO settings for MuJoCo (``hyperparams/trpo.yml``), where
+  the tuning studies start.
+- ``mujoco-tuned``: TRPO tuned per task by ``jaxrl tune`` from ``rl-zoo`` (Hopper, Swimmer so
+  far; other tasks are refused), each task's values retrained on 10 held-out seeds
+  (``docs/benchmarks/tuning.md``).
 - ``default``: the algorithm's own defaults (Tianshou's library defaults) with the run shape
   of Tianshou's Pendulum tests; for every other environment.
 """
@@ -51,7 +56,9 @@ class Preset:
       run: per algorithm name, the run shape (``num_envs``, ``num_steps``, ``total_steps``,
         ``eval_every``, ``eval_episodes``, ``normalize_obs``).
       tasks: per task (an environment id's name before its version: ``"Swimmer"``), per
-        algorithm name, hyperparameters that differ on that task.
+        algorithm name, the hyperparameters and run settings that differ on that task.
+      tasks_only: the preset is for its listed tasks alone (values tuned per task): another
+        environment is refused rather than given values tuned for none.
     """
 
     name: str
@@ -59,6 +66,7 @@ class Preset:
     hyperparameters: MappingProxyType
     run: MappingProxyType
     tasks: MappingProxyType = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    tasks_only: bool = False
 
     def for_algo(
         self,
@@ -75,7 +83,8 @@ class Preset:
         takes DDPG's), or none (its class defaults).
 
         Raises:
-          ValueError: the preset has no run shape for ``algo`` nor for ``like``.
+          ValueError: the preset has no run shape for ``algo`` nor for ``like``, or is
+            ``tasks_only`` and has no values for ``env``'s task.
         """
         if not self.covers(algo, like):
             raise ValueError(
@@ -85,12 +94,30 @@ class Preset:
         hyperparameters = dict(
             self.hyperparameters.get(algo, self.hyperparameters.get(hyperparameters_like or "", {}))
         )
-        task = self.tasks.get(task_name(env), {}) if env is not None else {}
-        hyperparameters.update(task.get(algo, task.get(hyperparameters_like or "", {})))
-        return hyperparameters, dict(self.run.get(algo, self.run[like]))
+        run = dict(self.run.get(algo, self.run[like]))
+        if env is None:
+            return hyperparameters, run
+        self.check_task(env)
+        task = self.tasks.get(task_name(env), {})
+        values = task.get(algo, task.get(hyperparameters_like or "", {}))
+        hyperparameters.update({k: v for k, v in values.items() if k not in run})
+        run.update({k: v for k, v in values.items() if k in run})
+        return hyperparameters, run
+
+    def check_task(self, env: str) -> None:
+        """Raises ``ValueError`` when the preset is ``tasks_only`` and has no values for
+        ``env``'s task."""
+        if self.tasks_only and task_name(env) not in self.tasks:
+            raise ValueError(
+                f"preset {self.name} has values for {', '.join(self.tasks)} only, not {env}; "
+                "choose another --preset"
+            )
 
     def covers(self, algo: str, like: str = "trpo") -> bool:
-        """Whether the preset has settings for ``algo`` (its own, or those it is ``like``)."""
+        """Whether the preset has settings for ``algo`` (its own, or those it is ``like``; a
+        ``tasks_only`` preset its own alone)."""
+        if self.tasks_only:
+            return algo in self.run
         return algo in self.run or like in self.run
 
 
@@ -225,6 +252,31 @@ _RL_ZOO_ON_POLICY = {
 }
 # 2 envs x 1,024 steps: 488 updates in 1M env steps (999,424), 61 evaluations of 8 updates
 # (16,384 env steps; the zoo evaluates every 25,000) of 5 episodes (the zoo's).
+# The best trial of each task's study (benchmarks/tuning/, docs/benchmarks/tuning.md: 3 search
+# seeds at 1M env steps, the search space in trpo_mujoco.search), over rl-zoo's settings; each
+# retrained on 10 held-out seeds (benchmarks/results/tuned_heldout_trpo_TASK.json).
+_TUNED_TRPO = {
+    "Hopper": {  # study trpo-Hopper-v5, trial 7
+        "max_kl": 0.005960439631423121,
+        "gae_lambda": 0.9701926913016103,
+        "gamma": 0.995,
+        "lr": 0.00012776981339382372,
+        "optim_critic_iters": 30,
+        "critic_batch_size": 64,
+        "log_std_init": -0.06879398031097828,
+        "num_steps": 512,
+    },
+    "Swimmer": {  # study trpo-Swimmer-v5, trial 11
+        "max_kl": 0.01645589083949001,
+        "gae_lambda": 0.976514442392818,
+        "gamma": 0.999,
+        "lr": 0.0025381927205140225,
+        "optim_critic_iters": 5,
+        "critic_batch_size": 64,
+        "log_std_init": -0.29617020094680047,
+        "num_steps": 2048,
+    },
+}
 _RL_ZOO_RUN = {
     "num_envs": 2,
     "num_steps": 1024,
@@ -314,6 +366,14 @@ PRESETS: dict[str, Preset] = {
         _frozen(
             {"HalfCheetah": {"trpo": {"max_kl": 0.04}}, "Swimmer": {"trpo": {"gamma": 0.9999}}}
         ),
+    ),
+    "mujoco-tuned": Preset(
+        "mujoco-tuned",
+        "TRPO tuned per MuJoCo task by jaxrl tune from rl-zoo's settings (Hopper, Swimmer)",
+        _frozen({"trpo": {**_RL_ZOO_ON_POLICY, "max_kl": 0.01}}),
+        _frozen({"trpo": _RL_ZOO_RUN}),
+        _frozen({task: {"trpo": values} for task, values in _TUNED_TRPO.items()}),
+        tasks_only=True,
     ),
     "default": Preset(
         "default",

@@ -104,10 +104,11 @@ def _cli_type(hint: Any) -> Any:
     raise TypeError(f"no command-line type for {hint!r}")
 
 
-def run_defaults(algo: str, preset: str = DEFAULT_PRESET) -> dict[str, Any]:
-    """The run shape of ``algo`` in ``preset`` (``num_envs``, ``num_steps``, ``total_steps``,
-    ``eval_every``, ``eval_episodes``, ``normalize_obs``)."""
-    return get_preset(preset).for_algo(algo, registry.get(algo).run_shape_like)[1]
+def run_defaults(algo: str, preset: str = DEFAULT_PRESET, env: str | None = None) -> dict[str, Any]:
+    """The run shape of ``algo`` in ``preset`` on ``env``'s task (``num_envs``, ``num_steps``,
+    ``total_steps``, ``eval_every``, ``eval_episodes``, ``normalize_obs``)."""
+    info = registry.get(algo)
+    return get_preset(preset).for_algo(algo, info.run_shape_like, info.presets_like, env)[1]
 
 
 def hyperparameters(
@@ -240,7 +241,7 @@ class RunConfig(RunSettings):
 
         preset = preset or preset_for_env(env)
         hyper = _preset_hyperparameters(algo, preset, env)
-        defaults = run_defaults(algo, preset)
+        defaults = run_defaults(algo, preset, env)
         return cls(
             algo=algo,
             env=env,

@@ -36,6 +36,7 @@ from jaxrl.io.report import FinalEvaluation
 from jaxrl.io.run_dir import RunDir
 from jaxrl.io.tracking import DEFAULT_TRACKING, Tracking
 from jaxrl.training.loop import Loop
+from jaxrl.training.periods import drive
 from jaxrl.training.sharding import SeedPlacement, barrier, is_primary, several_processes
 
 if TYPE_CHECKING:
@@ -308,21 +309,20 @@ def _train_periods(
     on_period: Callable[[int, int, list[np.ndarray]], bool] | None,
 ) -> Any:
     """The evaluation periods of one call (``periods``: the collections of each; ``done``:
-    collections before them): each period trained, each setting's share of its metrics
-    logged to its run, and checkpointed when due or when ``stop`` ends the call there
-    (``on_period`` returning True ends it without that checkpoint: pruned). Returns the
-    carry after the last period trained."""
-    for count, collections in enumerate(periods):
-        if stop_after_periods is not None and count >= stop_after_periods:
-            break
-        carry, metrics = loop.run_period(carry, collections)
+    collections before them), driven by :func:`jaxrl.training.periods.drive`: after each,
+    each setting's share of its metrics logged to its run, and checkpointed when due or when
+    ``stop`` ends the call there (``on_period`` returning True ends it without that
+    checkpoint: pruned). Returns the carry after the last period trained."""
+    first = runs[0]
+
+    def after(carry: Any, metrics: dict[str, Any]) -> bool:
+        nonlocal done
         for g, run in enumerate(runs):
             own = loop.part(metrics, g)
             run.period += 1
             rows = update_rows(own, run.period, first_update=done + 1)
             run.end_period(rows, own["eval/return"], int(own["eval/env_steps"][0]))
-        done += collections
-        first = runs[0]
+        done += np.shape(metrics["env_steps"])[1]  # the period's collections
         pruned = on_period is not None and on_period(
             first.period, first.env_steps, [run.eval_returns for run in runs]
         )
@@ -331,9 +331,9 @@ def _train_periods(
         whole = loop.to_checkpoint(carry) if due else None  # gathered by every process
         for g in due:
             runs[g].save(loop.part(whole, g))
-        if stopping or pruned:
-            break
-    return carry
+        return stopping or pruned
+
+    return drive(loop.run_period, carry, periods[:stop_after_periods], after)
 
 
 def _final_evaluations(

@@ -62,7 +62,7 @@ from jaxrl.training.evaluation import (
     split_seeds,
 )
 from jaxrl.training.jax_driver import TrainConfig
-from jaxrl.training.periods import drive, join_periods
+from jaxrl.training.periods import join_periods, train_watched
 from jaxrl.training.seeds import host_seed_keys
 from jaxrl.training.settings import RunSettings
 from jaxrl.training.sharding import SeedPlacement
@@ -257,7 +257,7 @@ def train_gymnasium(
       initial: a :class:`HostCarry` (seed axis first) to start from instead of a fresh
         initialization: a resumed run's agent state, replay buffer and statistics.
       progress: optional callback after each evaluation, with the payload of
-        :func:`jaxrl.training.periods.drive` (as :func:`jaxrl.training.train_until`):
+        :func:`jaxrl.training.periods.train_watched` (as :func:`jaxrl.training.train_until`):
         ``env_steps``, ``eval_return`` (mean over seeds), ``eval_returns`` (``[S]``),
         ``seconds``, ``state`` (as returned), ``carry`` (the :class:`HostCarry`) and
         ``metrics`` (the period's per-collection metrics, ``[S, collections]``).
@@ -288,7 +288,7 @@ def train_gymnasium(
     with HostLoop(agent, env_id, settings, env_kwargs) as loop:
         carry = loop.start(loop.init() if initial is None else initial, 0)
         periods, single = loop.layout.period_collections, num_seeds is None
-        carry, metrics = drive(
+        carry, metrics = train_watched(
             loop.run_period, carry, periods, stop=stop, progress=progress, single=single
         )
     state = carry.state

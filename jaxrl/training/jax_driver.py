@@ -46,7 +46,7 @@ from jaxrl.training.agent_steps import (
 )
 from jaxrl.training.env_step import make_jax_step, reset_jax_envs
 from jaxrl.training.evaluation import evaluate
-from jaxrl.training.periods import drive
+from jaxrl.training.periods import train_watched
 from jaxrl.training.seeds import over_seeds, resolve_seed_axis, split_seed_key
 from jaxrl.training.settings import RunLayout, RunSettings
 
@@ -414,7 +414,7 @@ def train_until(
     the budget (``loop.num_periods``) is spent. Each period is one compiled call of
     ``loop.run_period`` over the seeds, compiled once. The host driver
     (:func:`jaxrl.training.gymnasium_driver.train_gymnasium`) takes the same ``stop`` and
-    ``progress`` (:func:`jaxrl.training.periods.drive`).
+    ``progress`` (:func:`jaxrl.training.periods.train_watched`).
 
     Args:
       loop: from :func:`make_train_loop`.
@@ -422,7 +422,7 @@ def train_until(
       stop: ``eval_returns [S, P] -> bool``, e.g. "7 of 8 seeds have reached -250":
         ``lambda r: (r.max(axis=1) >= -250).sum() >= 7``; None trains the whole budget.
       progress: optional callback after each evaluation (the payload of
-        :func:`jaxrl.training.periods.drive`: ``env_steps``, ``eval_return``,
+        :func:`jaxrl.training.periods.train_watched`: ``env_steps``, ``eval_return``,
         ``eval_returns``, ``seconds``, ``state``, ``carry``, ``metrics``).
       seed_axis: how the seeds run together in each program: ``"vmap"``, ``"map"`` or
         ``"auto"`` (:func:`jaxrl.training.over_seeds`).
@@ -433,7 +433,7 @@ def train_until(
     """
     init, run_period = seed_programs(loop, seed_axis)
     periods = loop.layout.period_collections
-    carry, metrics = drive(run_period, init(keys), periods, stop=stop, progress=progress)
+    carry, metrics = train_watched(run_period, init(keys), periods, stop=stop, progress=progress)
     return carry.state, metrics
 
 

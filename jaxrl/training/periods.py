@@ -51,7 +51,25 @@ def stop_requested(stop: Callable[[Any], Any] | None, returns: np.ndarray, singl
     return bool(stop(float(returns[0, -1]) if single else returns))
 
 
-def drive(
+# What a driver does after each period: ``(carry, metrics) -> stop`` with the carry after the
+# period and its metrics as host arrays (:data:`RunPeriod`); True ends the run there.
+AfterPeriod = Callable[[Any, dict[str, Any]], bool]
+
+
+def drive(run_period: RunPeriod, carry: Any, periods: Sequence[int], after: AfterPeriod) -> Any:
+    """The period loop of every driver and of the runner (Brax's outer loop): each period of
+    ``periods`` (collections of each,
+    :attr:`~jaxrl.training.settings.RunLayout.period_collections`) run from ``carry``, then
+    ``after(carry, metrics)``, until it returns True or the periods are spent. Returns the
+    last carry."""
+    for collections in periods:
+        carry, metrics = run_period(carry, collections)
+        if after(carry, jax.device_get(metrics)):
+            break
+    return carry
+
+
+def train_watched(
     run_period: RunPeriod,
     carry: Any,
     periods: Sequence[int],
@@ -60,10 +78,9 @@ def drive(
     progress: Callable[[dict], None] | None = None,
     single: bool = False,
 ) -> tuple[Any, dict[str, np.ndarray]]:
-    """Run the ``periods`` (collections of each,
-    :attr:`~jaxrl.training.settings.RunLayout.period_collections`) of
-    ``run_period`` from ``carry``, or fewer if ``stop`` says so (:func:`stop_requested`); the
-    period loop of :func:`~jaxrl.training.jax_driver.train_until` and ``train_gymnasium``.
+    """:func:`drive` as the API's drivers run it
+    (:func:`~jaxrl.training.jax_driver.train_until`, ``train_gymnasium``): ended early by
+    ``stop`` (:func:`stop_requested`), watched by ``progress``.
 
     ``progress``, when given, is called after each evaluation with one payload for every
     driver: ``env_steps``, ``eval_return`` (mean over seeds), ``eval_returns`` (``[S]``),
@@ -75,9 +92,8 @@ def drive(
     """
     start = time.perf_counter()
     done: list[dict[str, Any]] = []
-    for collections in periods:
-        carry, metrics = run_period(carry, collections)
-        metrics = jax.device_get(metrics)
+
+    def after(carry: Any, metrics: dict[str, Any]) -> bool:
         done.append(metrics)
         returns = np.asarray(metrics["eval/return"])
         if progress is not None:
@@ -96,6 +112,7 @@ def drive(
                 }
             )
         history = np.stack([np.asarray(p["eval/return"]) for p in done], axis=1)
-        if stop_requested(stop, history, single):
-            break
+        return stop_requested(stop, history, single)
+
+    carry = drive(run_period, carry, periods, after)
     return carry, join_periods(done)

@@ -46,7 +46,8 @@ FIXTURE = [
 ]
 
 
-def test_table_reports_max_over_evaluations_of_the_mean(tmp_path):
+def test_table_reports_max_over_evaluations_of_the_mean(tmp_path, monkeypatch):
+    monkeypatch.setattr(mt, "TUNED_RESULTS", tmp_path)
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in FIXTURE))
     rows = mt.read_rows(tmp_path / "rows.jsonl")
     results = {r.algo: r for r in mt.cell_results(rows)}
@@ -59,7 +60,10 @@ def test_table_reports_max_over_evaluations_of_the_mean(tmp_path):
     assert mt._verdict(hopper) == "within 1 std"  # Tianshou's TRPO Hopper: 2046 +- 1038
     assert mt._verdict(results["npg"]) == "BELOW"  # -8 < -4.5 - 0.5
     text = mt.write_table(rows, tmp_path)
-    hopper_row = "| TRPO | 2000.0 +- 600.0 | 2046 +- 1038 | within 1 std | 1950.0 +- 50.0 | 2 |"
+    hopper_row = (
+        "| TRPO | 2000.0 +- 600.0 | 2046 +- 1038 | within 1 std | 1950.0 +- 50.0 "
+        "| study running | 3372 +- 215 | 2 |"  # no held-out tuned run in tmp_path
+    )
     assert f"| Hopper (v5; Tianshou v3) {hopper_row}" in text
     assert "| Reacher (v5; Tianshou v2) | NPG | -8.0 +- 0.0 | -4.5 +- 0.5 | BELOW |" in text
     assert (tmp_path / "mujoco_table.md").read_text() == text
@@ -498,3 +502,19 @@ def test_a_group_left_alone_trains_in_the_tables_process_on_every_cpu(monkeypatc
     assert started == []
     assert _plan_calls(monkeypatch, tmp_path, None, jobs=2) == []  # three: side by side
     assert len(started) == 1 and started[0][1] == 2  # at most 2 at once
+
+
+def test_the_tuned_column_is_the_held_out_runs_statistic(tmp_path):
+    """A tuned cell: Tianshou's statistic over the held-out seeds' evaluations (the maximum
+    over evaluations of the mean across seeds, with the std there) and the final
+    deterministic evaluation; None before the held-out run is in."""
+    evaluations = {"0": [1.0, 3.0], "100": [10.0, 30.0], "50": [40.0, 20.0]}
+    (tmp_path / "tuned_heldout_trpo_hopper.json").write_text(
+        json.dumps({"evaluations": evaluations, "final_deterministic": [8.0, 12.0]})
+    )
+    tuned = mt.tuned_result("Hopper", tmp_path)
+    assert (tuned.seeds, tuned.max_of_mean, tuned.std_at_max) == (2, 30.0, 10.0)
+    assert (tuned.final_mean, tuned.final_std) == (10.0, 2.0)
+    assert mt.tuned_result("Walker2d", tmp_path) is None
+    assert mt._tuned_cells("npg", "Hopper") == ["-", "-"]
+    assert mt._tuned_cells("trpo", "Reacher") == ["-", "-"]

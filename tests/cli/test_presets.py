@@ -3,8 +3,10 @@ one-line errors of the MuJoCo options (nothing written to the run directory)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -156,3 +158,49 @@ def test_config_json_shows_the_preset_and_every_resolved_value(tmp_path):
     assert saved["hyperparameters"]["max_kl"] == 0.01 and saved["run"]["num_seeds"] == 2
     assert RunConfig.load(run_dir.config) == config
     assert result.finished and result.eval_returns.shape == (2,)
+
+
+HELD_OUT = Path(__file__).parents[2] / "benchmarks" / "results"
+
+
+@pytest.mark.parametrize("task", ["Hopper-v5", "Swimmer-v5"])
+def test_the_tuned_preset_is_what_the_held_out_seeds_trained(task):
+    """``mujoco-tuned`` on a task is exactly the preset file its held-out runs trained with
+    (rl-zoo's settings and the study's best values), through the API and the command line."""
+    trained = json.loads(
+        (HELD_OUT / f"tuned_heldout_trpo_{task.split('-')[0].lower()}.json").read_text()
+    )
+    assert trained["task"] == task and trained["preset"]["preset"] == "rl-zoo"
+    held_out = RunConfig.from_preset(
+        "trpo",
+        task,
+        "rl-zoo",
+        hyperparameters=trained["preset"]["hyperparameters"],
+        **trained["preset"]["run"],
+    )
+    tuned = RunConfig.from_preset("trpo", task, "mujoco-tuned")
+    assert dataclasses.replace(tuned, preset="rl-zoo") == held_out
+    args = parse(["train", "trpo", "--env", task, "--preset", "mujoco-tuned"])
+    same = json.loads(json.dumps(args.hyperparameters))  # tuples as the config's lists
+    assert same == json.loads(json.dumps(held_out.hyperparameters))
+    assert run_defaults("trpo", "mujoco-tuned", task)["num_steps"] == held_out.num_steps
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            ["trpo", "--env", "Walker2d-v5"],
+            "--preset mujoco-tuned has values for Hopper, Swimmer only, not Walker2d-v5",
+        ),
+        (["npg", "--env", "Hopper-v5"], "--preset mujoco-tuned has no settings for npg"),
+    ],
+)
+def test_the_tuned_preset_refuses_what_was_not_tuned(capsys, tmp_path, argv, expected):
+    run_dir = tmp_path / "run"
+    assert main(["train", *argv, "--preset", "mujoco-tuned", "--run-dir", str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0], err
+    assert not run_dir.exists()
+    with pytest.raises(ValueError, match="has values for Hopper, Swimmer only"):
+        RunConfig.from_preset("trpo", "Ant-v5", "mujoco-tuned")
