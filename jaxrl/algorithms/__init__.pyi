@@ -6,7 +6,6 @@ from ._common import check_field as check_field
 from ._common import check_int_field as check_int_field
 from ._common import document_fields as document_fields
 from ._common import hyperparameter as hyperparameter
-from ._types import ActionSample as ActionSample
 from .ddpg import DDPG as DDPG
 from .ddpg import DDPGState as DDPGState
 from .ddpg import GaussianNoise as GaussianNoise
@@ -20,5 +19,6 @@ from .npg import npg_rule as npg_rule
 from .on_policy import OnPolicyBatch as OnPolicyBatch
 from .on_policy import OnPolicyState as OnPolicyState
 from .plugins import load_plugin as load_plugin
+from .protocol import ActionSample as ActionSample
 from .trpo import TRPO as TRPO
 from .trpo import trpo_rule as trpo_rule

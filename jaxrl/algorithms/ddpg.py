@@ -53,9 +53,8 @@ from jaxrl.algorithms._common import (
     schedule_option,
     to_env_action,
 )
-from jaxrl.algorithms._types import ActionSample
 from jaxrl.algorithms.noise import NOISE_OPTION, GaussianNoise, Noise, OUNoise
-from jaxrl.algorithms.protocol import LearningMode
+from jaxrl.algorithms.protocol import ActionSample, LearningMode
 from jaxrl.networks import DeterministicActor, QCritic
 from jaxrl.replay import NStepBatch, ReplayBuffer, Transition
 from jaxrl.spaces import SpaceSpec

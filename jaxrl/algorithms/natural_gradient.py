@@ -40,10 +40,9 @@ from jaxrl.algorithms._common import (
     set_learning_rate,
     to_env_action,
 )
-from jaxrl.algorithms._types import ActionSample
 from jaxrl.algorithms.natural_step import TRUST_REGION_PRECISION, ActorRule
 from jaxrl.algorithms.on_policy import OnPolicyBatch, OnPolicyState, minibatch_layout
-from jaxrl.algorithms.protocol import LearningMode
+from jaxrl.algorithms.protocol import ActionSample, LearningMode
 from jaxrl.core import distributions
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.core.stats import SummaryStats

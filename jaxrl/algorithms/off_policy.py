@@ -35,8 +35,8 @@ from jaxrl.algorithms._common import (
     scheduled_learning_rate,
     set_learning_rate,
 )
-from jaxrl.algorithms._types import ActionSample
 from jaxrl.algorithms.noise import Noise
+from jaxrl.algorithms.protocol import ActionSample
 from jaxrl.core.polyak import soft_update
 from jaxrl.core.returns import nstep_targets
 from jaxrl.replay import NStepBatch

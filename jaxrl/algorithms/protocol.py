@@ -16,11 +16,18 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import jax
-
-from jaxrl.algorithms._types import ActionSample
+from flax import struct
 
 Array = jax.Array
 LearningMode = Literal["on_policy", "off_policy"]
+
+
+class ActionSample(struct.PyTreeNode):
+    """``action``: the raw policy action (store it in rollouts); ``env_action``: bounded and
+    scaled for the environment."""
+
+    action: Array
+    env_action: Array
 
 
 # What a driver must know of an agent, as named capabilities. An algorithm class may declare

@@ -5,7 +5,6 @@ The package imports each on first use (lazy_loader reads this file).
 from .bookkeeping import TrainResult as TrainResult
 from .checkpoints import CheckpointError as CheckpointError
 from .checkpoints import CheckpointStore as CheckpointStore
-from .config import ALGORITHMS as ALGORITHMS
 from .config import RunConfig as RunConfig
 from .config import hyperparameters as hyperparameters
 from .files import DamagedFile as DamagedFile

@@ -18,7 +18,7 @@ import json
 import re
 import types
 import typing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,25 +35,6 @@ from jaxrl.training.settings import (
     setting,
     settings_fields,
 )
-
-
-class _AlgorithmClasses(Mapping):
-    """``name -> class`` of the registered algorithms (a live view of the registry)."""
-
-    def __getitem__(self, name: str) -> type:
-        if name not in registry.algorithms():
-            raise KeyError(name)
-        return registry.get(name).cls
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(registry.algorithms())
-
-    def __len__(self) -> int:
-        return len(registry.algorithms())
-
-
-ALGORITHMS: Mapping[str, type] = _AlgorithmClasses()
-"""Command-line algorithm names and their classes (:mod:`jaxrl.algorithms.registry`)."""
 
 Backend = Literal["jax", "gymnasium"]
 

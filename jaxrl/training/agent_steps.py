@@ -1,5 +1,5 @@
 """What a driver does with any agent beyond its protocol (:mod:`jaxrl.algorithms.protocol`):
-whether it learns from replay, the off-policy run shape, and the off-policy learning loop, the
+the off-policy run shape, and the off-policy learning loop, the
 same for the jitted and the host driver."""
 
 from __future__ import annotations
@@ -10,18 +10,11 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxrl.algorithms.protocol import learns_from_replay
 from jaxrl.core.stats import SummaryStats
 from jaxrl.core.tree import uniform_cond
 from jaxrl.replay import ReplayBuffer
 
 Array = jax.Array
-
-
-def is_off_policy(agent: Any) -> bool:
-    """Whether the agent learns from a replay buffer rather than fresh rollouts
-    (:func:`jaxrl.algorithms.protocol.learns_from_replay`)."""
-    return learns_from_replay(agent)
 
 
 def updates_per_collect(agent: Any, env_steps_per_collect: int) -> int:

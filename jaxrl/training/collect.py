@@ -62,12 +62,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxrl.algorithms.protocol import learns_from_replay
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.envs.host import EnvPoolVectorEnv, GymnasiumVectorEnv, host_vector_env, is_envpool
 from jaxrl.envs.jax_envs import make_env
 from jaxrl.rollout import Rollout
 from jaxrl.spaces import SpaceSpec, describe_space
-from jaxrl.training.agent_steps import is_off_policy
 from jaxrl.training.env_step import (
     host_step,
     make_jax_step,
@@ -370,7 +370,7 @@ def make_collector(
       ValueError: bad ``num_steps``/``num_envs``, or a gymnasium vector env without
         same-step auto-reset.
     """
-    if is_off_policy(agent):
+    if learns_from_replay(agent):
         raise TypeError(
             f"agent: make_collector collects on-policy rollouts (learning_mode 'on_policy', "
             f"NPG/TRPO), got {type(agent).__name__} with learning_mode 'off_policy', whose "

@@ -15,13 +15,10 @@ Environments come from :func:`jaxrl.envs.make_host_env`: EnvPool for the ids it 
 is installed, gymnasium's vector env otherwise (``env_backend`` forces one). Both auto-reset
 in the same step and keep the final observation of an ended episode for bootstrapping.
 
-Observation normalization (Tianshou's MuJoCo setting) is the pure
-:func:`jaxrl.core.normalize_observations` inside the jitted acting call: a
-:class:`jaxrl.core.RunningMeanStd` per seed, updated with every training observation as it
-arrives; agents see ``clip((obs - mean) / sqrt(var + eps), -10, 10)``; evaluation uses the
-training statistics without updating them. The statistics are part of the
-:class:`HostCarry` (with the agent state and the replay buffer), which a run reports at
-every evaluation and can start from (``initial=``), so checkpoints resume them.
+Observation normalization (Tianshou's MuJoCo setting) is
+:func:`jaxrl.core.normalize_observations` inside the jitted acting call, its statistics per
+seed in the :class:`HostCarry` (with the agent state and the replay buffer), which
+checkpoints resume (``initial=``); evaluation uses them without updating them.
 
 :class:`HostLoop` is the driver cut at its evaluations (the :class:`jaxrl.training.loop.Loop`
 that :mod:`jaxrl.io.runner` drives); :func:`train_gymnasium` runs it to the end.
@@ -38,29 +35,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl.algorithms.protocol import learns_from_replay
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.core.prng import bucketed_keys
-from jaxrl.envs.host import (
-    EnvironmentError_,
-    make_host_env,
-    seed_block,
-)
+from jaxrl.envs.host import EnvironmentError_, make_host_env, seed_block
 from jaxrl.replay import ReplayBuffer, Transition
 from jaxrl.rollout import Rollout
 from jaxrl.spaces import describe_space
 from jaxrl.training.agent_steps import (
-    is_off_policy,
     mean_stats,
     off_policy_updates,
     updates_per_collect,
     updates_take_effect,
 )
 from jaxrl.training.env_step import host_step, observe, observe_and_act, stack_steps
-from jaxrl.training.evaluation import (
-    ObservationNormalizer,
-    evaluate_gymnasium,
-    split_seeds,
-)
+from jaxrl.training.evaluation import ObservationNormalizer, evaluate_gymnasium, split_seeds
 from jaxrl.training.jax_driver import TrainConfig
 from jaxrl.training.periods import join_periods, train_watched
 from jaxrl.training.seeds import host_seed_keys
@@ -144,7 +133,7 @@ class _Programs:
         # Random numbers through bucketed keys: Threefry's numbers, fewer kernels on a CPU.
         self.observe_and_act = jax.jit(bucketed_keys(self._observe_and_act), donate_argnums=0)
         self._observe_seeds = jax.jit(jax.vmap(observe))
-        learn = self._add_and_learn if is_off_policy(agent) else self._update
+        learn = self._add_and_learn if learns_from_replay(agent) else self._update
         self.learn = jax.jit(bucketed_keys(learn), donate_argnums=0, static_argnums=3)
 
     def _segment(self, field: Any) -> Any:
@@ -322,16 +311,12 @@ class HostLoop:
     num_settings = 1
 
     def __init__(
-        self,
-        agent: Any,
-        env_id: str,
-        settings: RunSettings,
-        env_kwargs: dict[str, Any] | None = None,
+        self, agent: Any, env_id: str, settings: RunSettings, env_kwargs: dict | None = None
     ) -> None:
         self.agent, self.env_id, self.settings = agent, env_id, settings
         self.env_kwargs = env_kwargs
         self.layout = settings.driver_settings.layout
-        self.off_policy = is_off_policy(agent)
+        self.off_policy = learns_from_replay(agent)
         self.env: Any = None  # open between start and close
 
     def _seeds(self, offset: int = 0) -> list[int]:
@@ -428,20 +413,12 @@ class HostLoop:
         self._collections += collections
         self._period += 1
         episodes = self.settings.eval_episodes
-        returns = evaluate_gymnasium(
-            self.agent,
-            carry.state,
-            self.env_id,
-            carry.obs_stats,
-            episodes,
-            seed_block(self._train_seeds, episodes, self._period),
-            self.env_kwargs,
-            env_backend=self.settings.env_backend,
-            num_seeds=count,
-        )
+        seed = seed_block(self._train_seeds, episodes, self._period)
         metrics = _per_collection(rows, count)
         metrics["eval/env_steps"] = np.full(count, self._env_steps)
-        metrics["eval/return"] = np.asarray(returns)
+        metrics["eval/return"] = self.evaluate(
+            carry.state, carry.obs_stats, episodes, seed, self.agent.evaluates_deterministically
+        )
         return carry, metrics
 
     def _collect_and_learn(self, carry: HostCarry) -> tuple[HostCarry, dict[str, Any]]:
@@ -486,17 +463,10 @@ class HostLoop:
         self, state: Any, obs_stats: Any, episodes: int, seed: int, deterministic: bool
     ) -> np.ndarray:
         returns = evaluate_gymnasium(
-            self.agent,
-            state,
-            self.env_id,
-            obs_stats,
-            episodes,
-            seed,
-            self.env_kwargs,
-            env_backend=self.settings.env_backend,
-            num_seeds=self.settings.num_seeds,
+            self.agent, state, self.env_id, obs_stats, episodes, seed, self.env_kwargs,
+            env_backend=self.settings.env_backend, num_seeds=self.settings.num_seeds,
             deterministic=bool(deterministic),
-        )
+        )  # fmt: skip
         return np.asarray(returns, np.float64)
 
     def part(self, tree: Any, g: int) -> Any:

@@ -34,12 +34,12 @@ import numpy as np
 from jax import lax
 from jax.experimental import checkify
 
+from jaxrl.algorithms.protocol import learns_from_replay
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.envs.jax_envs import make_env
 from jaxrl.replay import Transition
 from jaxrl.spaces import describe_space
 from jaxrl.training.agent_steps import (
-    is_off_policy,
     mean_stats,
     off_policy_updates,
     updates_per_collect,
@@ -226,7 +226,7 @@ class _JittedRun:
         """Check the run's shape and the agent's update ratio, describe the spaces and make
         the env step: a bad config raises here, before anything is traced."""
         num_updates = None
-        if is_off_policy(agent):
+        if learns_from_replay(agent):
             num_updates = updates_per_collect(agent, config.steps_per_collect)
         # Described eagerly: gymnax builds space bounds with jnp ops, which would be traced.
         # (make_train may itself be called under a trace: vmapped hyperparameter sweeps.)

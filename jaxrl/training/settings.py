@@ -176,10 +176,8 @@ class RunSettings:
       coordinator_address: a job of several processes: ``host:port`` of process 0, which
         coordinates the job (``jax.distributed.initialize``); None for a single process, or
         where a cluster manager launched the job (SLURM's ``srun``, Open MPI's ``mpirun``:
-        JAX reads it from their environment). The launch settings (this one,
-        ``num_processes``, ``process_id``, ``coordinator_timeout``) are not saved with the
-        run (:func:`launch_settings`); :func:`jaxrl.training.initialize_distributed` joins
-        the job they describe.
+        JAX reads it from their environment). This and the next three are launch settings
+        (:func:`launch_settings`), not saved with the run.
       num_processes: processes of the job (None: 1, or the cluster manager's count).
       process_id: this process' index in the job, ``0 .. num_processes - 1`` (None: the
         cluster manager's); process 0 writes the run directory.

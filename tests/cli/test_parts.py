@@ -12,7 +12,8 @@ import pytest
 
 import jaxrl
 from jaxrl import cli
-from jaxrl.io import ALGORITHMS, CheckpointError, CheckpointStore, RunConfig, hyperparameters
+from jaxrl.algorithms import registry
+from jaxrl.io import CheckpointError, CheckpointStore, RunConfig, hyperparameters
 from jaxrl.io.config import parse_noise
 
 from .helpers import error_line, leaves_equal, make_config
@@ -24,7 +25,7 @@ from .helpers import error_line, leaves_equal, make_config
 
 @pytest.mark.parametrize("algo", ["npg", "trpo", "ddpg"])
 def test_every_hyperparameter_is_an_option(algo):
-    cls = ALGORITHMS[algo]
+    cls = registry.get(algo).cls
     names = {spec.name for spec in hyperparameters(algo)}
     # Every field but the Python-only ones (custom networks: metadata cli=False).
     fields = {f.name for f in dataclasses.fields(cls) if f.metadata.get("cli", True)}

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from jaxrl.algorithms import registry
 from jaxrl.algorithms.presets import PRESETS, get_preset, is_mujoco_id, preset_for_env
 from jaxrl.cli import main, parse, preset_in_force
-from jaxrl.io import ALGORITHMS
 from jaxrl.io.config import RunConfig, hyperparameters, parse_noise, run_defaults
 
 from .helpers import make_config
@@ -89,7 +89,7 @@ def test_every_preset_builds_every_algorithm():
                 normalize_obs=run["normalize_obs"],
             )
             agent = config.make_agent()
-            assert type(agent) is ALGORITHMS[algo], (name, algo)
+            assert type(agent) is registry.get(algo).cls, (name, algo)
             for field, value in hyper.items():
                 if field in special:
                     continue

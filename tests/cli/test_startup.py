@@ -20,7 +20,7 @@ import textwrap
 import pytest
 import tyro
 
-from jaxrl import cli_parse
+from jaxrl.cli import parsing as cli_parse
 
 HEAVY = ("jax", "jaxlib", "flax", "optax", "distrax", "chex", "orbax", "tensorflow_probability")
 

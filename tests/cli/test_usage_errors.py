@@ -1,4 +1,4 @@
-"""One-line explanations of rejected command lines (:mod:`jaxrl.cli_usage`), from the
+"""One-line explanations of rejected command lines (:mod:`jaxrl.cli.usage`), from the
 command's own table of options: no parser internals."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from typing import Literal
 
 import pytest
 
-from jaxrl import cli_parse as cli
-from jaxrl.cli_usage import CommandSpec, explain
+from jaxrl.cli import parsing as cli
+from jaxrl.cli.usage import CommandSpec, explain
 
 SPEC = CommandSpec(
     "jaxrl train tiny",

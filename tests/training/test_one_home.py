@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import jaxrl
-from jaxrl.cli_parse import _run_fields
+from jaxrl.cli.parsing import _run_fields
 from jaxrl.io.config import RunConfig
 from jaxrl.training import TrainConfig
 from jaxrl.training.settings import (
@@ -34,7 +34,7 @@ NOT_RUN_SETTINGS = {
     ("training/collect.py", "JaxCollector", "num_envs"),
     ("training/collect.py", "JaxCollector", "num_steps"),
     # the seed of `jaxrl evaluate`'s episodes (a command option, not a run's)
-    ("cli_parse.py", "EvaluateCommand", "seed"),
+    ("cli/options.py", "EvaluateCommand", "seed"),
 }
 
 

@@ -1,9 +1,8 @@
-"""How the ``jaxrl`` command reads its command line (:mod:`jaxrl.cli` is the command): the
-command types (dataclasses; :func:`command_registry` gives tyro the run settings and the
-algorithm's hyperparameters with the preset's defaults, from the fields' metadata), parsing,
-and one-line errors (:mod:`jaxrl.cli_usage`); :mod:`jaxrl.cli_commands` does what each
-command does.
-"""
+"""How the ``jaxrl`` command reads its command line: tyro over the command dataclasses
+(:mod:`jaxrl.cli.options`), with the run settings and the algorithm's hyperparameters given
+the preset's defaults (:func:`command_registry`), the Tianshou 1.x option names rewritten
+(:func:`rewrite_aliases`), a preset file's values expanded (:func:`expand_preset_file`), and
+tyro's rejections worded in one line (:mod:`jaxrl.cli.usage`)."""
 
 from __future__ import annotations
 
@@ -12,242 +11,27 @@ import dataclasses
 import difflib
 import io
 import typing
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, Union
 
 import tyro
 
-from jaxrl.cli_usage import CommandSpec, UsageError, explain
+from jaxrl.cli.options import (
+    COMMANDS,
+    PROG,
+    SUBCOMMANDS,
+    TRAINING,
+    TRAINING_COMMANDS,
+    CompareCommand,
+    EvaluateCommand,
+    PlotCommand,
+    TrainingCommand,
+    algorithm_names,
+    arg,
+    option_flag,
+    own_fields,
+)
+from jaxrl.cli.usage import CommandSpec, UsageError, explain
 
-PROG = "jaxrl"
-COMMANDS = ("train", "sweep", "tune", "evaluate", "plot", "compare")
-# Commands that train an algorithm: jaxrl COMMAND ALGO [options].
-TRAINING = ("train", "sweep", "tune")
-
-
-def algorithm_names() -> tuple[str, ...]:
-    """The registered algorithms (:mod:`jaxrl.algorithms.registry`), in name order."""
-    from jaxrl.algorithms import registry
-
-    return tuple(registry.algorithms())
-
-
-# ---------------------------------------------------------------------------------------------
-# Commands
-# ---------------------------------------------------------------------------------------------
-
-
-def _arg(help: str | None, **kwargs: Any) -> Any:
-    return tyro.conf.arg(help=help, **kwargs)
-
-
-@dataclasses.dataclass(frozen=True)
-class EvaluateCommand:
-    """Load the final policy of a run and report its evaluation returns."""
-
-    run_dir: Annotated[str, tyro.conf.Positional, _arg("the run directory", metavar="RUN_DIR")]
-    episodes: Annotated[int, _arg("evaluation episodes per seed")] = 10
-    seed: Annotated[int, _arg("seed of the evaluation episodes")] = 0
-    step: Annotated[
-        int | None, _arg("checkpoint to load (an evaluation period); None: the newest")
-    ] = None
-    json: Annotated[bool, _arg("print the result as JSON")] = False
-    video: Annotated[
-        str | None,
-        _arg(
-            "write episodes of the policy to FILE.gif or FILE.mp4 instead of evaluating "
-            "(MuJoCo headless: MUJOCO_GL=egl)",
-            metavar="FILE",
-        ),
-    ] = None
-    seed_index: Annotated[int, _arg("with --video: the seed whose policy is recorded")] = 0
-    video_episodes: Annotated[int, _arg("with --video: episodes recorded")] = 1
-
-
-@dataclasses.dataclass(frozen=True)
-class PlotCommand:
-    """Draw the learning curves of one or more runs in one figure."""
-
-    run_dirs: Annotated[
-        tuple[str, ...],
-        tyro.conf.Positional,
-        _arg("one or more run directories", metavar="RUN_DIR..."),
-    ]
-    output: Annotated[
-        str | None,
-        _arg(
-            "image file; None: RUN_DIR/learning_curve.png for one run, "
-            "learning_curves.png for several",
-            aliases=("-o",),
-        ),
-    ] = None
-    title: Annotated[str | None, _arg("figure title")] = None
-    spread: Annotated[
-        Literal["std", "minmax", "none"], _arg("shading across seeds: std, minmax or none")
-    ] = "std"
-
-
-_Specs = Annotated[tuple[str, ...], tyro.conf.UseAppendAction]
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainingCommand:
-    """``jaxrl COMMAND ALGO``: the algorithm, its run settings (the command-line fields of
-    :class:`jaxrl.io.RunConfig`) and hyperparameters (the command-line fields of the
-    algorithm's class) by field name, then the command's options (the fields from
-    ``preset_file`` on). :func:`command_registry` tells tyro how to read it."""
-
-    command: ClassVar[str]
-    algo: str
-    run: dict[str, Any]
-    hyperparameters: dict[str, Any]
-    preset_file: Annotated[
-        str | None,
-        _arg(
-            "a preset file (jaxrl tune's best.json): its preset and values are the defaults, "
-            "and options written on the command line override them"
-        ),
-    ] = None
-    preemption_grace: Annotated[
-        float,
-        _arg(
-            "after SIGTERM, seconds to reach the end of an evaluation period and checkpoint it; "
-            "then it stops from its last checkpoint"
-        ),
-    ] = 20.0
-    logger: Annotated[
-        str,
-        _arg(
-            "experiment trackers, comma-separated: tensorboard, wandb (pip install "
-            "'jaxrl[wandb]'; WANDB_MODE=offline logs without an account); a resumed run "
-            "continues its wandb run"
-        ),
-    ] = "tensorboard"
-
-    def values(self) -> dict[str, Any]:
-        """The run settings and the command's options, by field name."""
-        return {**self.run, **{f.name: getattr(self, f.name) for f in _own_fields(type(self))}}
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainCommand(TrainingCommand):
-    """Train an agent; metrics, plots and checkpoints go to a run directory."""
-
-    command: ClassVar[str] = "train"
-    run_dir: Annotated[
-        str | None, _arg("run directory; None: runs/ALGO-ENV-DATE-TIME", metavar="RUN_DIR")
-    ] = None
-    resume: Annotated[
-        str | None,
-        _arg("continue the run in this directory from its last checkpoint", metavar="RUN_DIR"),
-    ] = None
-    stop_after_periods: Annotated[
-        int | None,
-        _arg("stop after this many evaluation periods, as an interruption would (for testing)"),
-    ] = None
-    video: Annotated[
-        str | None,
-        _arg(
-            "at the end of the run, write an episode of seed 0's final policy to this .gif or "
-            ".mp4 (MuJoCo headless: MUJOCO_GL=egl)"
-        ),
-    ] = None
-
-
-@dataclasses.dataclass(frozen=True)
-class SweepCommand(TrainingCommand):
-    """Train a grid of settings x seeds (one program per group of settings that differ in
-    numeric hyperparameters); a ranking goes to a sweep directory."""
-
-    command: ClassVar[str] = "sweep"
-    sweep: Annotated[
-        _Specs,
-        _arg(
-            "FIELD=VALUE,VALUE,...: a hyperparameter or run setting and its values (repeat "
-            "--sweep for a grid: every combination trains)"
-        ),
-    ] = ()
-    sweep_dir: Annotated[
-        str | None,
-        _arg(
-            "sweep directory (the same one again resumes the sweep); None: "
-            "sweeps/ALGO-ENV-DATE-TIME"
-        ),
-    ] = None
-    stop_after_groups: Annotated[
-        int | None, _arg("stop after this many groups, as an interruption would (for testing)")
-    ] = None
-    jobs: Annotated[
-        int,
-        _arg(
-            "on a host environment (gymnasium, EnvPool), settings trained at once, each in a "
-            "process of its own on its share of the CPUs"
-        ),
-    ] = 1
-
-
-@dataclasses.dataclass(frozen=True)
-class TuneCommand(TrainingCommand):
-    """Tune settings with Optuna: batches of trials trained together, pruned at evaluation
-    periods; the best goes to a preset file."""
-
-    command: ClassVar[str] = "tune"
-    search: Annotated[
-        _Specs,
-        _arg(
-            "FIELD=LOW:HIGH, FIELD=LOW:HIGH:log or FIELD=VALUE,VALUE,...: a searched "
-            "hyperparameter or run setting (repeat --search for each field)"
-        ),
-    ] = ()
-    search_file: Annotated[
-        str | None, _arg("a file of --search specs, one per line (# starts a comment)")
-    ] = None
-    tune_dir: Annotated[
-        str | None,
-        _arg(
-            "tuning directory (the same one again resumes the study); None: "
-            "tunes/ALGO-ENV-DATE-TIME"
-        ),
-    ] = None
-    trials: Annotated[int, _arg("end when this many trials are complete, pruned or failed")] = 20
-    batch: Annotated[int, _arg("trials asked at once and trained together")] = 4
-    sampler: Annotated[
-        str,
-        _arg("Optuna sampler: tpe, random, cmaes, qmc, gp or a class name of optuna.samplers"),
-    ] = "tpe"
-    sampler_seed: Annotated[int, _arg("seed of the sampler")] = 0
-    pruner: Annotated[
-        str,
-        _arg(
-            "Optuna pruner at evaluation periods: median, percentile, hyperband, "
-            "successive-halving, none or a class name of optuna.pruners"
-        ),
-    ] = "median"
-    storage: Annotated[
-        str | None,
-        _arg(
-            "the study's storage: a journal file's path (shared by workers) or an Optuna "
-            "storage URL (sqlite:///..., postgresql://...); None: TUNE_DIR/study.log"
-        ),
-    ] = None
-    study_name: Annotated[
-        str | None, _arg("the study's name in its storage; None: TUNE_DIR's name")
-    ] = None
-    objective_evals: Annotated[
-        int,
-        _arg(
-            "the objective: mean over the search seeds of the mean of the last this many "
-            "evaluations"
-        ),
-    ] = 5
-    enqueue_base: Annotated[
-        bool, _arg("a new study's first trial is the base run's own values (the preset's)")
-    ] = True
-    stop_after_batches: Annotated[
-        int | None, _arg("stop after this many batches, as an interruption would (for testing)")
-    ] = None
-
-
-_TRAINING_COMMANDS = {c.command: c for c in (TrainCommand, SweepCommand, TuneCommand)}
 _HYPERPARAMETERS_HELP = "{name} hyperparameters: Tianshou 2.x names, defaults of preset {preset}"
 
 
@@ -261,21 +45,13 @@ def _run_settings(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
     return command_line_options(RunConfig, run_defaults(algo, preset), preset)
 
 
-_PARSED = ("algo", "run", "hyperparameters")  # filled by command_registry, not options
-
-
-def _own_fields(cls: type) -> tuple[dataclasses.Field, ...]:
-    """The fields of a :class:`TrainingCommand` class that are its command's options."""
-    return tuple(f for f in dataclasses.fields(cls) if f.name not in _PARSED)
-
-
 def _run_fields(algo: str, preset: str, command: str = "train") -> list[tuple[str, Any, Any, str]]:
     """``(name, type, default, help)`` of ``jaxrl COMMAND ALGO``'s options but the
     hyperparameters: the run settings (:func:`_run_settings`), then the command's own."""
-    cls = _TRAINING_COMMANDS[command]
+    cls = TRAINING_COMMANDS[command]
     hints = typing.get_type_hints(cls, include_extras=True)
     options = _run_settings(algo, preset)
-    for field in _own_fields(cls):
+    for field in own_fields(cls):
         kind, *marks = typing.get_args(hints[field.name])
         (help_text,) = [m.help for m in marks if getattr(m, "help", None)]
         options.append((field.name, kind, field.default, help_text))
@@ -302,15 +78,15 @@ def command_registry(preset: str, env: str | None = None) -> tyro.constructors.C
 
         algo = info.default.algo
         run = [
-            field(name, Annotated[kind, _arg(help_text)], default)
+            field(name, Annotated[kind, arg(help_text)], default)
             for name, kind, default, help_text in _run_settings(algo, preset)
         ]
         hints = typing.get_type_hints(cls, include_extras=True)
-        own = [field(f.name, hints[f.name], f.default) for f in _own_fields(cls)]
+        own = [field(f.name, hints[f.name], f.default) for f in own_fields(cls)]
         algo_of[algorithms.get(algo).cls] = algo
         group = _HYPERPARAMETERS_HELP.format(name=algo.upper(), preset=preset)
         hyper = Annotated[
-            algorithms.get(algo).cls, tyro.conf.OmitArgPrefixes, _arg(group, name=algo)
+            algorithms.get(algo).cls, tyro.conf.OmitArgPrefixes, arg(group, name=algo)
         ]
 
         def instantiate(**values: Any) -> TrainingCommand:
@@ -330,51 +106,10 @@ def command_registry(preset: str, env: str | None = None) -> tyro.constructors.C
             help_text = h.help
             if h.aliases:
                 help_text += f" (1.x: {', '.join(option_flag(a) for a in h.aliases)})"
-            fields.append(field(h.name, Annotated[h.type, _arg(help_text)], h.default))
+            fields.append(field(h.name, Annotated[h.type, arg(help_text)], h.default))
         return spec(dict, tuple(fields))
 
     return rules
-
-
-@dataclasses.dataclass(frozen=True)
-class CompareCommand:
-    """Compare runs: learning curves with 95% confidence bands in one figure, and a table of
-    each run's last evaluation, best evaluation and final policy (mean +- std [95% CI] across
-    seeds)."""
-
-    run_dirs: Annotated[
-        tuple[str, ...],
-        tyro.conf.Positional,
-        _arg("two or more run directories", metavar="RUN_DIR..."),
-    ]
-    output: Annotated[
-        str | None,
-        _arg("image file; None: comparison.png next to the first RUN_DIR", aliases=("-o",)),
-    ] = None
-    labels: Annotated[
-        tuple[str, ...] | None, _arg("one label per run; None: algorithm and environment")
-    ] = None
-    title: Annotated[str | None, _arg("figure title")] = None
-    spread: Annotated[
-        Literal["ci95", "std", "minmax", "none"],
-        _arg("shading: ci95 (95% CI of the mean), std, minmax or none"),
-    ] = "ci95"
-    json: Annotated[bool, _arg("print the table as JSON")] = False
-    profile: Annotated[
-        str | None,
-        _arg(
-            "also draw a performance profile of the final policies' returns (normalized ones "
-            "with --normalize) to this image"
-        ),
-    ] = None
-    normalize: Annotated[
-        str | None,
-        _arg(
-            "runs on several tasks: normalize the final policies' returns by this reference "
-            "(tianshou: 0 = uniform random policy, 1 = the best of Tianshou's published "
-            "means) and aggregate them over tasks x seeds per algorithm (or per --labels)"
-        ),
-    ] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -399,7 +134,7 @@ def _needs_training(argv: list[str]) -> bool:
     top-level help."""
     head = argv[0] if argv else ""
     only_help = bool(argv) and all(t in ("-h", "--help") for t in argv)
-    return head not in _SUBCOMMANDS and not only_help
+    return head not in SUBCOMMANDS and not only_help
 
 
 def _command_type(preset: str, training: bool = True) -> Any:
@@ -433,7 +168,7 @@ def _command_type(preset: str, training: bool = True) -> Any:
             members.append(Annotated[_TrainingNotRead, tyro.conf.Suppress])
         return Union[tuple(members)]  # noqa: UP007 (tyro reads the subcommands from a Union)
 
-    described = [(n, c, " ".join(c.__doc__.split())) for n, c in _TRAINING_COMMANDS.items()]
+    described = [(n, c, " ".join(c.__doc__.split())) for n, c in TRAINING_COMMANDS.items()]
     return Union[
         (
             *(
@@ -447,23 +182,12 @@ def _command_type(preset: str, training: bool = True) -> Any:
     ]
 
 
-# ---------------------------------------------------------------------------------------------
-# Parsing with one-line errors
-# ---------------------------------------------------------------------------------------------
-
-
 _POSITIONAL = {"run_dir": "RUN_DIR", "run_dirs": "RUN_DIR..."}
-_SUBCOMMANDS = {"evaluate": EvaluateCommand, "plot": PlotCommand, "compare": CompareCommand}
-
-
-def option_flag(name: str) -> str:
-    """The command-line flag of a field: ``max_kl`` -> ``--max-kl``."""
-    return "--" + name.replace("_", "-")
 
 
 def command_spec(argv: list[str], preset: str) -> CommandSpec:
     """The options and positional arguments of the command ``argv`` names (for one-line
-    errors; :mod:`jaxrl.cli_usage`)."""
+    errors; :mod:`jaxrl.cli.usage`)."""
     head = argv[0] if argv else ""
     if head in TRAINING and len(argv) >= 2 and argv[1] in algorithm_names():
         from jaxrl.io.config import hyperparameters
@@ -471,9 +195,9 @@ def command_spec(argv: list[str], preset: str) -> CommandSpec:
         options = {option_flag(f[0]): f[1] for f in _run_fields(argv[1], preset, head)}
         options.update({option_flag(h.name): h.type for h in hyperparameters(argv[1], preset)})
         return CommandSpec(f"{PROG} {head} {argv[1]}", options, hyperparameters=True)
-    if head not in _SUBCOMMANDS:
+    if head not in SUBCOMMANDS:
         return CommandSpec(PROG, {})
-    hints = typing.get_type_hints(_SUBCOMMANDS[head])
+    hints = typing.get_type_hints(SUBCOMMANDS[head])
     options = {option_flag(n): kind for n, kind in hints.items() if n not in _POSITIONAL}
     if "--output" in options:
         options["-o"] = options["--output"]

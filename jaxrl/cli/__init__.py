@@ -21,32 +21,43 @@ and TensorBoard events, ``learning_curve.png`` and orbax checkpoints. Bad argume
 damaged file a command reads back (:class:`jaxrl.io.DamagedFile`), end with one line on
 stderr naming the problem and exit status 2.
 
-The command's modules import one way: this entry point -> :mod:`jaxrl.cli_commands` (what
-each command does) -> :mod:`jaxrl.cli_parse` (reading the command line) ->
-:mod:`jaxrl.cli_usage` (one-line errors).
+The command's modules import one way: this entry point -> :mod:`jaxrl.cli.studies`
+(``sweep``, ``tune``) -> :mod:`jaxrl.cli.train` -> :mod:`jaxrl.cli.results` (``evaluate``,
+``plot``, ``compare``) -> :mod:`jaxrl.cli.parsing` (reading the command line) ->
+:mod:`jaxrl.cli.options` (the commands' options) -> :mod:`jaxrl.cli.usage` (one-line errors).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
-from jaxrl import cli_commands
-from jaxrl.cli_parse import (
-    PROG,
-    CompareCommand,
-    EvaluateCommand,
-    PlotCommand,
-    expand_preset_file,
-    parse,
-    preset_in_force,
-)
-from jaxrl.cli_usage import UsageError
+from jaxrl.cli import results, studies, train
+from jaxrl.cli.options import PROG, CompareCommand, EvaluateCommand, PlotCommand
+from jaxrl.cli.parsing import expand_preset_file, parse, preset_in_force
+from jaxrl.cli.usage import UsageError
 from jaxrl.io.files import DamagedFile
 
 __all__ = ["load_plugins", "main", "parse", "preset_in_force"]
 
 PLUGIN_FLAG = "--plugin"
+
+
+def _enable_compilation_cache() -> None:
+    """Keep compiled programs between runs (JAX's persistent cache), so a repeated or resumed
+    run starts in seconds. ``JAX_COMPILATION_CACHE_DIR`` chooses another place."""
+    import jax
+
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    path = root / "jaxrl" / "jax-compilation-cache"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return
+    jax.config.update("jax_compilation_cache_dir", str(path))
 
 
 def load_plugins(argv: list[str]) -> list[str]:
@@ -81,17 +92,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         argv = expand_preset_file(load_plugins(argv))
         args = parse(argv)
-        if isinstance(args, EvaluateCommand):
-            return cli_commands.evaluate(args)
         if isinstance(args, PlotCommand):
-            return cli_commands.plot(args)
+            return results.plot(args)
         if isinstance(args, CompareCommand):
-            return cli_commands.compare(args)
+            return results.compare(args)
+        _enable_compilation_cache()
+        if isinstance(args, EvaluateCommand):
+            return results.evaluate(args)
         if type(args).command == "sweep":
-            return cli_commands.sweep(args, argv)
+            return studies.sweep(args, argv)
         if type(args).command == "tune":
-            return cli_commands.tune(args, argv)
-        return cli_commands.train(args, argv)
+            return studies.tune(args, argv)
+        return train.train(args, argv)
     except (UsageError, DamagedFile) as error:  # a damaged file: what to do, not where
         message = " ".join(str(error).split())
         sys.stderr.write(f"{PROG}: error: {message}\n")

@@ -1,0 +1,188 @@
+"""``jaxrl evaluate``, ``jaxrl plot`` and ``jaxrl compare``: what the command says about runs
+that have trained. Each returns the exit status and raises :class:`jaxrl.cli.usage.UsageError`
+for a problem the user can fix (one line, status 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from jaxrl.cli.options import CompareCommand, EvaluateCommand, PlotCommand
+from jaxrl.cli.usage import UsageError
+
+
+def evaluate(args: EvaluateCommand) -> int:
+    from jaxrl.io.checkpoints import CheckpointError
+    from jaxrl.io.run_dir import RunDir, RunDirError
+    from jaxrl.io.runner import evaluate_run
+    from jaxrl.io.vocabulary import DETERMINISTIC, STOCHASTIC
+
+    if args.episodes < 1:
+        raise UsageError(f"--episodes must be a positive integer, got {args.episodes}")
+    if args.video is not None:
+        return write_video(
+            args.run_dir, args.video, args.seed_index, args.video_episodes, args.step
+        )
+    if args.step is not None and Path(args.run_dir).is_dir():
+        from jaxrl.io.checkpoints import CheckpointStore
+
+        steps = CheckpointStore(RunDir(Path(args.run_dir)).checkpoints).steps()
+        if args.step not in steps:
+            have = ", ".join(map(str, steps)) if steps else "none"
+            raise UsageError(
+                f"--step {args.step}: {args.run_dir} has no finished checkpoint at that "
+                f"evaluation period (its checkpoints: {have})"
+            )
+    try:
+        loaded, returns = evaluate_run(args.run_dir, args.episodes, args.seed, args.step)
+    except (RunDirError, CheckpointError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    config = loaded.config
+    env_steps = loaded.metadata.get("env_steps")
+    policy = _evaluated_policy(RunDir(Path(args.run_dir)), env_steps)
+    mode = DETERMINISTIC if loaded.agent.evaluates_deterministically else STOCHASTIC
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "run_dir": args.run_dir,
+                    "algo": config.algo,
+                    "env": config.env,
+                    "policy": policy,
+                    "mode": mode,
+                    "checkpoint": loaded.step,
+                    "env_steps": env_steps,
+                    "episodes": args.episodes,
+                    "returns": [float(r) for r in returns],
+                    "mean": float(returns.mean()),
+                    "std": float(returns.std()),
+                }
+            )
+        )
+        return 0
+    print(
+        f"{config.algo.upper()} on {config.env}: {policy} (checkpoint {loaded.step}, "
+        f"{env_steps or 0:,} env steps per seed), {mode}, {args.episodes} episodes per seed:"
+    )
+    for seed, value in enumerate(returns):
+        print(f"  seed {seed}: {value:10.1f}")
+    spread = f" +- {returns.std():.1f}" if len(returns) > 1 else ""
+    print(f"Mean return: {returns.mean():.1f}{spread}")
+    return 0
+
+
+def write_video(run_dir: str, path: str, seed_index: int, episodes: int, step: int | None) -> int:
+    """``--video``: episodes of one seed's policy written to ``path``."""
+    from jaxrl.io.checkpoints import CheckpointError
+    from jaxrl.io.run_dir import RunDirError
+    from jaxrl.io.video import record_video
+
+    if episodes < 1:
+        raise UsageError(f"--video-episodes must be a positive integer, got {episodes}")
+    try:
+        video = record_video(run_dir, path, seed_index=seed_index, episodes=episodes, step=step)
+    except (RunDirError, CheckpointError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    returns = ", ".join(f"{r:.1f}" for r in video.returns)
+    print(
+        f"Video: {video.path} ({video.frames} frames; seed {seed_index}'s policy of checkpoint "
+        f"{video.step}; episode returns {returns})"
+    )
+    return 0
+
+
+def _evaluated_policy(run_dir: Any, env_steps: int | None) -> str:
+    """``"final policy"`` for the checkpoint a finished run ended with (the policy of its
+    ``final_eval.json``), ``"policy during training"`` for an earlier one."""
+    from jaxrl.io.report import FinalEvaluation
+    from jaxrl.io.vocabulary import DURING_TRAINING, FINAL_POLICY
+
+    final = FinalEvaluation.load(run_dir.final_eval)
+    if final is not None and final.env_steps == env_steps:
+        return FINAL_POLICY
+    return f"policy {DURING_TRAINING}"
+
+
+def _check_run_dirs(run_dirs: tuple[str, ...], command: str, least: int = 1) -> None:
+    from jaxrl.io.run_dir import RunDir
+
+    if len(run_dirs) < least:
+        need = "at least one RUN_DIR" if least == 1 else f"at least {least} RUN_DIRs"
+        raise UsageError(f"jaxrl {command} needs {need}")
+    for run_dir in run_dirs:
+        if not RunDir(Path(run_dir)).evals_csv.is_file():
+            problem = "does not exist" if not Path(run_dir).exists() else "has no evals.csv"
+            raise UsageError(f"run directory {run_dir!r} {problem}")
+
+
+def plot(args: PlotCommand) -> int:
+    from jaxrl.io.plots import plot_runs
+    from jaxrl.io.run_dir import RunDir
+
+    _check_run_dirs(args.run_dirs, "plot")
+    if args.output is not None:
+        output = Path(args.output)
+    elif len(args.run_dirs) == 1:
+        output = RunDir(Path(args.run_dirs[0])).plot
+    else:
+        output = Path("learning_curves.png")
+    path = plot_runs(args.run_dirs, output, title=args.title, spread=args.spread)
+    print(f"Learning curves: {path}")
+    return 0
+
+
+def _normalized_groups(args: CompareCommand) -> list[Any]:
+    """``--normalize``'s groups of normalized scores (:mod:`jaxrl.io.normalized`); none
+    without it."""
+    if args.normalize is None:
+        return []
+    from jaxrl.io.normalized import NormalizeError, normalized_groups
+
+    try:
+        return normalized_groups(args.run_dirs, args.normalize, args.labels)
+    except NormalizeError as error:
+        raise UsageError(str(error)) from None
+
+
+def compare(args: CompareCommand) -> int:
+    from jaxrl.io.compare import (
+        compare_runs,
+        default_output,
+        format_table,
+        profile_figure,
+        robust_lines,
+    )
+
+    _check_run_dirs(args.run_dirs, "compare", least=2)
+    if args.labels is not None and len(args.labels) != len(args.run_dirs):
+        raise UsageError(
+            f"--labels: got {len(args.labels)} labels for {len(args.run_dirs)} run directories"
+        )
+    groups = _normalized_groups(args)
+    output = default_output(args.run_dirs) if args.output is None else Path(args.output)
+    path, rows = compare_runs(args.run_dirs, output, args.labels, args.title, args.spread)
+    profile = None
+    if args.profile is not None:
+        try:
+            profile = profile_figure(rows, args.profile, groups)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    if args.json:
+        from jaxrl.io.normalized import aggregate
+
+        normalized = {"normalized": [aggregate(g) for g in groups]} if groups else {}
+        print(json.dumps({"figure": str(path), "runs": rows, **normalized}))
+        return 0
+    print(format_table(rows))
+    for line in robust_lines(rows, improvement=not groups):  # runs on other tasks: by group
+        print(line)
+    if groups:
+        from jaxrl.io.normalized import normalized_lines
+
+        for line in normalized_lines(groups, args.normalize):
+            print(line)
+    print(f"Learning curves: {path}")
+    if profile is not None:
+        print(f"Performance profile: {profile}")
+    return 0

@@ -1,0 +1,356 @@
+"""``jaxrl train``: resolve the run's configuration (or the resumed run's), train it in its run
+directory, report it; and the steps ``sweep`` and ``tune`` share with it (the options checked,
+the configuration of a new run, joining a job of several processes, a write fault in one
+line). Returns the exit status; raises :class:`jaxrl.cli.usage.UsageError` for a problem the
+user can fix (one line, status 2)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from jaxrl.cli.options import PROG, option_flag
+from jaxrl.cli.parsing import command_spec, given_options, preset_in_force, rewrite_aliases
+from jaxrl.cli.results import write_video
+from jaxrl.cli.usage import UsageError, name_flags
+from jaxrl.io.files import DamagedFile
+
+
+def check_options(values: dict[str, Any], given: set[str]) -> None:
+    """The run settings written on the command line (``given``), checked by the one rule
+    (:meth:`jaxrl.training.settings.RunSettings.validate`; None asks the command to choose),
+    before a run directory is opened, and the command's own ``--stop-after-periods``."""
+    from jaxrl.training.settings import RunSettings, settings_fields
+
+    written = given & {f.name for f in settings_fields()}
+    RunSettings.validate({n: values[n] for n in written if values[n] is not None})
+    stop = values["stop_after_periods"]
+    if stop is not None and stop < 1:
+        raise UsageError(f"--stop-after-periods must be a positive integer, got {stop}")
+    grace = values.get("preemption_grace", 1.0)
+    if not grace > 0:
+        raise UsageError(f"--preemption-grace must be positive seconds, got {grace}")
+
+
+def trackers(args: Any) -> Any:
+    """``--logger``'s experiment trackers (:class:`jaxrl.io.tracking.Tracking`), their
+    packages found; else a one-line usage error naming ``--logger`` or the missing extra."""
+    from jaxrl.io.tracking import Tracking, TrackingError, parse_loggers
+
+    try:
+        return Tracking(parse_loggers(args.logger)).check()
+    except TrackingError as error:
+        raise UsageError(str(error)) from None
+
+
+def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
+    """The run's configuration and directory (created or opened), and whether to resume."""
+    from jaxrl.io.run_dir import RunDir, default_run_path
+    from jaxrl.io.runner import check_config
+    from jaxrl.training.sharding import is_primary
+
+    algo, values, hyper = args.algo, args.values(), dict(args.hyperparameters)
+    given = given_options(rewrite_aliases(argv))
+    check_options(values, given)
+    if values["resume"] is not None:
+        config, run_dir = _resumed_config(algo, {**values, **hyper}, given)
+        check_config(config)
+        return config, run_dir, True
+    config = new_config(algo, values, hyper, given, preset_in_force(argv))
+    if values["preset_file"] is not None:
+        from jaxrl.io.config import PresetFile
+
+        try:
+            PresetFile.load(values["preset_file"]).check_seeds(config.seed, config.num_seeds)
+        except ValueError as error:
+            raise UsageError(f"--preset-file: {error}") from None
+    check_config(config)
+    path = values["run_dir"] or default_run_path(algo, values["env"])
+    if not is_primary():  # process 0 of a job of several processes writes the run directory
+        return config, RunDir(Path(path)), False
+    return config, RunDir.create(path), False
+
+
+def _resumed_config(algo: str, wanted: dict[str, Any], given: set[str]) -> tuple[Any, Any]:
+    """The configuration of the run in ``--resume``'s directory, with the settings a resume
+    may change (:data:`jaxrl.io.config.RESUME_OVERRIDES`) taken from ``given``."""
+    from jaxrl.io.config import RESUME_OVERRIDES, ResumeConflict, RunConfig
+    from jaxrl.io.run_dir import RunDir
+
+    try:
+        run_dir = RunDir.open(wanted["resume"])
+    except ValueError as error:
+        raise UsageError(f"--resume: {error}") from None
+    saved = RunConfig.load(run_dir.config)
+    if saved.algo != algo:
+        raise UsageError(
+            f"{wanted['resume']} is a {saved.algo} run; resume it with jaxrl train "
+            f"{saved.algo} --resume {wanted['resume']}"
+        )
+    try:
+        config = saved.resumed({name: wanted[name] for name in given if name in wanted})
+    except ResumeConflict as conflict:
+        allowed = ", ".join(option_flag(name) for name in RESUME_OVERRIDES)
+        raise UsageError(
+            f"{option_flag(conflict.name)} {conflict.given} differs from the resumed run's "
+            f"{conflict.saved}: a resumed run keeps its configuration (only {allowed} may "
+            "change)"
+        ) from None
+    return config, run_dir
+
+
+def new_config(
+    algo: str, values: dict[str, Any], hyper: dict[str, Any], given: set[str], preset: str
+) -> Any:
+    """The configuration of a new run: the options' values, the drivers and backends
+    resolved (:func:`_backends`), the evaluation interval adapted to a budget given without
+    one (:meth:`jaxrl.training.settings.RunSettings.for_budget`)."""
+    from jaxrl.io.config import RunConfig, run_defaults
+    from jaxrl.training.settings import DEFAULT_NUM_SEEDS, RunSettings, settings_fields
+
+    backend, env_backend, brax_backend = _backends(values)
+    settings = {f.name: values[f.name] for f in settings_fields() if f.metadata["cli"]}
+    written = {name: settings[name] for name in given if name in settings}
+    settings.update(RunSettings.for_budget(run_defaults(algo, preset, values["env"]), written))
+    settings.update(
+        num_seeds=settings["num_seeds"] or DEFAULT_NUM_SEEDS[backend],
+        env_backend=env_backend,
+        brax_backend=brax_backend,
+    )
+    return RunConfig(
+        algo=algo,
+        env=values["env"],
+        backend=backend,
+        hyperparameters=hyper,
+        preset=preset,
+        **settings,
+    )
+
+
+def _backends(values: dict[str, Any]) -> tuple[str, str, str | None]:
+    """``(backend, env_backend, brax_backend)`` of ``--env`` with ``--backend``,
+    ``--env-backend`` and ``--brax-backend``: the driver, the host environments' library and
+    Brax's physics, resolved (errors name the flag to change)."""
+    from jaxrl.envs import resolve_backend, resolve_env_backend
+    from jaxrl.envs.brax_env import DEFAULT_BRAX_BACKEND, is_brax_id
+
+    env = values["env"]
+    host_backend = values["env_backend"] != "auto"
+    try:
+        backend = resolve_backend(env, "gymnasium" if host_backend else values["backend"])
+    except ValueError as error:  # an unknown id, or a Brax id on the host driver
+        flag = "--env"
+        if is_brax_id(env):
+            flag = "--env-backend" if host_backend else "--backend"
+        raise UsageError(f"{flag}: {error}") from None
+    if host_backend and values["backend"] == "jax":
+        raise UsageError(
+            f"--env-backend {values['env_backend']} runs host environments: it cannot be "
+            "combined with --backend jax"
+        )
+    env_backend = "auto"
+    if backend == "gymnasium":
+        env_backend = resolve_env_backend(env, values["env_backend"])
+    brax_backend = values["brax_backend"]
+    if is_brax_id(env):
+        brax_backend = brax_backend or DEFAULT_BRAX_BACKEND
+    elif brax_backend is not None:
+        raise UsageError(f"--brax-backend is for Brax environments (--env brax:NAME), not {env}")
+    return backend, env_backend, brax_backend
+
+
+def write_fault(error: OSError, resume_cmd: str) -> int:
+    """A file that could not be written during training, as one line (exit status 1): the
+    files written before it are whole (:mod:`jaxrl.io.files`, checkpoints committed only
+    when complete), so the command continues from the last checkpoint."""
+    where = f" {error.filename}" if error.filename else ""
+    reason = error.strerror or str(error)
+    print(
+        f"{PROG}: error: cannot write{where}: {reason}; what was saved before is intact: fix "
+        f"it (free space, permissions) and continue with: {resume_cmd}",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def _format_seconds(seconds: float) -> str:
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
+
+
+def _budget_notes(config: Any) -> list[str]:
+    """What the run does where it differs from what its flags say (said before training)."""
+    layout = config.layout
+    notes = []
+    if layout.total_steps != config.total_steps:
+        notes.append(
+            f"Note: --total-steps {config.total_steps:,} is not a whole number of collections "
+            f"(--num-envs x --num-steps = {layout.steps_per_collect:,} env steps): the run "
+            f"takes {layout.total_steps:,} env steps per seed."
+        )
+    if layout.period_collections[-1] != layout.collections_per_period:
+        notes.append(
+            f"Note: --eval-every {config.eval_every:,} does not divide the run: evaluations "
+            f"every {layout.steps_per_period:,} env steps and after the last step "
+            f"({layout.total_steps:,})."
+        )
+    return notes
+
+
+def join_job(args: Any, argv: list[str]) -> None:
+    """Join the job of several processes the launch options describe (or a cluster manager
+    launched: :func:`jaxrl.training.initialize_distributed`), before any other JAX call."""
+    from jaxrl.training.settings import launch_settings
+    from jaxrl.training.sharding import initialize_distributed
+
+    try:
+        initialize_distributed(**{name: args.run[name] for name in launch_settings()})
+    except ValueError as error:
+        flags = command_spec(argv, preset_in_force(argv)).options
+        raise UsageError(name_flags(str(error), flags)) from None
+
+
+def _resolve_in_step(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
+    """:func:`_resolve_train` in every process of a job together: if it fails in one (process
+    0 alone creates the run directory), every process stops, none waits for the others."""
+    from jaxrl.training.sharding import processes_agree
+
+    failure: UsageError | None = None
+    resolved = None
+    try:
+        resolved = _resolve_train(args, argv)
+    except UsageError as error:
+        failure = error
+    except DamagedFile as error:  # names a file, not flags
+        failure = UsageError(str(error))
+    except (ValueError, TypeError, ModuleNotFoundError) as error:
+        # The library names Python fields (TRPO.max_kl); the user changes flags (--max-kl).
+        flags = command_spec(argv, preset_in_force(argv)).options
+        failure = UsageError(name_flags(str(error), flags))
+    if not processes_agree(failure is None) or resolved is None:
+        raise failure or UsageError(
+            "another process of the job could not set up the run (see its error)"
+        )
+    return resolved
+
+
+def train(args: Any, argv: list[str]) -> int:
+    import numpy as np
+
+    from jaxrl.envs import EnvironmentError_
+    from jaxrl.io.checkpoints import CheckpointError
+    from jaxrl.io.preemption import Preemption
+    from jaxrl.io.runner import train_run
+    from jaxrl.io.tracking import TrackingError
+    from jaxrl.training.sharding import is_primary
+
+    tracking = trackers(args)
+    join_job(args, argv)
+    config, run_dir, resume = _resolve_in_step(args, argv)
+    primary = is_primary()
+    say = (lambda message: print(message, file=sys.stderr, flush=True)) if primary else None
+    for line in _budget_notes(config) if primary else ():
+        print(line, file=sys.stderr, flush=True)
+    resume_cmd = f"jaxrl train {config.algo} --resume {run_dir.path}"
+    preemption = Preemption(args.preemption_grace).install()
+    try:
+        result = train_run(
+            config,
+            run_dir,
+            resume=resume,
+            stop_after_periods=args.stop_after_periods,
+            stop=preemption,
+            on_setup=say,
+            tracking=tracking,
+        )
+        preemption.disarm()  # a SIGTERM during the last period: the run finished anyway
+    except KeyboardInterrupt:
+        print(f"\nInterrupted. Continue with: {resume_cmd}", file=sys.stderr)
+        return 130
+    except OSError as error:  # a full disk, a directory that became unwritable
+        again = resume_cmd if run_dir.config.is_file() else "jaxrl " + " ".join(argv)
+        return write_fault(error, again)
+    except CheckpointError as error:  # no checkpoint of the run restores
+        raise UsageError(f"--resume {run_dir.path}: {error}; train it anew") from None
+    except TrackingError as error:  # wandb could not start (not logged in, ...)
+        raise UsageError(f"{error}; the run directory stays: continue with {resume_cmd}") from None
+    except EnvironmentError_ as error:  # a fault during training: the checkpoints stand
+        message = " ".join(str(error).split())
+        print(f"jaxrl: error: {message}; the run stopped: continue with: {resume_cmd}",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    except Exception:
+        leave_job_on_failure()
+        raise
+    if not primary:
+        return done_elsewhere("run directory")
+    if preemption.requested and not result.finished:
+        print(
+            f"\nStopped by SIGTERM after period {result.period}/{result.num_periods} "
+            f"(checkpointed). Continue with: {resume_cmd}",
+            file=sys.stderr,
+        )
+        return 130
+    if resume and result.finished and not np.any(np.isfinite(result.eval_returns)):
+        print(
+            f"{run_dir.path} has finished all {result.num_periods} evaluation periods; raise "
+            f"--total-steps to extend it, or see it with: jaxrl evaluate {run_dir.path}"
+        )
+        return 0
+    _report(config, run_dir, result, resume_cmd, tracking)
+    if result.finished and args.video is not None:
+        write_video(str(run_dir.path), args.video, 0, 1, None)
+    return 0
+
+
+def _report(config: Any, run_dir: Any, result: Any, resume_cmd: str, tracking: Any) -> None:
+    """What a finished (or stopped) ``jaxrl train`` prints: the run, its report, its files."""
+    from jaxrl.io.report import CurveSummary, report_lines
+
+    seeds = f"{config.num_seeds} seed{'s' if config.num_seeds != 1 else ''}"
+    state = "Finished" if result.finished else "Stopped"
+    print(
+        f"{state} {config.algo.upper()} on {config.env}: {seeds} x {result.env_steps:,} env steps "
+        f"(period {result.period}/{result.num_periods}) in {_format_seconds(result.seconds)}."
+    )
+    curve = CurveSummary.load(run_dir.evals_csv)
+    for line in report_lines(config.env, result.final, curve, config.algo):
+        print(line)
+    print(f"Learning curve: {result.plot}")
+    print(f"Checkpoint:     {result.checkpoint if result.checkpoint else '(none yet)'}")
+    print(f"Metrics:        {run_dir.updates_csv}, {run_dir.evals_csv}")
+    if tracking.tensorboard:
+        print(f"TensorBoard:    tensorboard --logdir {run_dir.tensorboard}")
+    if tracking.wandb:
+        from jaxrl.io.tracking import WANDB_ID_FILE
+
+        run_id = (run_dir.path / WANDB_ID_FILE).read_text().strip()
+        print(f"W&B:            run {run_id} (offline runs: wandb sync)")
+    if result.finished:
+        print(f"Evaluate:       jaxrl evaluate {run_dir.path}")
+    else:
+        print(f"Continue:       {resume_cmd}")
+
+
+def done_elsewhere(what: str) -> int:
+    """What a process of a job other than process 0 says when its part is done."""
+    import jax
+
+    print(
+        f"Process {jax.process_index()} of {jax.process_count()}: done (process 0 wrote the "
+        f"{what}).",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def leave_job_on_failure() -> None:
+    """In a job of several processes, end this process now with the traceback of the
+    exception being handled: the others cannot go on without it (call it in ``except``)."""
+    from jaxrl.training.sharding import leave_job, several_processes
+
+    if several_processes():
+        import traceback
+
+        leave_job(traceback.format_exc())
