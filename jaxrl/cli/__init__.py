@@ -113,7 +113,3 @@ def main(argv: list[str] | None = None) -> int:
         # other commands do; what is still buffered for stdout goes nowhere at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
