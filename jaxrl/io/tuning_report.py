@@ -79,7 +79,9 @@ def write_summary(
     count = {s: sum(r["state"] == s for r in rows) for s in ("complete", "pruned", "fail")}
     running = sum(r["state"] == "running" for r in rows)
     if best is not None:
-        _write_preset_file(path / "best.json", base, space, best, len(rows), objective_evals)
+        _write_preset_file(
+            path / "best.json", study.study_name, base, space, best, len(rows), objective_evals
+        )
     pruned_steps = [int(r["env_steps"] or 0) for r in rows if r["state"] == "pruned"]
     markdown = _markdown(path, base, space, complete, count, running, pruned_steps)
     write_text(path / "tune.md", markdown)
@@ -115,6 +117,7 @@ _NOT_IN_PRESET_FILE = (
 
 def _write_preset_file(
     file: Path,
+    study_name: str,
     base: RunConfig,
     space: Sequence[Dimension],
     best: dict,
@@ -147,7 +150,7 @@ def _write_preset_file(
         "run": run,
         "search_seeds": seeds,
         "provenance": {
-            "study": file.parent.name,
+            "study": study_name,
             "trial": best["trial"],
             "objective": best["objective"],
             "objective_is": objective_text(objective_evals),

@@ -137,6 +137,9 @@ def test_two_workers_share_one_study_and_train_no_trial_twice(tmp_path):
     assert sorted(trained) == [f"trial-{n}" for n in range(5)]  # each trial once, somewhere
     owners = {t.user_attrs["worker"]["pid"] for t in study.trials}
     assert owners <= {w.pid for w in workers}
+    for i in range(2):  # each worker's preset file names the study, not its own directory
+        best = json.loads((tmp_path / f"worker-{i}" / "best.json").read_text())
+        assert best["provenance"]["study"] == "shared"
 
 
 def test_a_killed_study_resumes_asking_the_dead_workers_trial_again(jaxrl, tmp_path):
