@@ -28,8 +28,8 @@ this unless ``--preset`` names one); every value can still be overridden.
   (``test/continuous/test_*.py``), tuned to pass a best-return bar with early stopping.
 - ``rl-zoo``: rl-baselines3-zoo's TRPO settings for MuJoCo (``hyperparams/trpo.yml``), where
   the tuning studies start.
-- ``mujoco-tuned``: TRPO tuned per task by ``jaxrl tune`` from ``rl-zoo`` (Hopper, Swimmer so
-  far; other tasks are refused), each task's values retrained on 10 held-out seeds
+- ``mujoco-tuned``: TRPO tuned per task by ``jaxrl tune`` from ``rl-zoo`` (Hopper, Swimmer,
+  Walker2d so far; other tasks are refused), each task's values retrained on 10 held-out seeds
   (``docs/benchmarks/tuning.md``).
 - ``default``: the algorithm's own defaults (Tianshou's library defaults) with the run shape
   of Tianshou's Pendulum tests; for every other environment.
@@ -276,6 +276,16 @@ _TUNED_TRPO = {
         "log_std_init": -0.29617020094680047,
         "num_steps": 2048,
     },
+    "Walker2d": {  # study trpo-Walker2d-v5, trial 3
+        "max_kl": 0.043925638476059924,
+        "gae_lambda": 0.9613638269193135,
+        "gamma": 0.995,
+        "lr": 0.000978618567468893,
+        "optim_critic_iters": 30,
+        "critic_batch_size": 256,
+        "log_std_init": -0.34689167453460157,
+        "num_steps": 1024,
+    },
 }
 _RL_ZOO_RUN = {
     "num_envs": 2,
@@ -369,7 +379,8 @@ PRESETS: dict[str, Preset] = {
     ),
     "mujoco-tuned": Preset(
         "mujoco-tuned",
-        "TRPO tuned per MuJoCo task by jaxrl tune from rl-zoo's settings (Hopper, Swimmer)",
+        "TRPO tuned per MuJoCo task by jaxrl tune from rl-zoo's settings "
+        "(Hopper, Swimmer, Walker2d)",
         _frozen({"trpo": {**_RL_ZOO_ON_POLICY, "max_kl": 0.01}}),
         _frozen({"trpo": _RL_ZOO_RUN}),
         _frozen({task: {"trpo": values} for task, values in _TUNED_TRPO.items()}),
