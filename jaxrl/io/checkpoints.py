@@ -208,18 +208,23 @@ class CheckpointStore:
 
     def save(self, step: int, tree: Any, metadata: dict[str, Any] | None = None) -> Path:
         """Start writing ``tree`` and ``metadata`` (JSON) as ``step``; the write finishes in
-        the background (:meth:`wait` or :meth:`close` to finish it)."""
+        the background (:meth:`wait` or :meth:`close` to finish it). A Ctrl-C or SIGTERM
+        while the write starts is delivered once it has started
+        (:func:`jaxrl.io.preemption.interrupts_deferred`)."""
         import orbax.checkpoint as ocp
+
+        from jaxrl.io.preemption import interrupts_deferred
 
         flat, description = encode(tree)
         meta = {**(metadata or {}), "step": step, **description}
-        self._get_manager().save(
-            step,
-            args=ocp.args.Composite(
-                **{_TREE: ocp.args.StandardSave(flat), _META: ocp.args.JsonSave(meta)}
-            ),
-            force=True,
-        )
+        with interrupts_deferred():
+            self._get_manager().save(
+                step,
+                args=ocp.args.Composite(
+                    **{_TREE: ocp.args.StandardSave(flat), _META: ocp.args.JsonSave(meta)}
+                ),
+                force=True,
+            )
         return self.path(step)
 
     def wait(self) -> None:

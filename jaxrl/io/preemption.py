@@ -6,13 +6,16 @@ usually 30-60 s ahead). A :class:`Preemption` turns the first SIGTERM into a req
 checkpoints that period and returns, so nothing it finished is lost. If no period ends
 within ``grace`` seconds (a long period, the final evaluation), or a second SIGTERM comes,
 the run is interrupted as by Ctrl-C: pending checkpoint writes finish and it resumes from its
-last checkpoint.
+last checkpoint. :func:`interrupts_deferred` holds these signals back while a checkpoint
+write is being started.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 DEFAULT_GRACE = 20.0
@@ -65,3 +68,31 @@ class Preemption:
 
 def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
+
+
+_DEFERRED = (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold Ctrl-C, SIGTERM and the grace timer's SIGALRM back until the block ends, then
+    deliver them to their handlers as they came.
+
+    A ``KeyboardInterrupt`` raised inside ``threading`` while the main thread starts a
+    thread (orbax starts several per checkpoint write) can leave a lock taken: the new
+    thread waits on it forever and the interpreter, at exit, waits on that thread. Work
+    that starts threads runs inside this block. Outside the main thread (where Python runs
+    no signal handler) it does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    previous = {signum: signal.signal(signum, lambda s, _: came.append(s)) for signum in _DEFERRED}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():  # None: a handler not set from Python
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        for signum in came:
+            signal.raise_signal(signum)

@@ -248,3 +248,57 @@ def test_sigterm_leaves_a_tune_trial_checkpointed_and_the_next_worker_finishes_i
     whole = tmp_path / "whole"
     jaxrl(*tune, "--tune-dir", whole).check()
     _assert_same_run(trial, whole / "trials" / "trial-0")
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT raises KeyboardInterrupt in this process during the test (as in a terminal,
+    whatever the test runner set), its handler restored after."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_ctrl_c_as_a_checkpoint_write_starts_comes_once_the_write_has_started(
+    tmp_path, monkeypatch, ctrl_c_raises
+):
+    # Raised among the threads orbax starts, KeyboardInterrupt can leave a lock of
+    # `threading` taken and the process hung at exit; it comes after the start instead.
+    import orbax.checkpoint as ocp
+
+    start_write = ocp.CheckpointManager.save
+    started: list[int] = []
+
+    def interrupted(manager, step, *args, **kwargs):
+        signal.raise_signal(signal.SIGINT)  # Ctrl-C before orbax starts anything
+        started.append(step)
+        return start_write(manager, step, *args, **kwargs)
+
+    monkeypatch.setattr(ocp.CheckpointManager, "save", interrupted)
+    store = CheckpointStore(tmp_path / "checkpoints")
+    with pytest.raises(KeyboardInterrupt):
+        store.save(1, {"w": np.arange(3.0)})
+    assert started == [1]
+    store.close()  # what the command does on Ctrl-C: pending writes finish
+    assert store.steps() == [1]
+    assert [p.name for p in store.directory.iterdir() if "tmp" in p.name] == []
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_deferred_signals_reach_their_handlers_in_order_after_the_block(ctrl_c_raises):
+    from jaxrl.io.preemption import interrupts_deferred
+
+    came: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, _: came.append(signum))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts_deferred():
+                signal.raise_signal(signal.SIGTERM)
+                signal.raise_signal(signal.SIGINT)
+                assert came == []  # held back
+        assert came == [signal.SIGTERM]  # then delivered: SIGTERM's handler, then Ctrl-C
+        with interrupts_deferred():  # nothing came: nothing is delivered
+            pass
+        assert came == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, previous)

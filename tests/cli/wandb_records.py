@@ -80,7 +80,16 @@ class OfflineRun:
 
 
 def offline_run(directory: Path) -> OfflineRun:
-    """The records of the offline run in ``directory`` (``.../offline-run-<time>-<id>``)."""
+    """The records of the offline run in ``directory`` (``.../offline-run-<time>-<id>``).
+
+    Runs finished in this process (the command run in-process) may not be on disk yet: a
+    run's ``finish`` can return before wandb's service has written its last records (a
+    resumed run read back without its run record under load), so this first waits for the
+    service to write everything and stop (``wandb.teardown``; the next run starts another).
+    """
+    import wandb
+
+    wandb.teardown()
     (path,) = Path(directory).glob("run-*.wandb")
     run_id, group, config, history, summary = "", "", {}, [], {}
     for record in records(path):
