@@ -276,15 +276,15 @@ _TUNED_TRPO = {
         "log_std_init": -0.29617020094680047,
         "num_steps": 2048,
     },
-    "Walker2d": {  # study trpo-Walker2d-v5, trial 3
-        "max_kl": 0.043925638476059924,
-        "gae_lambda": 0.9613638269193135,
+    "Walker2d": {  # study trpo-Walker2d-v5, trial 13
+        "max_kl": 0.041078494289031896,
+        "gae_lambda": 0.9788546576403608,
         "gamma": 0.995,
-        "lr": 0.000978618567468893,
+        "lr": 0.0001412944787040992,
         "optim_critic_iters": 30,
         "critic_batch_size": 256,
-        "log_std_init": -0.34689167453460157,
-        "num_steps": 1024,
+        "log_std_init": -0.3614564440914571,
+        "num_steps": 2048,
     },
 }
 _RL_ZOO_RUN = {
