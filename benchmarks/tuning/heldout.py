@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxrl.io import read_csv
+from jaxrl.io.metrics import learning_curve
 from jaxrl.io.report import FinalEvaluation
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -74,11 +74,11 @@ def gather(best: dict[str, Any], run_dirs: list[Path]) -> dict[str, Any]:
         stochastic = final.stochastic if final.stochastic is not None else [np.nan] * len(seeds)
         for seed, det, sto in zip(seeds, final.deterministic, stochastic, strict=True):
             finals[seed] = (float(det), float(sto))
-        table = read_csv(run_dir / "evals.csv")
-        for index, steps, value in zip(
-            table["seed"], table["env_steps"], table["eval_return"], strict=True
-        ):
-            evaluations.setdefault(int(steps), {})[seeds[int(index)]] = float(value)
+        steps, returns, indices = learning_curve(run_dir / "evals.csv")  # returns [P, S]
+        for at, row in zip(steps, returns, strict=True):
+            for index, value in zip(indices, row, strict=True):
+                if not np.isnan(value):
+                    evaluations.setdefault(int(at), {})[seeds[int(index)]] = float(value)
         steps_per_seed = final.env_steps
         episodes = run["eval_episodes"]
     order = sorted(finals)
