@@ -28,9 +28,9 @@ this unless ``--preset`` names one); every value can still be overridden.
   (``test/continuous/test_*.py``), tuned to pass a best-return bar with early stopping.
 - ``rl-zoo``: rl-baselines3-zoo's TRPO settings for MuJoCo (``hyperparams/trpo.yml``), where
   the tuning studies start.
-- ``mujoco-tuned``: TRPO tuned per task by ``jaxrl tune`` from ``rl-zoo`` (Hopper, Swimmer,
-  Walker2d so far; other tasks are refused), each task's values retrained on 10 held-out seeds
-  (``docs/benchmarks/tuning.md``).
+- ``mujoco-tuned``: TRPO tuned per task by ``jaxrl tune`` from ``rl-zoo`` (Ant, HalfCheetah,
+  Hopper, Swimmer, Walker2d; other tasks are refused), each task's values retrained on 10
+  held-out seeds (``docs/benchmarks/tuning.md``).
 - ``default``: the algorithm's own defaults (Tianshou's library defaults) with the run shape
   of Tianshou's Pendulum tests; for every other environment.
 """
@@ -256,6 +256,26 @@ _RL_ZOO_ON_POLICY = {
 # seeds at 1M env steps, the search space in trpo_mujoco.search), over rl-zoo's settings; each
 # retrained on 10 held-out seeds (benchmarks/results/tuned_heldout_trpo_TASK.json).
 _TUNED_TRPO = {
+    "Ant": {  # study trpo-Ant-v5, trial 11
+        "max_kl": 0.008556859838486242,
+        "gae_lambda": 0.9401355613066866,
+        "gamma": 0.98,
+        "lr": 0.0003024178290266885,
+        "optim_critic_iters": 30,
+        "critic_batch_size": 256,
+        "log_std_init": -0.7692790298706962,
+        "num_steps": 512,
+    },
+    "HalfCheetah": {  # study trpo-HalfCheetah-v5, trial 13
+        "max_kl": 0.007644753580315356,
+        "gae_lambda": 0.9513605374694833,
+        "gamma": 0.99,
+        "lr": 0.0001314220531997731,
+        "optim_critic_iters": 30,
+        "critic_batch_size": 64,
+        "log_std_init": -0.9429810108877161,
+        "num_steps": 1024,
+    },
     "Hopper": {  # study trpo-Hopper-v5, trial 7
         "max_kl": 0.005960439631423121,
         "gae_lambda": 0.9701926913016103,
@@ -380,7 +400,7 @@ PRESETS: dict[str, Preset] = {
     "mujoco-tuned": Preset(
         "mujoco-tuned",
         "TRPO tuned per MuJoCo task by jaxrl tune from rl-zoo's settings "
-        "(Hopper, Swimmer, Walker2d)",
+        "(Ant, HalfCheetah, Hopper, Swimmer, Walker2d)",
         _frozen({"trpo": {**_RL_ZOO_ON_POLICY, "max_kl": 0.01}}),
         _frozen({"trpo": _RL_ZOO_RUN}),
         _frozen({task: {"trpo": values} for task, values in _TUNED_TRPO.items()}),

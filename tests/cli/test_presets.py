@@ -163,7 +163,9 @@ def test_config_json_shows_the_preset_and_every_resolved_value(tmp_path):
 HELD_OUT = Path(__file__).parents[2] / "benchmarks" / "results"
 
 
-@pytest.mark.parametrize("task", ["Hopper-v5", "Swimmer-v5", "Walker2d-v5"])
+@pytest.mark.parametrize(
+    "task", ["Ant-v5", "HalfCheetah-v5", "Hopper-v5", "Swimmer-v5", "Walker2d-v5"]
+)
 def test_the_tuned_preset_is_what_the_held_out_seeds_trained(task):
     """``mujoco-tuned`` on a task is exactly the preset file its held-out runs trained with
     (rl-zoo's settings and the study's best values), through the API and the command line."""
@@ -190,8 +192,9 @@ def test_the_tuned_preset_is_what_the_held_out_seeds_trained(task):
     ("argv", "expected"),
     [
         (
-            ["trpo", "--env", "Ant-v5"],
-            "--preset mujoco-tuned has values for Hopper, Swimmer, Walker2d only, not Ant-v5",
+            ["trpo", "--env", "Humanoid-v5"],
+            "--preset mujoco-tuned has values for Ant, HalfCheetah, Hopper, Swimmer, Walker2d "
+            "only, not Humanoid-v5",
         ),
         (["npg", "--env", "Hopper-v5"], "--preset mujoco-tuned has no settings for npg"),
     ],
@@ -202,5 +205,5 @@ def test_the_tuned_preset_refuses_what_was_not_tuned(capsys, tmp_path, argv, exp
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and expected in err[0], err
     assert not run_dir.exists()
-    with pytest.raises(ValueError, match="has values for Hopper, Swimmer, Walker2d only"):
-        RunConfig.from_preset("trpo", "HalfCheetah-v5", "mujoco-tuned")
+    with pytest.raises(ValueError, match=r"has values for Ant, HalfCheetah, .* only, not Reacher"):
+        RunConfig.from_preset("trpo", "Reacher-v5", "mujoco-tuned")
