@@ -895,7 +895,7 @@ RL_ZOO_TRPO = {
 @dataclass(frozen=True)
 class TunedResult:
     """``--preset mujoco-tuned`` on a task's held-out seeds
-    (``results/tuned_heldout_trpo_TASK.json``): Tianshou's statistic (the maximum over
+    (``results/tuned_heldout_ALGO_TASK.json``): Tianshou's statistic (the maximum over
     evaluations of the mean across seeds, +- the std at that evaluation) and the final
     policy's deterministic evaluation, mean +- std over seeds."""
 
@@ -906,13 +906,13 @@ class TunedResult:
     final_std: float
 
 
-TUNED_RESULTS = BENCH_DIR / "results"  # where tuned_heldout_trpo_TASK.json are
+TUNED_RESULTS = BENCH_DIR / "results"  # where tuned_heldout_ALGO_TASK.json are
 
 
-def tuned_result(task: str, results: Path | None = None) -> TunedResult | None:
-    """The held-out result of TRPO's tuned preset on ``task`` (``"Hopper"``), None before its
-    study's best has been trained on held-out seeds."""
-    path = (results or TUNED_RESULTS) / f"tuned_heldout_trpo_{task.lower()}.json"
+def tuned_result(task: str, results: Path | None = None, algo: str = "trpo") -> TunedResult | None:
+    """The held-out result of ``algo`` 's tuned preset on ``task`` (``"Hopper"``), None
+    before its study's best has been trained on held-out seeds."""
+    path = (results or TUNED_RESULTS) / f"tuned_heldout_{algo}_{task.lower()}.json"
     if not path.exists():
         return None
     data = json.loads(path.read_text())
@@ -931,14 +931,15 @@ def tuned_result(task: str, results: Path | None = None) -> TunedResult | None:
 
 
 def _tuned_cells(algo: str, task: str) -> list[str]:
-    """The tuned columns of a row: TRPO's tuned preset on held-out seeds and rl-zoo's
-    published TRPO ("-" for other algorithms and tasks)."""
-    if algo != "trpo" or task not in RL_ZOO_TRPO:
-        return ["-", "-"]
-    tuned = tuned_result(task)
-    zoo = "{} +- {}".format(*RL_ZOO_TRPO[task])
+    """The tuned columns of a row: the tuned preset on held-out seeds (TRPO, and NPG where
+    its study's best has been trained on them) and rl-zoo's published TRPO ("-" for other
+    algorithms and tasks)."""
+    tuned = tuned_result(task, algo=algo) if algo in ("trpo", "npg") else None
+    zoo = "-"
+    if algo == "trpo" and task in RL_ZOO_TRPO:
+        zoo = "{} +- {}".format(*RL_ZOO_TRPO[task])
     if tuned is None:
-        return ["study running", zoo]
+        return ["-" if zoo == "-" else "study running", zoo]
     return [
         f"{tuned.max_of_mean:.1f} +- {tuned.std_at_max:.1f}; final "
         f"{tuned.final_mean:.1f} +- {tuned.final_std:.1f} ({tuned.seeds} seeds)",
@@ -980,7 +981,7 @@ def table_block(results: Sequence[CellResult]) -> str:
         "Tianshou (10 seeds)",
         "vs Tianshou",
         "jaxrl final evaluation, mean +- std",
-        "tuned TRPO (`mujoco-tuned`, held-out seeds): Tianshou's statistic; final",
+        "tuned (`mujoco-tuned`, held-out seeds): Tianshou's statistic; final",
         "rl-zoo TRPO (3 seeds, final)",
         "seeds",
         "env steps / seed",
@@ -993,9 +994,9 @@ def table_block(results: Sequence[CellResult]) -> str:
             "",
             *(f"{note}  " for note in notes),
             *([""] if notes else []),
-            "Tuned TRPO: `--preset mujoco-tuned` (each task's study's best trial, "
+            "Tuned: `--preset mujoco-tuned` (each task's study's best trial, "
             "docs/benchmarks/tuning.md) trained on 10 seeds no search used "
-            "(`benchmarks/results/tuned_heldout_trpo_TASK.json`), deterministic evaluations; "
+            "(`benchmarks/results/tuned_heldout_ALGO_TASK.json`), deterministic evaluations; "
             "'study running' where that run is not in yet. rl-zoo: sb3-contrib's TRPO with "
             "rl-baselines3-zoo's tuned settings, its published final evaluation (v3 tasks).",
             "",

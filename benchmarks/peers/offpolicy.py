@@ -34,14 +34,14 @@ Comparisons (``--only``, comma-separated; default all four):
     ``train_freq=1``, ``gradient_steps=1``).
 ``update``
     One learning step alone, ``--seeds`` seeds vmapped, batch 256, a full 20,000-transition
-    buffer of synthetic data, timed after compilation (the median over ``--update-calls`` /
-    ``policy_delay`` rounds, each round one cycle of each case in turn, so that the machine's
-    load falls on DDPG and TD3 alike; a cycle is ``policy_delay`` updates, rejax's DDPG 1,
-    waited for and divided by its updates), in one process per library: jaxrl's DDPG and
-    TD3 (``over_seeds(sample, then agent.update)``; TD3 runs its actor step on one update of
-    each cycle) and rejax's (sample then ``update_critic``,
-    ``policy_delay`` times, then ``update_actor`` and the target updates; the time of that
-    cycle divided by ``policy_delay``), rejax's as is and uniform-patched. The issue's target:
+    buffer of synthetic data, timed after compilation. Every case's compiled program runs
+    ``UPDATES_PER_CALL`` (4) updates in a ``lax.scan``, so each side pays one dispatch per 4
+    updates: jaxrl's DDPG and TD3 ``over_seeds(sample, then agent.update)`` (TD3 steps its
+    actor on every second update); rejax's cycles of ``policy_delay`` times (sample, then
+    ``update_critic``), then ``update_actor`` and the target updates, its sampler as is and
+    uniform-patched. A call's time divided by 4 is one update's; the median over
+    ``--update-calls`` / 4 rounds, each round one call of every case in turn, so that the
+    machine's load falls on them alike. The issue's target:
     jaxrl's TD3 update at most 1.2x its DDPG update. These processes are separate from the
     timed training runs, whose wall times they do not touch.
 
@@ -146,6 +146,7 @@ CRITIC_LR = 1e-3
 POLICY_NOISE = 0.2  # TD3, in [-1, 1]-action units
 NOISE_CLIP = 0.5
 POLICY_DELAY = 2
+UPDATES_PER_CALL = 4  # the update comparison: updates per compiled call, every case alike
 EVAL_EPISODES = 128  # rejax's fixed count per evaluation
 HOST_EVAL_EPISODES = 10
 PENDULUM_ACTION_SCALE = 2.0  # Pendulum's actions are in [-2, 2]: rejax's noises in its units
@@ -423,24 +424,32 @@ def jaxrl_update_child(seeds: int, calls: int) -> dict:
 
         state, buffer = init(keys)
 
-        def sample_and_update(state: Any, buffer: Any, key: Any, a: Any = agent) -> Any:
-            key, batch_key, update_key = jax.random.split(key, 3)
-            state, stats = a.update(state, a.sample_batch(buffer, batch_key), update_key)
+        def updates(state: Any, buffer: Any, key: Any, a: Any = agent) -> Any:
+            # UPDATES_PER_CALL updates in one program (TD3 steps its actor on every
+            # POLICY_DELAY-th), as rejax's cycles below.
+            def one(carry: tuple, _: None) -> tuple:
+                state, key = carry
+                key, batch_key, update_key = jax.random.split(key, 3)
+                state, stats = a.update(state, a.sample_batch(buffer, batch_key), update_key)
+                return (state, key), stats
+
+            (state, key), stats = jax.lax.scan(one, (state, key), None, UPDATES_PER_CALL)
             return state, stats, key
 
-        update = over_seeds(sample_and_update, "vmap", agent)
+        update = over_seeds(updates, "vmap", agent)
         keys = jax.random.split(jax.random.key(2), seeds)
         compiled, compile_s = _compile(update, state, buffer, keys)
         box = {"state": state, "key": keys}
 
         def step(box: dict = box, compiled: Any = compiled, buffer: Any = buffer) -> None:
-            # A cycle of POLICY_DELAY updates (TD3 steps its actor on one of them), as rejax's.
-            for _ in range(POLICY_DELAY):
-                box["state"], stats, box["key"] = compiled(box["state"], buffer, box["key"])
+            box["state"], stats, box["key"] = compiled(box["state"], buffer, box["key"])
             jax.block_until_ready((box["state"], stats))
 
-        cases.append((("jaxrl", algo, "uniform (jaxrl's)"), step, POLICY_DELAY, compile_s))
-    return {"rows": _time_in_rounds(cases, max(1, calls // POLICY_DELAY)), "backend": _backend()}
+        cases.append((("jaxrl", algo, "uniform (jaxrl's)"), step, UPDATES_PER_CALL, compile_s))
+    return {
+        "rows": _time_in_rounds(cases, max(1, calls // UPDATES_PER_CALL)),
+        "backend": _backend(),
+    }
 
 
 def _time_in_rounds(cases: list[tuple[tuple, Callable, int, float]], calls: int) -> list[dict]:
@@ -522,14 +531,19 @@ def rejax_update_child(seeds: int, calls: int) -> dict:
                 )
                 return ts.replace(replay_buffer=None)
 
-            compiled, compile_s = _compile(jax.vmap(cycle), ts, buffer)
+            def cycles(ts: Any, buffer: Any, delay: int = delay) -> Any:
+                # UPDATES_PER_CALL updates in one program, as jaxrl's above.
+                step = lambda ts, _: (cycle(ts, buffer), None)  # noqa: E731
+                return jax.lax.scan(step, ts, None, UPDATES_PER_CALL // delay)[0]
+
+            compiled, compile_s = _compile(jax.vmap(cycles), ts, buffer)
             box = {"ts": ts}
 
             def step(box: dict = box, compiled: Any = compiled, buffer: Any = buffer) -> None:
                 box["ts"] = jax.block_until_ready(compiled(box["ts"], buffer))
 
-            cases.append((("rejax", algo, sampler), step, delay, compile_s))
-        rows += _time_in_rounds(cases, max(1, calls // POLICY_DELAY))
+            cases.append((("rejax", algo, sampler), step, UPDATES_PER_CALL, compile_s))
+        rows += _time_in_rounds(cases, max(1, calls // UPDATES_PER_CALL))
     return {"rows": rows, "backend": _backend()}
 
 

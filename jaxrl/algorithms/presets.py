@@ -28,9 +28,9 @@ this unless ``--preset`` names one); every value can still be overridden.
   (``test/continuous/test_*.py``), tuned to pass a best-return bar with early stopping.
 - ``rl-zoo``: rl-baselines3-zoo's TRPO settings for MuJoCo (``hyperparams/trpo.yml``), where
   the tuning studies start.
-- ``mujoco-tuned``: TRPO tuned per task by ``jaxrl tune`` from ``rl-zoo`` (Ant, HalfCheetah,
-  Hopper, Swimmer, Walker2d; other tasks are refused), each task's values retrained on 10
-  held-out seeds (``docs/benchmarks/tuning.md``).
+- ``mujoco-tuned``: TRPO and NPG tuned per task by ``jaxrl tune`` from ``rl-zoo`` (TRPO: Ant,
+  HalfCheetah, Hopper, Swimmer, Walker2d; NPG: HalfCheetah; other tasks are refused), each
+  task's values retrained on 10 held-out seeds (``docs/benchmarks/tuning.md``).
 - ``default``: the algorithm's own defaults (Tianshou's library defaults) with the run shape
   of Tianshou's Pendulum tests; for every other environment.
 """
@@ -97,19 +97,23 @@ class Preset:
         run = dict(self.run.get(algo, self.run[like]))
         if env is None:
             return hyperparameters, run
-        self.check_task(env)
+        self.check_task(env, algo if self.tasks_only else None)
         task = self.tasks.get(task_name(env), {})
         values = task.get(algo, task.get(hyperparameters_like or "", {}))
         hyperparameters.update({k: v for k, v in values.items() if k not in run})
         run.update({k: v for k, v in values.items() if k in run})
         return hyperparameters, run
 
-    def check_task(self, env: str) -> None:
+    def check_task(self, env: str, algo: str | None = None) -> None:
         """Raises ``ValueError`` when the preset is ``tasks_only`` and has no values for
-        ``env``'s task."""
-        if self.tasks_only and task_name(env) not in self.tasks:
+        ``env``'s task (for ``algo``, when one is given)."""
+        if not self.tasks_only:
+            return
+        tasks = [task for task, values in self.tasks.items() if algo is None or algo in values]
+        if task_name(env) not in tasks:
+            which = "" if algo is None else f"{algo} on "
             raise ValueError(
-                f"preset {self.name} has values for {', '.join(self.tasks)} only, not {env}; "
+                f"preset {self.name} has values for {which}{', '.join(tasks)} only, not {env}; "
                 "choose another --preset"
             )
 
@@ -307,6 +311,20 @@ _TUNED_TRPO = {
         "num_steps": 2048,
     },
 }
+# NPG's study (npg_mujoco.search, the same protocol) over rl-zoo's settings with NPG's step
+# size 0.1; retrained on 10 held-out seeds (benchmarks/results/tuned_heldout_npg_TASK.json).
+_TUNED_NPG = {
+    "HalfCheetah": {  # study npg-HalfCheetah-v5, trial 4
+        "trust_region_size": 0.04519771306320705,
+        "gae_lambda": 0.9419679695570675,
+        "gamma": 0.999,
+        "lr": 0.00019515333830126354,
+        "optim_critic_iters": 30,
+        "critic_batch_size": 128,
+        "log_std_init": -0.9608122077456793,
+        "num_steps": 512,
+    },
+}
 _RL_ZOO_RUN = {
     "num_envs": 2,
     "num_steps": 1024,
@@ -315,6 +333,15 @@ _RL_ZOO_RUN = {
     "eval_episodes": 5,
     "normalize_obs": True,
 }
+
+# rl-zoo's values for both on-policy algorithms: the rl-zoo preset's, and what
+# mujoco-tuned's tasks change.
+_RL_ZOO = _frozen(
+    {
+        "trpo": {**_RL_ZOO_ON_POLICY, "max_kl": 0.01},
+        "npg": {**_RL_ZOO_ON_POLICY, "trust_region_size": 0.1},
+    }
+)
 
 PRESETS: dict[str, Preset] = {
     "pendulum": Preset(
@@ -386,12 +413,7 @@ PRESETS: dict[str, Preset] = {
         "rl-zoo",
         "rl-baselines3-zoo's TRPO settings for MuJoCo (hyperparams/trpo.yml, sb3-contrib); NPG "
         "with the same and its step size 0.1",
-        _frozen(
-            {
-                "trpo": {**_RL_ZOO_ON_POLICY, "max_kl": 0.01},
-                "npg": {**_RL_ZOO_ON_POLICY, "trust_region_size": 0.1},
-            }
-        ),
+        _RL_ZOO,
         _frozen({"trpo": _RL_ZOO_RUN, "npg": _RL_ZOO_RUN}),
         _frozen(
             {"HalfCheetah": {"trpo": {"max_kl": 0.04}}, "Swimmer": {"trpo": {"gamma": 0.9999}}}
@@ -399,11 +421,20 @@ PRESETS: dict[str, Preset] = {
     ),
     "mujoco-tuned": Preset(
         "mujoco-tuned",
-        "TRPO tuned per MuJoCo task by jaxrl tune from rl-zoo's settings "
-        "(Ant, HalfCheetah, Hopper, Swimmer, Walker2d)",
-        _frozen({"trpo": {**_RL_ZOO_ON_POLICY, "max_kl": 0.01}}),
-        _frozen({"trpo": _RL_ZOO_RUN}),
-        _frozen({task: {"trpo": values} for task, values in _TUNED_TRPO.items()}),
+        "TRPO and NPG tuned per MuJoCo task by jaxrl tune from rl-zoo's settings (TRPO: Ant, "
+        "HalfCheetah, Hopper, Swimmer, Walker2d; NPG: HalfCheetah)",
+        _RL_ZOO,
+        _frozen({"trpo": _RL_ZOO_RUN, "npg": _RL_ZOO_RUN}),
+        _frozen(
+            {
+                task: {
+                    algo: values[task]
+                    for algo, values in (("trpo", _TUNED_TRPO), ("npg", _TUNED_NPG))
+                    if task in values
+                }
+                for task in sorted({*_TUNED_TRPO, *_TUNED_NPG})
+            }
+        ),
         tasks_only=True,
     ),
     "default": Preset(

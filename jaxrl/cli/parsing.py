@@ -285,8 +285,9 @@ def preset_in_force(argv: list[str]) -> str:
         preset = get_preset(name)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    algo = argv[1] if len(argv) > 1 and argv[0] in TRAINING else None
     try:
-        preset.check_task(env)
+        preset.check_task(env, algo if algo in preset.run else None)
     except ValueError as error:
         raise UsageError(f"--{error}") from None
     return preset.name

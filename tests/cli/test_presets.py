@@ -164,28 +164,37 @@ HELD_OUT = Path(__file__).parents[2] / "benchmarks" / "results"
 
 
 @pytest.mark.parametrize(
-    "task", ["Ant-v5", "HalfCheetah-v5", "Hopper-v5", "Swimmer-v5", "Walker2d-v5"]
+    ("algo", "task"),
+    [
+        ("trpo", "Ant-v5"),
+        ("trpo", "HalfCheetah-v5"),
+        ("trpo", "Hopper-v5"),
+        ("trpo", "Swimmer-v5"),
+        ("trpo", "Walker2d-v5"),
+        ("npg", "HalfCheetah-v5"),
+    ],
 )
-def test_the_tuned_preset_is_what_the_held_out_seeds_trained(task):
+def test_the_tuned_preset_is_what_the_held_out_seeds_trained(algo, task):
     """``mujoco-tuned`` on a task is exactly the preset file its held-out runs trained with
     (rl-zoo's settings and the study's best values), through the API and the command line."""
     trained = json.loads(
-        (HELD_OUT / f"tuned_heldout_trpo_{task.split('-')[0].lower()}.json").read_text()
+        (HELD_OUT / f"tuned_heldout_{algo}_{task.split('-')[0].lower()}.json").read_text()
     )
     assert trained["task"] == task and trained["preset"]["preset"] == "rl-zoo"
+    assert trained["algo"] == algo
     held_out = RunConfig.from_preset(
-        "trpo",
+        algo,
         task,
         "rl-zoo",
         hyperparameters=trained["preset"]["hyperparameters"],
         **trained["preset"]["run"],
     )
-    tuned = RunConfig.from_preset("trpo", task, "mujoco-tuned")
+    tuned = RunConfig.from_preset(algo, task, "mujoco-tuned")
     assert dataclasses.replace(tuned, preset="rl-zoo") == held_out
-    args = parse(["train", "trpo", "--env", task, "--preset", "mujoco-tuned"])
+    args = parse(["train", algo, "--env", task, "--preset", "mujoco-tuned"])
     same = json.loads(json.dumps(args.hyperparameters))  # tuples as the config's lists
     assert same == json.loads(json.dumps(held_out.hyperparameters))
-    assert run_defaults("trpo", "mujoco-tuned", task)["num_steps"] == held_out.num_steps
+    assert run_defaults(algo, "mujoco-tuned", task)["num_steps"] == held_out.num_steps
 
 
 @pytest.mark.parametrize(
@@ -193,10 +202,14 @@ def test_the_tuned_preset_is_what_the_held_out_seeds_trained(task):
     [
         (
             ["trpo", "--env", "Humanoid-v5"],
-            "--preset mujoco-tuned has values for Ant, HalfCheetah, Hopper, Swimmer, Walker2d "
-            "only, not Humanoid-v5",
+            "--preset mujoco-tuned has values for trpo on Ant, HalfCheetah, Hopper, Swimmer, "
+            "Walker2d only, not Humanoid-v5",
         ),
-        (["npg", "--env", "Hopper-v5"], "--preset mujoco-tuned has no settings for npg"),
+        (
+            ["npg", "--env", "Hopper-v5"],
+            "--preset mujoco-tuned has values for npg on HalfCheetah only, not Hopper-v5",
+        ),
+        (["ddpg", "--env", "Hopper-v5"], "--preset mujoco-tuned has no settings for ddpg"),
     ],
 )
 def test_the_tuned_preset_refuses_what_was_not_tuned(capsys, tmp_path, argv, expected):
@@ -205,5 +218,7 @@ def test_the_tuned_preset_refuses_what_was_not_tuned(capsys, tmp_path, argv, exp
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and expected in err[0], err
     assert not run_dir.exists()
-    with pytest.raises(ValueError, match=r"has values for Ant, HalfCheetah, .* only, not Reacher"):
+    with pytest.raises(ValueError, match=r"for trpo on Ant, HalfCheetah, .* only, not Reacher"):
         RunConfig.from_preset("trpo", "Reacher-v5", "mujoco-tuned")
+    with pytest.raises(ValueError, match=r"for npg on HalfCheetah only, not Walker2d-v5"):
+        RunConfig.from_preset("npg", "Walker2d-v5", "mujoco-tuned")
