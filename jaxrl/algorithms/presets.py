@@ -97,7 +97,7 @@ class Preset:
         run = dict(self.run.get(algo, self.run[like]))
         if env is None:
             return hyperparameters, run
-        self.check_task(env, algo if self.tasks_only else None)
+        self.check_task(env, algo)
         task = self.tasks.get(task_name(env), {})
         values = task.get(algo, task.get(hyperparameters_like or "", {}))
         hyperparameters.update({k: v for k, v in values.items() if k not in run})
@@ -342,6 +342,7 @@ _RL_ZOO = _frozen(
         "npg": {**_RL_ZOO_ON_POLICY, "trust_region_size": 0.1},
     }
 )
+_RL_ZOO_RUNS = _frozen({"trpo": _RL_ZOO_RUN, "npg": _RL_ZOO_RUN})
 
 PRESETS: dict[str, Preset] = {
     "pendulum": Preset(
@@ -414,7 +415,7 @@ PRESETS: dict[str, Preset] = {
         "rl-baselines3-zoo's TRPO settings for MuJoCo (hyperparams/trpo.yml, sb3-contrib); NPG "
         "with the same and its step size 0.1",
         _RL_ZOO,
-        _frozen({"trpo": _RL_ZOO_RUN, "npg": _RL_ZOO_RUN}),
+        _RL_ZOO_RUNS,
         _frozen(
             {"HalfCheetah": {"trpo": {"max_kl": 0.04}}, "Swimmer": {"trpo": {"gamma": 0.9999}}}
         ),
@@ -424,7 +425,7 @@ PRESETS: dict[str, Preset] = {
         "TRPO and NPG tuned per MuJoCo task by jaxrl tune from rl-zoo's settings (TRPO: Ant, "
         "HalfCheetah, Hopper, Swimmer, Walker2d; NPG: HalfCheetah)",
         _RL_ZOO,
-        _frozen({"trpo": _RL_ZOO_RUN, "npg": _RL_ZOO_RUN}),
+        _RL_ZOO_RUNS,
         _frozen(
             {
                 task: {
