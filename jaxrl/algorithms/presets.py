@@ -29,8 +29,9 @@ this unless ``--preset`` names one); every value can still be overridden.
 - ``rl-zoo``: rl-baselines3-zoo's TRPO settings for MuJoCo (``hyperparams/trpo.yml``), where
   the tuning studies start.
 - ``mujoco-tuned``: TRPO and NPG tuned per task by ``jaxrl tune`` from ``rl-zoo`` (TRPO: Ant,
-  HalfCheetah, Hopper, Swimmer, Walker2d; NPG: HalfCheetah; other tasks are refused), each
-  task's values retrained on 10 held-out seeds (``docs/benchmarks/tuning.md``).
+  HalfCheetah, Hopper, Swimmer, Walker2d; NPG: HalfCheetah, Hopper; other tasks are
+  refused), each task's values retrained on 10 held-out seeds
+  (``docs/benchmarks/tuning.md``).
 - ``default``: the algorithm's own defaults (Tianshou's library defaults) with the run shape
   of Tianshou's Pendulum tests; for every other environment.
 """
@@ -324,6 +325,7 @@ _TUNED_NPG = {
         "log_std_init": -0.9608122077456793,
         "num_steps": 512,
     },
+    "Hopper": {},  # study npg-Hopper-v5, trial 0: rl-zoo's values, no trial beat them
 }
 _RL_ZOO_RUN = {
     "num_envs": 2,
@@ -423,7 +425,7 @@ PRESETS: dict[str, Preset] = {
     "mujoco-tuned": Preset(
         "mujoco-tuned",
         "TRPO and NPG tuned per MuJoCo task by jaxrl tune from rl-zoo's settings (TRPO: Ant, "
-        "HalfCheetah, Hopper, Swimmer, Walker2d; NPG: HalfCheetah)",
+        "HalfCheetah, Hopper, Swimmer, Walker2d; NPG: HalfCheetah, Hopper)",
         _RL_ZOO,
         _RL_ZOO_RUNS,
         _frozen(

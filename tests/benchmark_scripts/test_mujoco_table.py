@@ -516,5 +516,5 @@ def test_the_tuned_column_is_the_held_out_runs_statistic(tmp_path):
     assert (tuned.seeds, tuned.max_of_mean, tuned.std_at_max) == (2, 30.0, 10.0)
     assert (tuned.final_mean, tuned.final_std) == (10.0, 2.0)
     assert mt.tuned_result("Walker2d", tmp_path) is None
-    assert mt._tuned_cells("npg", "Hopper") == ["-", "-"]
+    assert mt._tuned_cells("ddpg", "Hopper") == ["-", "-"]
     assert mt._tuned_cells("trpo", "Reacher") == ["-", "-"]
