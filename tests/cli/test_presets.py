@@ -208,8 +208,7 @@ def test_the_tuned_preset_is_what_the_held_out_seeds_trained(algo, task):
         ),
         (
             ["npg", "--env", "Walker2d-v5"],
-            "--preset mujoco-tuned has values for npg on HalfCheetah, Hopper only, not "
-            "Walker2d-v5",
+            "--preset mujoco-tuned has values for npg on HalfCheetah, Hopper only, not Walker2d-v5",
         ),
         (["ddpg", "--env", "Hopper-v5"], "--preset mujoco-tuned has no settings for ddpg"),
     ],
