@@ -71,6 +71,69 @@ def test_the_reference_check_sees_the_tables():
     assert "jaxrl.core.not_a_name" not in documented
 
 
+# A name in backticks (Markdown's, or reST's ``name`` and :role:`~name`): `jaxrl.x.y` (a
+# module, or an attribute of one) or `jaxrl/x/y.py`.
+_NAMED = re.compile(r"`~?(jaxrl(?:\.\w+)+|jaxrl/[\w/]+\.py)")
+# The pages, and the docstrings and comments of the package, benchmarks and examples (the
+# changelog, a history, may name what was removed; tests name made-up modules).
+_TEXTS = ("README.md", "TESTING.md", "docs/**/*.md", "jaxrl/**/*.py", "benchmarks/**/*.py")
+_TEXTS += ("examples/**/*.py",)
+
+
+def named_in(text: str) -> set[str]:
+    """The jaxrl names and paths ``text`` writes in backticks (a call's name without it)."""
+    return set(_NAMED.findall(text))
+
+
+def resolves(name: str) -> bool:
+    """Whether ``name`` (``jaxrl.a.b``) is a module or an attribute reached from one, or a
+    path (``jaxrl/a.py``) a file of this checkout."""
+    if name.endswith(".py"):
+        return (ROOT / name).is_file()
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(value, attribute):
+                return False
+            value = getattr(value, attribute)
+        return True
+    return False
+
+
+def test_the_docs_name_only_what_exists():
+    """Every ``jaxrl.…`` name and ``jaxrl/…`` path that the pages and docstrings write in
+    backticks exists: a moved or renamed piece leaves no stale pointer to it."""
+    texts = {path for pattern in _TEXTS for path in ROOT.glob(pattern)}
+    stale = sorted(
+        f"{text.relative_to(ROOT)}: {name}"
+        for text in texts
+        if not {"generated", ".venv-rejax", ".venv-sbx"} & set(text.parts)
+        for name in named_in(text.read_text())
+        if not resolves(name)
+    )
+    assert not stale, stale
+
+
+def test_the_names_check_tells_a_stale_name():
+    text = "`jaxrl.core.gae`, `jaxrl.io.no_such_module`, `jaxrl.TRPO(gamma=0.9)`, `jaxrl/io/x.py`"
+    text += ", :func:`~jaxrl.core.returns.gae`"
+    assert named_in(text) == {
+        "jaxrl.core.gae",
+        "jaxrl.core.returns.gae",
+        "jaxrl.io.no_such_module",
+        "jaxrl.TRPO",
+        "jaxrl/io/x.py",
+    }
+    assert resolves("jaxrl.core.gae") and resolves("jaxrl.TRPO")
+    assert resolves("jaxrl/io/runner.py")
+    assert not resolves("jaxrl.io.no_such_module") and not resolves("jaxrl.core.no_such_name")
+    assert not resolves("jaxrl/io/x.py")
+
+
 @pytest.mark.slow
 def test_the_site_builds_without_a_warning(tmp_path):
     """``sphinx-build -W --keep-going -n``: warnings are errors, every cross-reference to

@@ -142,7 +142,7 @@ class _Programs:
 
     def _observe_and_act(self, carry: HostCarry, raw, raw_final, steps) -> tuple:
         """Normalize what the last env step returned, then act on it (one dispatch):
-        :func:`jaxrl.training.observe_and_act` of every seed."""
+        :func:`jaxrl.training.env_step.observe_and_act` of every seed."""
         state, stats, sample, obs, final = jax.vmap(
             functools.partial(observe_and_act, self.agent),
             in_axes=(0, 0, 0, 0, 0, None),
