@@ -29,6 +29,9 @@ The command's modules import one way: this entry point -> :mod:`jaxrl.cli.studie
 
 from __future__ import annotations
 
+import atexit
+import functools
+import gc
 import os
 import sys
 from pathlib import Path
@@ -86,9 +89,20 @@ def load_plugins(argv: list[str]) -> list[str]:
     return rest
 
 
+@functools.cache
+def _freeze_at_exit() -> None:
+    """At the interpreter's exit, once the handlers that libraries register during a command
+    (orbax, wandb) have run, spare the cyclic garbage collector its last walk over every
+    object that JAX, Flax, orbax and matplotlib made (``gc.freeze``): most of a second of
+    each command on a CPU. Reference counting still frees them, and the command has closed
+    every file it writes before it returns. Registered once however often ``main`` runs."""
+    atexit.register(gc.freeze)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``jaxrl`` command; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _freeze_at_exit()
     try:
         argv = expand_preset_file(load_plugins(argv))
         args = parse(argv)
