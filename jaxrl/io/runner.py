@@ -20,6 +20,7 @@ filesystem every process reads).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -200,12 +201,16 @@ def _open_books(
     restores (:func:`_resume_point`), their trees joined along the ``[G * S]`` axis; where
     the settings' checkpoints are of different periods (one was damaged), or one has none,
     every run starts over."""
-    template = loop.checkpoint_template()
-    if loop.num_settings > 1:  # what one setting's checkpoint holds: its S seeds
-        seeds = configs[0].num_seeds
-        template = jax.tree_util.tree_map(
-            lambda x: jax.ShapeDtypeStruct((seeds, *x.shape[1:]), x.dtype), template
+
+    @functools.cache
+    def template() -> Any:  # what one setting's checkpoint holds (its S seeds), when asked
+        whole, seeds = loop.checkpoint_template(), configs[0].num_seeds
+        if loop.num_settings == 1:
+            return whole
+        return jax.tree_util.tree_map(
+            lambda x: jax.ShapeDtypeStruct((seeds, *x.shape[1:]), x.dtype), whole
         )
+
     stores = [CheckpointStore(run_dir.checkpoints) for run_dir in run_dirs]
     points = [_resume_point(store, template, resume, say) for store in stores]
     metas = [meta for _, meta in points]
@@ -362,14 +367,14 @@ def check_config(config: RunConfig) -> None:
 
 
 def _resume_point(
-    store: CheckpointStore, like: Any, resume: bool, say: Callable[[str], None]
+    store: CheckpointStore, like: Callable[[], Any], resume: bool, say: Callable[[str], None]
 ) -> tuple[Any, dict[str, Any] | None]:
-    """The newest checkpoint that restores (every process reads it; a damaged newer one is
-    skipped and ``say`` told why) and its metadata, or None; the primary process then
-    removes newer and incomplete checkpoints."""
+    """The newest checkpoint that restores into ``like()`` (asked only when there is one;
+    every process reads it; a damaged newer one is skipped and ``say`` told why) and its
+    metadata, or None; the primary process then removes newer and incomplete checkpoints."""
     tree, meta, skipped = None, None, []
     if resume and store.latest_step() is not None:
-        tree, meta, skipped = store.restore_newest(like)
+        tree, meta, skipped = store.restore_newest(like())
     for _, reason in skipped if is_primary() else ():
         say(f"{reason}; skipped it, resuming from an older checkpoint")
     barrier("jaxrl-resume-point")  # every process has read it before any is removed
