@@ -67,7 +67,11 @@ def _value_problem(flag: str, kind: Any, value: str) -> str | None:
     if optional and value == "None":
         return None
     if typing.get_origin(kind) in (tuple, list, Sequence):
-        return _value_problem(flag, typing.get_args(kind)[0], value)
+        problem = _value_problem(flag, typing.get_args(kind)[0], value)
+        spelled = value.strip("[]()").replace(",", " ").split()
+        if problem and len(spelled) > 1:  # "64,64" or "[64, 64]": a list in one word
+            problem += f"; give the values separated by spaces: {flag} {' '.join(spelled)}"
+        return problem
     if typing.get_origin(kind) is Literal:
         choices = [str(c) for c in typing.get_args(kind)]
         if value not in choices:

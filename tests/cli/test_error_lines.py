@@ -27,6 +27,10 @@ USAGE = {
     "env": (["train", "trpo", "--env", "NoSuchEnv-v0"], "unknown environment id 'NoSuchEnv-v0'"),
     "option": (["train", "trpo", "--max-kll", "0.01"], "did you mean --max-kl?"),
     "value": (["train", "trpo", "--max-kl", "abc"], "invalid value for --max-kl: 'abc'"),
+    "list": (
+        ["train", "trpo", "--hidden-sizes", "64,64"],
+        "separated by spaces: --hidden-sizes 64 64",
+    ),
     "steps": (["train", "trpo", "--total-steps", "-5"], "--total-steps must be a positive"),
     "plugin": (["train", "trpo", "--plugin"], "--plugin needs a plug-in file or module name"),
     "resume-missing": (["train", "trpo", "--resume", "{tmp}/nope"], "does not exist"),

@@ -49,6 +49,18 @@ EVALUATE = CommandSpec(
             ["--hidden-sizes", "32", "x", "--gamma", "0.9"],
             "invalid value for --hidden-sizes: 'x' is not an integer",
         ),
+        (
+            SPEC,
+            ["--hidden-sizes", "64,64"],
+            "invalid value for --hidden-sizes: '64,64' is not an integer; give the values "
+            "separated by spaces: --hidden-sizes 64 64",
+        ),
+        (
+            SPEC,
+            ["--hidden-sizes=[64, 64]"],
+            "invalid value for --hidden-sizes: '[64, 64]' is not an integer; give the values "
+            "separated by spaces: --hidden-sizes 64 64",
+        ),
         (SPEC, ["--no-return-scaling", "--gamma"], "--gamma expects a value"),
         (SPEC, ["--hidden-sizes", "--gamma", "0.9"], "--hidden-sizes expects a value"),
         (
