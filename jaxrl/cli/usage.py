@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import re
 import types
 import typing
@@ -85,8 +86,19 @@ def _value_problem(flag: str, kind: Any, value: str) -> str | None:
             float(value)
     except ValueError:
         expected = "an integer" if kind is int else "a number"
-        return f"invalid value for {flag}: {value!r} is not {expected}"
+        problem = f"invalid value for {flag}: {value!r} is not {expected}"
+        whole = _whole_number(value) if kind is int else None
+        return problem if whole is None else f"{problem}; write it out: {flag} {whole}"
     return None
+
+
+def _whole_number(value: str) -> int | None:
+    """``value`` as an integer when it is one in another spelling (``"1e6"``, ``"2048.0"``)."""
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return int(number) if math.isfinite(number) and number == int(number) else None
 
 
 def _lookup(spec: CommandSpec, option: str) -> tuple[str, Any] | None:

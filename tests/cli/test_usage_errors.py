@@ -38,6 +38,12 @@ EVALUATE = CommandSpec(
             "did you mean --gamma? (see jaxrl train tiny --help)",
         ),
         (SPEC, ["--repeat", "1.5"], "invalid value for --repeat: '1.5' is not an integer"),
+        (
+            SPEC,
+            ["--repeat", "1e6"],
+            "invalid value for --repeat: '1e6' is not an integer; write it out: --repeat 1000000",
+        ),
+        (SPEC, ["--repeat", "inf"], "invalid value for --repeat: 'inf' is not an integer"),
         (SPEC, ["--gamma=high"], "invalid value for --gamma: 'high' is not a number"),
         (
             SPEC,
