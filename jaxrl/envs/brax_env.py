@@ -81,6 +81,12 @@ def brax_env_names() -> list[str]:
     return sorted(_import_brax_envs()._envs)
 
 
+def _gymnax_spaces() -> Any:
+    from jaxrl.envs.jax_envs import import_gymnax
+
+    return import_gymnax().environments.spaces
+
+
 @struct.dataclass
 class BraxParams:
     """Environment parameters: the time limit in steps."""
@@ -164,12 +170,12 @@ class BraxEnv:
         return BRAX_PREFIX + self.name
 
     def observation_space(self, params: BraxParams | None = None) -> Any:
-        from gymnax.environments import spaces
+        spaces = _gymnax_spaces()
 
         return spaces.Box(-jnp.inf, jnp.inf, (self.obs_size,), jnp.float32)
 
     def action_space(self, params: BraxParams | None = None) -> Any:
-        from gymnax.environments import spaces
+        spaces = _gymnax_spaces()
 
         return spaces.Box(-1.0, 1.0, (self.action_size,), jnp.float32)
 
