@@ -14,7 +14,7 @@ import numpy as np
 
 from jaxrl.io.checkpoints import CheckpointStore
 from jaxrl.io.config import RunConfig
-from jaxrl.io.metrics import MetricsLogger
+from jaxrl.io.metrics import Columns, MetricsLogger
 from jaxrl.io.plots import plot_runs
 from jaxrl.io.progress import RunProgress
 from jaxrl.io.report import FinalEvaluation
@@ -134,33 +134,30 @@ class RunBook:
             final.save(self.run_dir.final_eval)
         self.tracker.log_final(final)
 
-    def end_period(
-        self, update_rows: list[dict[str, Any]], eval_returns: np.ndarray, env_steps: int
-    ) -> None:
-        """Log one evaluation period (``self.period`` already advanced)."""
+    def end_period(self, updates: Columns, eval_returns: np.ndarray, env_steps: int) -> None:
+        """Log one evaluation period (``self.period`` already advanced): its ``updates``
+        rows and its evaluation."""
         self.env_steps = env_steps
         self.eval_returns = np.asarray(eval_returns, np.float64)
-        self.metrics.log_updates(update_rows)
-        self.tracker.log_updates(update_rows)
+        self.metrics.log_updates(updates)
+        self.tracker.log_updates(updates)
         self.log_evals(self.eval_returns, env_steps)
         per_seed = jnp.asarray(self.eval_returns)
         self.progress.update(env_steps, float(jnp.mean(per_seed)), float(jnp.std(per_seed)))
 
     def log_evals(self, returns: np.ndarray, env_steps: int) -> None:
         """Log each seed's evaluation ``returns [S]`` after ``env_steps`` env steps."""
-        wall = self.wall_time()
-        rows = [
-            {
-                "seed": seed,
-                "period": self.period,
-                "env_steps": env_steps,
-                "eval_return": float(value),
-                "wall_time": round(wall, 3),
-            }
-            for seed, value in enumerate(returns)
-        ]
-        self.metrics.log_evals(rows)
-        self.tracker.log_evals(rows)
+        returns = np.asarray(returns, np.float64)
+        seeds = len(returns)
+        columns = {
+            "seed": np.arange(seeds),
+            "period": np.full(seeds, self.period),
+            "env_steps": np.full(seeds, env_steps),
+            "eval_return": returns,
+            "wall_time": np.full(seeds, round(self.wall_time(), 3)),
+        }
+        self.metrics.log_evals(columns)
+        self.tracker.log_evals(columns)
 
     def checkpoint_due(self) -> bool:
         every = self.config.checkpoint_every

@@ -33,6 +33,7 @@ from jaxrl.algorithms.protocol import evaluates_both_modes
 from jaxrl.io.bookkeeping import RunBook, TrainResult
 from jaxrl.io.checkpoints import CheckpointError, CheckpointStore
 from jaxrl.io.config import RunConfig
+from jaxrl.io.metrics import Columns
 from jaxrl.io.report import FinalEvaluation
 from jaxrl.io.run_dir import RunDir
 from jaxrl.io.tracking import DEFAULT_TRACKING, Tracking
@@ -325,8 +326,8 @@ def _train_periods(
         for g, run in enumerate(runs):
             own = loop.part(metrics, g)
             run.period += 1
-            rows = update_rows(own, run.period, first_update=done + 1)
-            run.end_period(rows, own["eval/return"], int(own["eval/env_steps"][0]))
+            updates = update_columns(own, run.period, first_update=done + 1)
+            run.end_period(updates, own["eval/return"], int(own["eval/env_steps"][0]))
         done += np.shape(metrics["env_steps"])[1]  # the period's collections
         pruned = on_period is not None and on_period(
             first.period, first.env_steps, [run.eval_returns for run in runs]
@@ -383,27 +384,27 @@ def _resume_point(
     return tree, meta
 
 
-def update_rows(
+def update_columns(
     metrics: dict[str, np.ndarray],
     period: int,
     steps_offset: int = 0,
     first_update: int | None = None,
-) -> list[dict[str, Any]]:
-    """One row per seed and update of a period's per-update metrics ``[S, U]``;
-    ``steps_offset`` is added to ``env_steps`` (the backends count from the run's start);
-    ``first_update`` numbers the period's first collection (default: whole periods of ``U``
-    before it)."""
+) -> Columns:
+    """The rows of a period's per-update metrics ``[S, U]``, one per seed and update
+    (seed-major), as :data:`jaxrl.io.metrics.Columns`; ``steps_offset`` is added to
+    ``env_steps`` (the backends count from the run's start); ``first_update`` numbers the
+    period's first collection (default: whole periods of ``U`` before it)."""
     per_update = {k: np.asarray(v) for k, v in metrics.items() if not k.startswith("eval/")}
     num_seeds, updates = per_update["env_steps"].shape
     first = (period - 1) * updates + 1 if first_update is None else first_update
-    rows = []
-    for seed in range(num_seeds):
-        for index in range(updates):
-            row = {name: value[seed, index] for name, value in per_update.items()}
-            row.update(seed=seed, period=period, update=first + index)
-            row["env_steps"] = int(row["env_steps"]) + steps_offset
-            rows.append(row)
-    return rows
+    columns = {name: value.reshape(-1) for name, value in per_update.items()}
+    columns.update(
+        seed=np.repeat(np.arange(num_seeds), updates),
+        period=np.full(num_seeds * updates, period),
+        update=np.tile(np.arange(first, first + updates), num_seeds),
+        env_steps=columns["env_steps"].astype(np.int64) + steps_offset,
+    )
+    return columns
 
 
 def _setup_message(run: RunBook) -> str:

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from jaxrl.io.files import RUN_REMEDY, read_json, write_text
-from jaxrl.io.metrics import tensorboard_points
+from jaxrl.io.metrics import Columns, tensorboard_points
 from jaxrl.io.report import FinalEvaluation
 from jaxrl.io.run_dir import RunDir
 
@@ -112,27 +112,28 @@ DEFAULT_TRACKING = Tracking()
 """TensorBoard alone (``--logger tensorboard``, the default)."""
 
 
-def wandb_history_rows(kind: str, rows: Sequence[dict[str, Any]]) -> list[dict[str, float | int]]:
+def wandb_history_rows(kind: str, columns: Columns) -> list[dict[str, float | int]]:
     """The wandb history rows of metrics rows, in the order of their env steps.
 
     Args:
       kind: ``"evals"`` (rows of ``evals.csv``: ``eval/return`` across seeds and
         ``eval/return_seed_<i>`` per seed) or ``"updates"`` (rows of ``updates.csv``:
         ``train/<name>``, the mean across seeds of each TensorBoard point).
-      rows: the metrics rows (``seed``, ``env_steps`` and values).
+      columns: the metrics rows (:data:`jaxrl.io.metrics.Columns`: ``seed``,
+        ``env_steps`` and values).
 
     Returns:
       One dict per env step, with ``env_steps`` and the keys above.
     """
     by_step: dict[int, dict[str, list[float]]] = {}
     if kind == "evals":
-        for row in rows:
-            values = by_step.setdefault(int(row["env_steps"]), {})
-            value = float(row["eval_return"])
-            values.setdefault("eval/return", []).append(value)
-            values[f"eval/return_seed_{int(row['seed'])}"] = [value]
+        rows = zip(columns["seed"], columns["env_steps"], columns["eval_return"], strict=True)
+        for seed, step, value in rows:
+            values = by_step.setdefault(int(step), {})
+            values.setdefault("eval/return", []).append(float(value))
+            values[f"eval/return_seed_{int(seed)}"] = [float(value)]
     elif kind == "updates":
-        for _, step, means in tensorboard_points(rows):
+        for _, step, means in tensorboard_points(columns):
             values = by_step.setdefault(step, {})
             for name, value in means.items():
                 values.setdefault(f"train/{name}", []).append(value)
@@ -177,11 +178,11 @@ class NoTracker:
     """The tracker of a run logged to no experiment tracker (or of a process that logs
     nothing: not process 0 of a job)."""
 
-    def log_updates(self, rows: Sequence[dict[str, Any]]) -> None:
-        del rows
+    def log_updates(self, columns: Columns) -> None:
+        del columns
 
-    def log_evals(self, rows: Sequence[dict[str, Any]]) -> None:
-        del rows
+    def log_evals(self, columns: Columns) -> None:
+        del columns
 
     def log_final(self, final: FinalEvaluation) -> None:
         del final
@@ -231,13 +232,13 @@ class WandbTracker(NoTracker):
             self.env_steps = max(self.env_steps, int(row["env_steps"]))
             self.run.log(row)
 
-    def log_updates(self, rows: Sequence[dict[str, Any]]) -> None:
+    def log_updates(self, columns: Columns) -> None:
         """The update statistics' points (:func:`wandb_history_rows`, ``"updates"``)."""
-        self._log(wandb_history_rows("updates", rows))
+        self._log(wandb_history_rows("updates", columns))
 
-    def log_evals(self, rows: Sequence[dict[str, Any]]) -> None:
+    def log_evals(self, columns: Columns) -> None:
         """Evaluations (:func:`wandb_history_rows`, ``"evals"``)."""
-        self._log(wandb_history_rows("evals", rows))
+        self._log(wandb_history_rows("evals", columns))
 
     def log_final(self, final: FinalEvaluation) -> None:
         """The final report, into the run's summary (:func:`final_summary`)."""

@@ -106,3 +106,10 @@ def tensorboard_scalars(directory: Path) -> dict[str, list[tuple[int, float]]]:
             for value in event.summary.value:
                 scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
     return scalars
+
+
+def as_columns(rows: list[dict]) -> dict[str, list]:
+    """Rows (dicts) as the metrics' columns (:data:`jaxrl.io.metrics.Columns`): every name
+    any row carries, NaN where a row lacks it."""
+    names = dict.fromkeys(name for row in rows for name in row)
+    return {name: [row.get(name, float("nan")) for row in rows] for name in names}

@@ -20,7 +20,7 @@ from jaxrl.io.metrics import (
     tensorboard_points,
 )
 
-from .helpers import tensorboard_scalars
+from .helpers import as_columns, tensorboard_scalars
 
 
 def _rows(seed: int, period: int, steps: range, **stats: float) -> list[dict]:
@@ -41,8 +41,8 @@ def test_a_statistic_that_appears_later_becomes_a_column(tmp_path):
     fix the header, and every later loss was dropped."""
     path = tmp_path / "updates.csv"
     table = CsvTable(path, UPDATE_COLUMNS)
-    table.append(_rows(0, 1, range(1, 4)))
-    table.append(_rows(0, 2, range(4, 6), critic_loss=2.5, actor_loss=-1.0))
+    table.append(as_columns(_rows(0, 1, range(1, 4))))
+    table.append(as_columns(_rows(0, 2, range(4, 6), critic_loss=2.5, actor_loss=-1.0)))
     lines = _lines(path)
     assert lines[0] == [*UPDATE_COLUMNS, "actor_loss", "critic_loss"]
     assert all(len(line) == len(lines[0]) for line in lines)
@@ -53,7 +53,7 @@ def test_a_statistic_that_appears_later_becomes_a_column(tmp_path):
 
     # A table reopened (a resumed run) widens the same way and keeps the order it has.
     again = CsvTable(path, UPDATE_COLUMNS)
-    again.append(_rows(0, 3, range(6, 7), critic_loss=1.0, q=3.0))
+    again.append(as_columns(_rows(0, 3, range(6, 7), critic_loss=1.0, q=3.0)))
     assert _lines(path)[0] == [*UPDATE_COLUMNS, "actor_loss", "critic_loss", "q"]
     data = read_csv(path)
     np.testing.assert_array_equal(data["q"], [np.nan] * 5 + [3.0])
@@ -63,7 +63,7 @@ def test_a_statistic_that_appears_later_becomes_a_column(tmp_path):
 def test_a_batch_of_rows_takes_every_name_any_row_carries(tmp_path):
     path = tmp_path / "updates.csv"
     CsvTable(path, UPDATE_COLUMNS).append(
-        _rows(0, 1, range(1, 3)) + _rows(0, 1, range(3, 4), kl=0.5)
+        as_columns(_rows(0, 1, range(1, 3)) + _rows(0, 1, range(3, 4), kl=0.5))
     )
     assert _lines(path)[0] == [*UPDATE_COLUMNS, "kl"]
     np.testing.assert_array_equal(read_csv(path)["kl"], [np.nan, np.nan, 0.5])
@@ -102,7 +102,7 @@ def test_tensorboard_points_are_window_means_of_the_finite_values():
             if step > 1_500:  # a warm-up: no losses before
                 row.update(actor_loss=float(rng.normal()), critic_loss=float(rng.normal()))
             rows.append(row)  # fmt: skip
-    points = tensorboard_points(rows, 1_000)
+    points = tensorboard_points(as_columns(rows), 1_000)
     got = {(seed, step): means for seed, step, means in points}
     assert len(got) == len(points) == 8  # windows ending at 1,000, 2,000, 3,000, 3,500
     expected = _points_by_loop(rows, 1_000)
@@ -121,7 +121,7 @@ def test_rows_further_apart_than_a_window_are_their_own_points():
     rows = _rows(0, 1, steps, kl=0.25)
     for row, value in zip(rows, (1.0, 2.0, 3.0, 4.0, 5.0), strict=True):
         row["vf_loss"] = value
-    points = tensorboard_points(rows, TENSORBOARD_ENV_STEPS)
+    points = tensorboard_points(as_columns(rows), TENSORBOARD_ENV_STEPS)
     assert [(seed, step) for seed, step, _ in points] == [(0, s) for s in steps]
     assert [means["vf_loss"] for _, _, means in points] == [1.0, 2.0, 3.0, 4.0, 5.0]
 
@@ -133,7 +133,7 @@ def test_the_logger_writes_every_row_to_csv_and_window_means_to_tensorboard(tmp_
          "train_return": math.nan, "critic_loss": float(step + 10 * seed)}
         for seed in (0, 1) for step in range(1, 2_501)
     ]  # fmt: skip
-    logger.log_updates(rows)
+    logger.log_updates(as_columns(rows))
     logger.close()
     updates = read_csv(tmp_path / "updates.csv")
     assert len(updates["env_steps"]) == 5_000
@@ -146,3 +146,37 @@ def test_the_logger_writes_every_row_to_csv_and_window_means_to_tensorboard(tmp_
             [500.5 + 10 * seed, 1_500.5 + 10 * seed, 2_250.5 + 10 * seed]
         )
         assert "train/train_return" not in scalars
+
+
+def test_columns_are_written_as_a_plain_loop_over_their_values_writes_them(tmp_path):
+    """Integers and bools as integers, floats (float32 too) as the ``repr`` of the Python
+    float, NaN as an empty cell: byte for byte what ``csv.writer`` writes row by row."""
+    rng = np.random.default_rng(1)
+    size = 50
+    columns = {
+        "seed": np.repeat(np.arange(5), 10),
+        "period": np.full(size, 3, np.int32),
+        "update": np.arange(1, size + 1),
+        "env_steps": np.arange(size, dtype=np.int64) * 7,
+        "train_return": np.where(rng.random(size) < 0.2, rng.normal(size=size), np.nan),
+        "actor_loss": rng.normal(size=size).astype(np.float32) * 1e-7,
+        "critic_loss": (rng.normal(size=size) * 1e6).astype(np.float32),
+        "rejected": rng.random(size) < 0.5,
+        "inf": np.full(size, np.inf),
+    }
+    path = tmp_path / "updates.csv"
+    CsvTable(path, UPDATE_COLUMNS).append(columns)
+
+    def cell(value):
+        if isinstance(value, np.floating):
+            return "" if np.isnan(value) else repr(float(value))
+        return int(value)
+
+    expected = tmp_path / "expected.csv"
+    names = [*UPDATE_COLUMNS, "actor_loss", "critic_loss", "inf", "rejected"]
+    with open(expected, "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(names)
+        for i in range(size):
+            writer.writerow([cell(columns[name][i]) for name in names])
+    assert path.read_bytes() == expected.read_bytes()

@@ -18,7 +18,7 @@ from jaxrl.io.tracking import (
     wandb_history_rows,
 )
 
-from .helpers import TINY, TRPO_RUN, error_line
+from .helpers import TINY, TRPO_RUN, as_columns, error_line
 from .wandb_records import assert_history_is_the_csvs, offline_runs
 
 
@@ -36,7 +36,7 @@ def test_history_rows_are_the_rows_means_across_seeds():
         for p, values in enumerate([[1.0, 3.0], [-2.0, 5.0]])
         for s, v in enumerate(values)
     ]
-    assert wandb_history_rows("evals", evals) == [
+    assert wandb_history_rows("evals", as_columns(evals)) == [
         {"env_steps": 0, "eval/return": 2.0, "eval/return_seed_0": 1.0, "eval/return_seed_1": 3.0},
         {"env_steps": 128, "eval/return": 1.5, "eval/return_seed_0": -2.0,
          "eval/return_seed_1": 5.0},
@@ -47,7 +47,7 @@ def test_history_rows_are_the_rows_means_across_seeds():
         for s in range(2) for u in (1, 2, 3)
     ]  # fmt: skip
     # Windows of 1,000 env steps: updates 1-2 (400, 800) and update 3 (1,200), per seed.
-    rows = wandb_history_rows("updates", updates)
+    rows = wandb_history_rows("updates", as_columns(updates))
     assert [row["env_steps"] for row in rows] == [800, 1200]
     assert rows[0]["train/kl"] == np.mean([np.mean([1, 2]), np.mean([11, 12])])
     assert rows[1]["train/kl"] == np.mean([3, 13])
