@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.io.checkpoints import CheckpointStore
@@ -142,8 +141,8 @@ class RunBook:
         self.metrics.log_updates(updates)
         self.tracker.log_updates(updates)
         self.log_evals(self.eval_returns, env_steps)
-        per_seed = jnp.asarray(self.eval_returns)
-        self.progress.update(env_steps, float(jnp.mean(per_seed)), float(jnp.std(per_seed)))
+        returns = self.eval_returns
+        self.progress.update(env_steps, float(np.mean(returns)), float(np.std(returns)))
 
     def log_evals(self, returns: np.ndarray, env_steps: int) -> None:
         """Log each seed's evaluation ``returns [S]`` after ``env_steps`` env steps."""

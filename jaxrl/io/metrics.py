@@ -42,8 +42,8 @@ TENSORBOARD_ENV_STEPS = 1_000
 """Env steps of a seed per TensorBoard point of the update statistics."""
 
 Columns = Mapping[str, Any]
-"""Rows as columns: ``{name: [R] values}``, every column of the same length ``R`` (arrays
-or lists of numbers; NaN is a missing value)."""
+"""Rows kept as columns, ``{name: [R] values}``, every column of the same length ``R``
+(arrays or lists of numbers; NaN is a missing value)."""
 
 _INDEX_COLUMNS = ("seed", "period", "update", "env_steps")
 
