@@ -8,6 +8,11 @@ within ``grace`` seconds (a long period, the final evaluation), or a second SIGT
 the run is interrupted as by Ctrl-C: pending checkpoint writes finish and it resumes from its
 last checkpoint. :func:`interrupts_deferred` holds these signals back while a checkpoint
 write is being started.
+
+Ctrl-C (SIGINT) interrupts at once, as Python's own handler does, and is remembered too:
+Python drops a ``KeyboardInterrupt`` raised while a finalizer runs ("Exception ignored in
+..."; an orbax save's event loop is collected after each checkpoint), and the run's ``stop``
+then raises it again at the next period.
 """
 
 from __future__ import annotations
@@ -29,19 +34,28 @@ class Preemption:
     Attributes:
       grace: seconds between the first SIGTERM and the interruption.
       requested: whether a SIGTERM came.
+      interrupted: whether a Ctrl-C came.
     """
 
     def __init__(self, grace: float = DEFAULT_GRACE) -> None:
         if not grace > 0:
             raise ValueError(f"the preemption grace must be positive seconds, got {grace}")
-        self.grace, self.requested = float(grace), False
+        self.grace, self.requested, self.interrupted = float(grace), False, False
 
     def install(self) -> Preemption:
-        """Handle SIGTERM (in the main thread; elsewhere nothing is installed)."""
+        """Handle SIGTERM, and Ctrl-C where Python's own handler has it (not where the
+        process was started with it ignored), in the main thread; elsewhere nothing is
+        installed."""
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._on_sigterm)
             signal.signal(signal.SIGALRM, _interrupt)
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                signal.signal(signal.SIGINT, self._on_sigint)
         return self
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        self.interrupted = True
+        raise KeyboardInterrupt
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
         if self.requested:  # a second SIGTERM: now
@@ -50,8 +64,12 @@ class Preemption:
         signal.setitimer(signal.ITIMER_REAL, self.grace)
 
     def __call__(self) -> bool:
-        """Whether to stop at this period (every process of a job answers the same)."""
+        """Whether to stop at this period (every process of a job answers the same); a
+        Ctrl-C whose ``KeyboardInterrupt`` was dropped is raised again here."""
         from jaxrl.training.sharding import processes_agree, several_processes
+
+        if self.interrupted:
+            raise KeyboardInterrupt
 
         stop = (
             self.requested if not several_processes() else not processes_agree(not self.requested)

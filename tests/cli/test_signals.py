@@ -302,3 +302,45 @@ def test_deferred_signals_reach_their_handlers_in_order_after_the_block(ctrl_c_r
         assert came == [signal.SIGTERM]
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.fixture
+def handlers_restored():
+    """The handlers a :class:`~jaxrl.io.preemption.Preemption` installs, restored after."""
+    signums = (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)
+    previous = {signum: signal.getsignal(signum) for signum in signums}
+    yield
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_ctrl_c_that_python_drops_in_a_finalizer_stops_the_run_at_the_next_period(
+    ctrl_c_raises, handlers_restored
+):
+    """Python drops a KeyboardInterrupt raised while a finalizer runs ("Exception ignored
+    in ..."); an orbax save's event loop is collected so after each checkpoint. A Ctrl-C
+    that comes then was once lost: the run trained to its end and exited 0."""
+    from jaxrl.io.preemption import Preemption
+
+    preemption = Preemption().install()
+
+    class Collected:
+        def __del__(self) -> None:
+            signal.raise_signal(signal.SIGINT)  # its KeyboardInterrupt is dropped
+
+    Collected()
+    assert preemption.interrupted
+    with pytest.raises(KeyboardInterrupt):
+        preemption()  # the run's stop after the period
+
+
+def test_a_ctrl_c_ignored_from_the_start_stays_ignored(handlers_restored):
+    """A process started with SIGINT ignored (in the background of a shell) keeps it so."""
+    from jaxrl.io.preemption import Preemption
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    preemption = Preemption().install()
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    assert not preemption()
