@@ -139,8 +139,10 @@ def test_buffer_is_a_pytree_inside_scan():
     ids=["partial", "exactly-full", "wrapped", "wrapped-many-times"],
 )
 @pytest.mark.parametrize("horizon", [1, 3, 5])
-def test_nstep_targets_from_windows_match_loop_reference(num_steps, capacity, horizon):
-    history = make_history(np.random.default_rng(num_steps * 10 + horizon), num_steps)
+@pytest.mark.parametrize("num_envs", [NUM_ENVS, 1], ids=["envs", "one-env"])
+def test_nstep_targets_from_windows_match_loop_reference(num_steps, capacity, horizon, num_envs):
+    rng = np.random.default_rng(num_steps * 10 + horizon)
+    history = make_history(rng, num_steps, num_envs)
     buffer = filled_buffer(history, capacity)
     batch = jax.jit(ReplayBuffer.sample, static_argnums=(2, 3))(
         buffer, jax.random.key(horizon), 512, horizon
@@ -188,6 +190,27 @@ def test_windows_are_consecutive_and_stop_at_newest_step():
     # Rewards of the repeats are the newest step's (ignored by the targets: they follow an end).
     rewards = history["reward"][expected.astype(int), env.astype(int)[None]]
     np.testing.assert_array_equal(np.asarray(batch.reward), rewards)
+
+
+@pytest.mark.parametrize("horizon", [1, 3])
+def test_one_environment_samples_the_rows_its_age_key_draws(horizon):
+    # With one environment no environment index is drawn: the batch is the rows that the
+    # age key's draw names, the same batch the general path's gathers (env 0) gave.
+    history = make_history(np.random.default_rng(5), 23, num_envs=1)
+    buffer = filled_buffer(history, 10)
+    key = jax.random.key(7)
+    batch = jax.jit(ReplayBuffer.sample, static_argnums=(2, 3))(buffer, key, 256, horizon)
+    _, age_key = jax.random.split(key)
+    logical = jax.random.randint(age_key, (256,), 0, buffer.size)
+    rows, at_end = window_rows(buffer.position, buffer.size, buffer.capacity, logical, horizon)
+    rows = np.asarray(rows)
+    data = jax.tree.map(np.asarray, buffer.data)
+    np.testing.assert_array_equal(batch.obs, data.obs[rows[0], 0])
+    np.testing.assert_array_equal(batch.action, data.action[rows[0], 0])
+    np.testing.assert_array_equal(batch.reward, data.reward[rows, 0])
+    np.testing.assert_array_equal(batch.terminated, data.terminated[rows, 0])
+    np.testing.assert_array_equal(batch.truncated, data.truncated[rows, 0] | np.asarray(at_end))
+    np.testing.assert_array_equal(batch.next_obs, data.next_obs[rows, 0])
 
 
 def test_window_rows_formula():

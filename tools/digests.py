@@ -40,6 +40,13 @@ CASES = {
         "jax",
         {"num_envs": 8, "num_steps": 1, "normalize_obs": True},
     ),
+    # One environment: the replay buffer's single-column sampling.
+    "ddpg-jax-one-env": (
+        "ddpg",
+        "Pendulum-v1",
+        "jax",
+        {"num_envs": 1, "num_steps": 1, "hyperparameters": {"update_per_step": 1.0}},
+    ),
     "trpo-host": ("trpo", "Pendulum-v1", "gymnasium", {}),
     "trpo-host-obsnorm": ("trpo", "Pendulum-v1", "gymnasium", {"normalize_obs": True}),
     "npg-host": ("npg", "Pendulum-v1", "gymnasium", {}),
@@ -52,7 +59,8 @@ DDPG = {"warmup_steps": 64, "batch_size": 32, "buffer_size": 2048}
 def _config(algo: str, env: str, backend: str, run: dict) -> object:
     from jaxrl.io import RunConfig
 
-    hyper = {**HIDDEN, **(DDPG if algo == "ddpg" else {})}
+    run = dict(run)
+    hyper = {**HIDDEN, **(DDPG if algo == "ddpg" else {}), **run.pop("hyperparameters", {})}
     settings = {**SMALL, "num_seeds": 2, "eval_episodes": 2, **run}
     return RunConfig.from_preset(
         algo, env, "default", backend=backend, hyperparameters=hyper, **settings

@@ -228,14 +228,21 @@ def set_learning_rate(opt_state: Any, learning_rate: jax.Array) -> Any:
     return opt_state._replace(hyperparams=hyperparams)
 
 
-def guarded_gradient_step(train_state: Any, loss: jax.Array, grads: Any) -> tuple[Any, jax.Array]:
+def guarded_gradient_step(
+    train_state: Any,
+    loss: jax.Array,
+    grads: Any,
+    finite_test: Callable[[Any], jax.Array] = all_finite,
+) -> tuple[Any, jax.Array]:
     """``train_state.apply_gradients(grads)`` unless the loss, the gradients or the new
     parameters are non-finite; then the state (parameters and optimizer state) is kept.
+    ``finite_test`` tests a tree (:func:`jaxrl.core.tree.all_finite`, or
+    :func:`jaxrl.core.tree.all_finite_by_leaf` in the off-policy steps).
 
     Returns ``(new_state, rejected)`` with ``rejected`` an int32 0/1 for the stats.
     """
     stepped = train_state.apply_gradients(grads=grads)
-    finite = jnp.isfinite(loss) & all_finite(grads) & all_finite(stepped.params)
+    finite = jnp.isfinite(loss) & finite_test(grads) & finite_test(stepped.params)
     return tree_select(finite, stepped, train_state), (~finite).astype(jnp.int32)
 
 

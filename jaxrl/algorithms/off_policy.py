@@ -39,6 +39,7 @@ from jaxrl.algorithms.noise import Noise
 from jaxrl.algorithms.protocol import ActionSample
 from jaxrl.core.polyak import soft_update
 from jaxrl.core.returns import nstep_targets
+from jaxrl.core.tree import all_finite_by_leaf
 from jaxrl.replay import NStepBatch
 from jaxrl.rollout import check_dtypes
 
@@ -158,9 +159,12 @@ def nstep_critic_targets(
     ``Q'(s', mu'(s'))``; TD3's smoothed minimum over twin critics).
     """
     horizon = batch.reward.shape[0]
-    last, next_obs = bootstrap_observations(batch)
-    at_last = jnp.arange(horizon)[:, None] == last[None, :]
-    next_values = jnp.where(at_last, next_value(next_obs)[None, :], 0.0)
+    if horizon == 1:  # the window's only step is the one bootstrapped from
+        next_values = next_value(jnp.asarray(batch.next_obs[0], jnp.float32))[None, :]
+    else:
+        last, next_obs = bootstrap_observations(batch)
+        at_last = jnp.arange(horizon)[:, None] == last[None, :]
+        next_values = jnp.where(at_last, next_value(next_obs)[None, :], 0.0)
     targets = nstep_targets(batch.reward, next_values, batch.terminated, batch.truncated, gamma)
     return jax.lax.stop_gradient(targets)
 
@@ -196,7 +200,7 @@ def critic_step(
         return jnp.sum(losses), losses
 
     (loss, losses), grads = jax.value_and_grad(loss_fn, has_aux=True)(critic.params)
-    critic, rejected = guarded_gradient_step(critic, loss, grads)
+    critic, rejected = guarded_gradient_step(critic, loss, grads, all_finite_by_leaf)
     return critic, losses, rejected
 
 
@@ -223,7 +227,7 @@ def actor_step(actor: TrainState, q: QFunction, obs: Array) -> tuple[TrainState,
         return deterministic_policy_loss(params, actor.apply_fn, q, obs)
 
     loss, grads = jax.value_and_grad(loss_fn)(actor.params)
-    actor, rejected = guarded_gradient_step(actor, loss, grads)
+    actor, rejected = guarded_gradient_step(actor, loss, grads, all_finite_by_leaf)
     return actor, loss, rejected
 
 

@@ -5,7 +5,8 @@ ones, the loss or the gradients are non-finite. Written leaf by leaf (``jnp.all`
 leaf's ``isfinite``, then ``jnp.where`` per leaf), such a guard becomes two kernels per leaf
 for the finiteness test and one select per leaf, and XLA compiles every one of them: in the
 16-seed TRPO Pendulum run they were 85 of the update's 368 fused kernels. The two functions
-here give the same values with one reduction per dtype and one conditional.
+here give the same values with one reduction per dtype and one conditional
+(:func:`all_finite_by_leaf`: one sum per leaf, fused into the kernels that compute them).
 
 :func:`uniform_cond` is ``lax.cond`` that stays a branch under ``jax.vmap`` when the whole
 batch takes the same one (seeds trained in lockstep: a warm-up, a delayed actor step).
@@ -45,6 +46,29 @@ def all_finite(tree: Any) -> jax.Array:
     for leaves in by_dtype.values():
         finite = finite & jnp.all(jnp.isfinite(jnp.concatenate(leaves)))
     return finite
+
+
+def all_finite_by_leaf(tree: Any) -> jax.Array:
+    """:func:`all_finite` as one sum per leaf: ``isfinite(sum_leaves sum(x * 0))``.
+
+    ``x * 0`` is a zero for a finite ``x`` and NaN for an infinite or NaN one, so the sum is
+    zero (it cannot overflow) exactly when every element is finite. XLA fuses each leaf's sum
+    into the kernel that computes the leaf, where :func:`all_finite` copies the leaves into
+    one array first: the off-policy steps, small and compiled into the training loop, take
+    6% less time with it (16 seeds; ``benchmarks/offpolicy_breakdown.py``). Around the larger
+    on-policy updates compiled alone (the host driver's) it moves XLA's fusion of the
+    gradients' reductions, and so the last bits of their numbers: those keep
+    :func:`all_finite`.
+    """
+    total = jnp.zeros((), jnp.float32)
+    for leaf in jax.tree_util.tree_leaves(tree):
+        leaf = jnp.asarray(leaf)
+        if jnp.issubdtype(leaf.dtype, jnp.inexact):
+            zeros = jnp.sum(leaf * 0)  # 0, or NaN where an element is not finite
+            if jnp.iscomplexobj(zeros):
+                zeros = zeros.real + zeros.imag
+            total = total + zeros.astype(jnp.float32)
+    return jnp.isfinite(total)
 
 
 def tree_select(pred: jax.Array, on_true: Tree, on_false: Tree) -> Tree:

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.core.tree import all_finite, tree_select, uniform_cond
+from jaxrl.core.tree import all_finite, all_finite_by_leaf, tree_select, uniform_cond
 
 
 @pytest.fixture(params=[lambda f: f, jax.jit], ids=["nojit", "jit"])
@@ -36,9 +36,15 @@ def numpy_all_finite(tree) -> bool:
     )
 
 
+@pytest.fixture(params=[all_finite, all_finite_by_leaf], ids=["concatenated", "by-leaf"])
+def finite_test(request):
+    return request.param
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 @pytest.mark.parametrize("where", ["w", "b1", "half"])
-def test_all_finite_finds_a_single_bad_element_in_any_leaf(variant, bad, where):
+def test_all_finite_finds_a_single_bad_element_in_any_leaf(variant, finite_test, bad, where):
+    all_finite = finite_test
     tree = mixed_tree(np.random.default_rng(0))
     assert bool(variant(all_finite)(tree)) and numpy_all_finite(tree)
     if where == "w":
@@ -51,15 +57,17 @@ def test_all_finite_finds_a_single_bad_element_in_any_leaf(variant, bad, where):
     assert not bool(variant(all_finite)(tree))
 
 
-def test_all_finite_of_large_finite_values_and_of_no_floats(variant):
-    # Finite values whose sum would overflow are still finite (no reduction by summing).
+def test_all_finite_of_large_finite_values_and_of_no_floats(variant, finite_test):
+    all_finite = finite_test
+    # Finite values whose sum would overflow are still finite (their own sum is never taken).
     big = {"a": np.full((8,), 3e38, np.float32), "b": np.float32(-3e38)}
     assert bool(variant(all_finite)(big))
     assert bool(variant(all_finite)({"n": np.arange(3), "empty": []}))
     assert bool(variant(all_finite)({"empty": np.zeros((0, 3), np.float32)}))
 
 
-def test_all_finite_under_vmap_is_per_row():
+def test_all_finite_under_vmap_is_per_row(finite_test):
+    all_finite = finite_test
     rows = np.ones((4, 3), np.float32)
     rows[2, 1] = np.nan
     finite = jax.vmap(lambda row: all_finite({"x": row, "y": row[:1] * 2}))(rows)
