@@ -18,9 +18,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$studies"
 export PYTHONPATH="$here/../.."
 # nice alone does not yield to other sessions where the kernel groups processes by session
-# (autogroup: a worker started with setsid or nohup has a group of its own, which competes
-# as one nice-0 process): lower the group's priority too.
-if [ -w /proc/self/autogroup ]; then echo 19 > /proc/self/autogroup 2>/dev/null || true; fi
+# (autogroup): a worker started with setsid leads a group of its own, which competes as one
+# nice-0 process. Such a worker lowers its group's priority too (a worker in a shell's
+# session leaves that session's as it is).
+if [ "$(ps -o sid= -p $$ | tr -d ' ')" = "$$" ] && [ -w /proc/self/autogroup ]; then
+  echo 19 > /proc/self/autogroup 2>/dev/null || true
+fi
 exec taskset -c "$cpu" nice -n 19 "${PYTHON:-python}" -m jaxrl tune "$algo" --env "$task" --preset rl-zoo \
   --num-seeds 3 --trials "${TRIALS:-24}" --batch 1 --search-file "$here/${algo}_mujoco.search" \
   --tune-dir "$studies/$algo-$task" --study-name "$algo-$task" \
