@@ -1312,7 +1312,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         from jaxrl.io.preemption import Preemption
 
         preemption = Preemption(args.preemption_grace).install()
-        run_plan(plan, args, rows, preemption)
+        try:
+            run_plan(plan, args, rows, preemption)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM's grace ran out before a period ended
+            print(
+                "Interrupted: the finished groups are recorded and the ones under way keep "
+                f"their last checkpoint. Continue with: {command_line()}",
+                file=sys.stderr,
+            )
+            raise SystemExit(130) from None
         preemption.disarm()
         if preemption.requested and remaining(cells, seeds, rows):
             print(
