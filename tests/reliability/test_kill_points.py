@@ -304,3 +304,31 @@ def test_the_mujoco_table_killed_at_two_points_records_every_group_once(
     ]  # fmt: skip
     for row in rows:
         assert row["eval_env_steps"] == [1024 * p for p in range(1, periods + 1)], row
+
+
+@pytest.mark.slow
+def test_the_mujoco_table_interrupted_ends_in_one_line(environment: dict[str, str], tmp_path):
+    """A Ctrl-C in the table command's training: exit 130 and one line that continues it."""
+    pytest.importorskip("mujoco")
+    command = [str(ROOT / "benchmarks" / "mujoco_table.py"), "--quick", "--no-tianshou"]
+    command += ["--out", str(tmp_path), "--total-steps", str(1024 * 4)]
+    process = subprocess.Popen(
+        [sys.executable, *command],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 600
+    while process.poll() is None and not periods_logged(
+        list((tmp_path / "mujoco_table_runs").glob("*/evals.csv"))
+    ):
+        assert time.monotonic() < deadline, "no period logged"
+        time.sleep(0.01)
+    assert process.poll() is None, "the table ended before it could be interrupted"
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=600)
+    assert process.returncode == 130, stderr[-2000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert "Continue with:" in stderr.splitlines()[-1], stderr[-2000:]
