@@ -2,7 +2,7 @@
 with twin critics (one :class:`jaxrl.networks.Ensemble`, ``Q [2, B]``), target smoothing
 (``min_i Q'_i(s', mu'(s') + clip(policy_noise N(0, 1), +-noise_clip))``) and the actor step
 through ``Q_1`` with the soft updates on every ``policy_delay``-th update only (vmapped seeds
-too: :func:`jaxrl.core.uniform_cond`), in Tianshou's semantics. The last line registers it
+too: :func:`jaxrl.core.apply_if`), in Tianshou's semantics. The last line registers it
 for the drivers and ``jaxrl train td3 --plugin examples/td3.py``; it takes DDPG's presets."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from jaxrl.algorithms import check_field, check_int_field, document_fields, hype
 from jaxrl.algorithms import off_policy as op
 from jaxrl.algorithms.ddpg import DDPG, DDPGState
 from jaxrl.algorithms.registry import AlgorithmInfo, register
-from jaxrl.core.tree import uniform_cond
+from jaxrl.core.tree import apply_if
 from jaxrl.networks import Ensemble
 from jaxrl.replay import NStepBatch
 
@@ -63,14 +63,14 @@ class TD3(DDPG):
         critic, q_losses, q_rejected = op.critic_step(state.critic, obs, action, targets)
         q1 = self.networks(action.shape[-1])[1].member(critic.params, 0)  # (obs, a) -> Q_1 [B]
 
-        def actor_and_targets(state: TD3State) -> tuple[TD3State, jax.Array]:
+        def actor_and_targets(state: TD3State, _: jax.Array) -> tuple[TD3State, jax.Array]:
             actor, actor_loss, rejected = op.actor_step(state.actor, q1, obs)
             state = state.replace(actor=actor, actor_loss=actor_loss)
             return op.soft_update_targets(state, self.tau), rejected
 
-        delayed, keep = state.num_updates % self.policy_delay == 0, lambda s: (s, q_rejected * 0)
+        delayed = state.num_updates % self.policy_delay == 0
         state = state.replace(critic=critic, num_updates=state.num_updates + 1)
-        state, actor_rejected = uniform_cond(delayed, actor_and_targets, keep, state)
+        state, actor_rejected = apply_if(delayed, actor_and_targets, state, q_rejected * 0)
         stats = {"actor_loss": state.actor_loss, "critic1_loss": q_losses[0]}
         stats |= {"critic2_loss": q_losses[1], "rejected_steps": q_rejected + actor_rejected}
         return state, stats

@@ -3,8 +3,9 @@ code's form leaves every run's numbers as they were.
 
 Each case trains in a fresh directory through the Python API (``jaxrl.io``): TRPO, NPG and
 DDPG on the jitted driver (gymnax Pendulum-v1) and on the host driver (gymnasium
-Pendulum-v1), with and without observation normalization, a run stopped after one period and
-resumed, and a sweep group of two settings. A case's digest covers its ``updates.csv`` and
+Pendulum-v1), with and without observation normalization, TD3 (the plug-in
+``examples/td3.py`` of the checkout that runs), a run stopped after one period and resumed,
+and a sweep group of two settings. A case's digest covers its ``updates.csv`` and
 ``evals.csv`` (all but wall time), ``final_eval.json`` and every array of the final
 checkpoint's agent state. Run it on two checkouts and compare the lines::
 
@@ -51,6 +52,8 @@ CASES = {
     "trpo-host-obsnorm": ("trpo", "Pendulum-v1", "gymnasium", {"normalize_obs": True}),
     "npg-host": ("npg", "Pendulum-v1", "gymnasium", {}),
     "ddpg-host": ("ddpg", "Pendulum-v1", "gymnasium", {"num_envs": 8, "num_steps": 1}),
+    # The plug-in of the checkout that runs (examples/td3.py): twin critics, a delayed actor.
+    "td3-jax": ("td3", "Pendulum-v1", "jax", {"num_envs": 8, "num_steps": 1}),
 }
 HIDDEN = {"hidden_sizes": [16, 16]}
 DDPG = {"warmup_steps": 64, "batch_size": 32, "buffer_size": 2048}
@@ -60,7 +63,8 @@ def _config(algo: str, env: str, backend: str, run: dict) -> object:
     from jaxrl.io import RunConfig
 
     run = dict(run)
-    hyper = {**HIDDEN, **(DDPG if algo == "ddpg" else {}), **run.pop("hyperparameters", {})}
+    off_policy = DDPG if algo in ("ddpg", "td3") else {}
+    hyper = {**HIDDEN, **off_policy, **run.pop("hyperparameters", {})}
     settings = {**SMALL, "num_seeds": 2, "eval_episodes": 2, **run}
     return RunConfig.from_preset(
         algo, env, "default", backend=backend, hyperparameters=hyper, **settings
@@ -123,6 +127,7 @@ def main() -> None:
     import jaxrl
 
     print(f"# jaxrl from {Path(jaxrl.__file__).parent}", file=sys.stderr)
+    jaxrl.load_plugin(str(Path(jaxrl.__file__).parents[1] / "examples" / "td3.py"))
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch) if args.keep is None else args.keep
         for name, value in run_cases(root, args.only).items():

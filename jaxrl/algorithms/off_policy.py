@@ -12,7 +12,7 @@ the worked example of adding an algorithm). Each is a small pure function on arr
 - the actor: :func:`deterministic_policy_loss` and :func:`actor_step` (the deterministic
   policy gradient through :func:`q_function`, one critic of an ensemble);
 - bookkeeping: :func:`with_scheduled_lr` and :func:`soft_update_targets` (a delayed step
-  runs under :func:`jaxrl.core.uniform_cond`, as TD3's).
+  runs under :func:`jaxrl.core.apply_if`, as TD3's).
 
 Shapes: ``B`` samples, n-step windows of ``n`` steps, ``A`` action components; an ensemble
 of ``K`` critics (:class:`jaxrl.networks.Ensemble`) returns ``Q [K, B]`` where one critic

@@ -20,7 +20,7 @@ from jaxrl.core.polyak import soft_update
 from jaxrl.core.prng import BUCKETED_THREEFRY, bucketed_keys
 from jaxrl.core.returns import GAEResult, gae, nstep_targets
 from jaxrl.core.stats import SummaryStats
-from jaxrl.core.tree import uniform_cond
+from jaxrl.core.tree import apply_if
 from jaxrl.core.trust_region import (
     ConjugateGradientResult,
     LineSearchResult,
@@ -41,6 +41,7 @@ __all__ = [
     "LineSearchResult",
     "RunningMeanStd",
     "SummaryStats",
+    "apply_if",
     "backtracking_line_search",
     "bucketed_keys",
     "bound_action",
@@ -57,7 +58,6 @@ __all__ = [
     "normalize_observations",
     "nstep_targets",
     "sample",
-    "uniform_cond",
     "scale_action",
     "soft_update",
     "unscale_action",

@@ -8,8 +8,9 @@ for the finiteness test and one select per leaf, and XLA compiles every one of t
 here give the same values with one reduction per dtype and one conditional
 (:func:`all_finite_by_leaf`: one sum per leaf, fused into the kernels that compute them).
 
-:func:`uniform_cond` is ``lax.cond`` that stays a branch under ``jax.vmap`` when the whole
-batch takes the same one (seeds trained in lockstep: a warm-up, a delayed actor step).
+:func:`apply_if` applies a step or keeps its operands (a warm-up, a delayed actor step): a
+branch that stays one under ``jax.vmap`` when the whole batch takes it (seeds trained in
+lockstep), and updates its operands in place.
 
 :func:`strong_types` fixes a tree's leaves to strongly typed arrays (environments return
 Python numbers and weakly typed fields that a jitted step would retype).
@@ -85,71 +86,97 @@ def tree_select(pred: jax.Array, on_true: Tree, on_false: Tree) -> Tree:
     return lax.cond(pred, lambda a, _: a, lambda _, b: b, on_true, on_false)
 
 
-def uniform_cond(pred: jax.Array, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
-    """``lax.cond(pred, true_fun, false_fun, *operands)``, which under ``jax.vmap`` still runs
-    one branch when every element of the batch takes the same one.
+def apply_if(pred: jax.Array, fun: Callable, *operands: Any) -> Any:
+    """``fun(*operands)`` where ``pred`` holds and the ``operands`` as they are where it does
+    not: the values of ``lax.cond(pred, fun, lambda *x: x, *operands)`` (with one operand,
+    not a tuple of one), for a ``fun`` that returns its operands' structure, shapes and
+    dtypes (a step that updates a state or skips it: a warm-up, a delayed actor step).
 
-    ``jax.vmap`` of ``lax.cond`` with a batched predicate runs both branches for the whole
-    batch and selects. Seeds trained in one program run in lockstep, so their predicates
-    (inside a warm-up or not; an update that steps the actor or not) agree: here a batched
-    predicate is reduced at run time, and the batch runs ``true_fun`` if all elements are
-    True, ``false_fun`` if none is, and both with a select only where they differ. Nested
-    ``vmap`` s are reduced level by level. The values are ``lax.cond`` 's.
+    It is cheaper than that ``lax.cond`` in two ways:
+
+    - Under ``jax.vmap`` with a batched ``pred``, the batch runs ``fun`` once if every
+      element's ``pred`` is True, nothing if none is, and ``fun`` with a select only where
+      they differ (``jax.vmap`` of ``lax.cond`` runs both branches and selects). Seeds
+      trained in one program run in lockstep, so their predicates agree. Nested ``vmap`` s
+      are reduced level by level.
+    - It runs as a while loop of 0 or 1 trips, which updates the operands' buffers in place;
+      a conditional writes its outputs to new buffers, so even its skipping branch copies
+      every operand (TD3's delayed actor step at 16 seeds on a CPU: 0.4 ms of a 9 ms update).
 
     Args:
       pred: a boolean scalar (per batch element under ``vmap``).
-      true_fun, false_fun: ``*operands -> out``, the same output structure, shapes and dtypes;
-        they may close over traced values.
+      fun: ``*operands -> operands`` (one operand: that operand); it may close over traced
+        values.
       operands: pytrees of arrays.
 
     Not differentiable (the update loops that use it are not differentiated through).
     """
-    # The branches' closed-over values become operands: a custom vmap rule sees its
-    # arguments' batching, never that of values its function closes over.
-    on_true, true_consts = _hoist(true_fun, operands)
-    on_false, false_consts = _hoist(false_fun, operands)
-    return _uniform_cond(
-        pred,
-        lambda ops: on_true(ops[0], *ops[2]),
-        lambda ops: on_false(ops[1], *ops[2]),
-        (true_consts, false_consts, operands),
+    if not operands:
+        raise TypeError("apply_if needs at least one operand for fun to update")
+    one = len(operands) == 1
+    operands = tuple(jax.tree_util.tree_map(jnp.asarray, operands))
+    pure, consts, returned = _hoist(fun, operands)
+    types = lambda tree: jax.tree_util.tree_map(  # noqa: E731
+        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree
     )
+    want, got = types(operands), types((returned,) if one else returned)
+    if jax.tree_util.tree_structure(got) != jax.tree_util.tree_structure(want) or got != want:
+        raise TypeError(
+            "apply_if: fun must return its operands' structure, shapes and dtypes; "
+            f"given {want}, it returned {got}"
+        )
+
+    def step(consts: list, operands: tuple) -> tuple:
+        out = pure(consts, *operands)
+        return (out,) if one else tuple(out)
+
+    out = _apply_if(jnp.asarray(pred, bool), step, consts, operands)
+    return out[0] if one else out
 
 
-def _uniform_cond(pred: jax.Array, true_fun: Callable, false_fun: Callable, operand: Any) -> Any:
-    """:func:`uniform_cond` of pure branches (closing over no traced value) of one operand."""
+def _apply_if(pred: jax.Array, step: Callable, consts: Any, operand: Any) -> Any:
+    """:func:`apply_if` of a pure ``step(consts, operand) -> operand`` (closing over no
+    traced value)."""
 
     @jax.custom_batching.custom_vmap
-    def cond(pred: jax.Array, operand: Any) -> Any:
-        return lax.cond(pred, true_fun, false_fun, operand)
+    def run(pred: jax.Array, consts: Any, operand: Any) -> Any:
+        def once(carry: tuple) -> tuple:
+            return jnp.zeros((), bool), step(consts, carry[1])
 
-    @cond.def_vmap
-    def batched(axis_size: int, in_batched: list, pred: jax.Array, operand: Any) -> tuple:
-        axes = jax.tree_util.tree_map(lambda b: 0 if b else None, in_batched[1])
-        on_true = jax.vmap(true_fun, in_axes=(axes,), axis_size=axis_size)
-        on_false = jax.vmap(false_fun, in_axes=(axes,), axis_size=axis_size)
+        return lax.while_loop(lambda carry: carry[0], once, (pred, operand))[1]
+
+    @run.def_vmap
+    def batched(axis_size: int, in_batched: list, pred: jax.Array, consts: Any, operand: Any):
+        # Every operand gets the batch axis: fun's results generally depend on batched values.
+        operand = jax.tree_util.tree_map(
+            lambda x, b: x if b else jnp.broadcast_to(x, (axis_size, *jnp.shape(x))),
+            operand,
+            in_batched[2],
+        )
+        const_axes = jax.tree_util.tree_map(lambda b: 0 if b else None, in_batched[1])
+        each = jax.vmap(step, in_axes=(const_axes, 0), axis_size=axis_size)
         if not in_batched[0]:
-            out = lax.cond(pred, on_true, on_false, operand)
-        else:
+            return _apply_if(pred, each, consts, operand), jax.tree_util.tree_map(
+                lambda _: True, operand
+            )
+        every = jnp.all(pred)
+        operand = _apply_if(every, each, consts, operand)
 
-            def both(operand: Any) -> Any:
-                pred, operand = operand
-                return jax.vmap(tree_select)(pred, on_true(operand), on_false(operand))
+        def where_pred(consts: tuple, operand: Any) -> Any:
+            pred, consts = consts
+            return jax.vmap(tree_select)(pred, each(consts, operand), operand)
 
-            def some(operand: Any) -> Any:
-                every_false = lambda op: on_false(op[1])  # noqa: E731
-                return _uniform_cond(jnp.any(operand[0]), both, every_false, operand)
+        mixed = jnp.any(pred) & ~every
+        operand = _apply_if(mixed, where_pred, (pred, consts), operand)
+        return operand, jax.tree_util.tree_map(lambda _: True, operand)
 
-            every = lambda op: on_true(op[1])  # noqa: E731
-            out = _uniform_cond(jnp.all(pred), every, some, (pred, operand))
-        return out, jax.tree_util.tree_map(lambda _: True, out)
-
-    return cond(pred, operand)
+    return run(pred, consts, operand)
 
 
-def _hoist(fun: Callable, operands: tuple) -> tuple[Callable, list]:
-    """``(pure, consts)``: ``pure(consts, *operands) == fun(*operands)``, with the values
-    ``fun`` closes over (traced ones included) passed in as ``consts``."""
+def _hoist(fun: Callable, operands: tuple) -> tuple[Callable, list, Any]:
+    """``(pure, consts, shapes)``: ``pure(consts, *operands) == fun(*operands)``, with the
+    values ``fun`` closes over (traced ones included) passed in as ``consts``; ``shapes``:
+    those of ``fun`` 's result."""
     closed, shape = jax.make_jaxpr(fun, return_shape=True)(*operands)
     structure = jax.tree_util.tree_structure(shape)
 
@@ -159,7 +186,7 @@ def _hoist(fun: Callable, operands: tuple) -> tuple[Callable, list]:
             structure, jax.core.eval_jaxpr(closed.jaxpr, consts, *leaves)
         )
 
-    return pure, list(closed.consts)
+    return pure, list(closed.consts), shape
 
 
 def strong_types(tree: Tree) -> Tree:

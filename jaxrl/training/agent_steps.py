@@ -11,7 +11,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrl.core.stats import SummaryStats
-from jaxrl.core.tree import uniform_cond
+from jaxrl.core.tree import apply_if
 from jaxrl.replay import ReplayBuffer
 
 Array = jax.Array
@@ -61,7 +61,7 @@ def off_policy_updates(
     (:func:`updates_take_effect`): its stats are NaN (integer ones 0), as on the host
     driver, which decides that on the host and passes ``env_steps=None`` (learn). Seeds in
     one program are in lockstep, so under ``vmap`` the warm-up's collections skip the
-    updates for the whole batch (:func:`jaxrl.core.uniform_cond`).
+    updates for the whole batch (:func:`jaxrl.core.apply_if`).
     """
 
     def one_update(state: Any, update_key: Array) -> tuple[Any, dict]:
@@ -75,11 +75,10 @@ def off_policy_updates(
     if agent.warmup_steps == 0 or env_steps is None:
         return learn(state, key)
 
-    def skip(state: Any, key: Array) -> tuple[Any, dict[str, Array]]:
-        shapes = jax.eval_shape(learn, state, key)[1]
-        return state, jax.tree_util.tree_map(_no_value, shapes)
-
-    return uniform_cond(updates_take_effect(agent, env_steps), learn, skip, state, key)
+    skipped = jax.tree_util.tree_map(_no_value, jax.eval_shape(learn, state, key)[1])
+    return apply_if(
+        updates_take_effect(agent, env_steps), lambda state, _: learn(state, key), state, skipped
+    )
 
 
 def _no_value(shape: jax.ShapeDtypeStruct) -> Array:

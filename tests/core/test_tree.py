@@ -1,4 +1,4 @@
-"""Tests for jaxrl.core.tree: whole-pytree finiteness, selection and uniform_cond, against NumPy."""
+"""Tests for jaxrl.core.tree: whole-pytree finiteness, selection and apply_if, against NumPy."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.core.tree import all_finite, all_finite_by_leaf, tree_select, uniform_cond
+from jaxrl.core.tree import all_finite, all_finite_by_leaf, apply_if, tree_select
 
 
 @pytest.fixture(params=[lambda f: f, jax.jit], ids=["nojit", "jit"])
@@ -101,85 +101,84 @@ def test_tree_select_refuses_trees_that_differ():
 
 
 # ---------------------------------------------------------------------------------------------
-# uniform_cond: lax.cond's values; under vmap one branch when the batch agrees
+# apply_if: lax.cond(pred, fun, identity)'s values; under vmap fun once when the batch agrees
 # ---------------------------------------------------------------------------------------------
 
 
-def _branches(calls: dict, scale: jax.Array):
-    """Two branches that count their runs (host callbacks) and close over a traced value."""
+def _counted_step(calls: dict, scale: jax.Array):
+    """A step that counts its runs (a host callback) and closes over a traced value."""
 
-    def count(name):
-        jax.debug.callback(lambda: calls.__setitem__(name, calls[name] + 1))
+    def step(x, n):
+        jax.debug.callback(lambda: calls.__setitem__("runs", calls["runs"] + 1))
+        return x * scale + 1.0, n + 1
 
-    def on_true(x, y):
-        count("true")
-        return {"out": x * scale + y, "n": jnp.int32(1)}
-
-    def on_false(x, y):
-        count("false")
-        return {"out": x - y, "n": jnp.int32(0)}
-
-    return on_true, on_false
+    return step
 
 
-def _numpy_cond(pred, x, y, scale):
-    return {"out": np.where(pred, x * scale + y, x - y), "n": np.where(pred, 1, 0)}
+def _numpy_apply_if(pred, x, n, scale):
+    return np.where(pred, x * scale + 1.0, x), np.where(pred, n + 1, n)
 
 
 @pytest.mark.parametrize("pred", [True, False])
-def test_uniform_cond_is_lax_cond_unbatched(variant, pred):
-    calls = {"true": 0, "false": 0}
-    x, y, scale = np.float32(1.5), np.float32(2.0), np.float32(3.0)
+def test_apply_if_is_lax_cond_unbatched(variant, pred):
+    calls = {"runs": 0}
+    x, n, scale = np.float32(1.5), np.int32(3), np.float32(3.0)
 
-    def fn(pred, x, y, scale):
-        return uniform_cond(pred, *_branches(calls, scale), x, y)
+    def fn(pred, x, n, scale):
+        return apply_if(pred, _counted_step(calls, scale), x, n)
 
-    got = variant(fn)(pred, x, y, scale)
+    got = variant(fn)(pred, x, n, scale)
     jax.effects_barrier()
-    want = _numpy_cond(pred, x, y, scale)
-    np.testing.assert_array_equal(got["out"], want["out"])
-    assert int(got["n"]) == int(want["n"]) and calls["true" if pred else "false"] >= 1
-    assert calls["false" if pred else "true"] == 0
+    want = _numpy_apply_if(pred, x, n, scale)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert int(got[1]) == int(want[1]) and got[1].dtype == np.int32
+    assert (calls["runs"] >= 1) == pred
+
+
+def test_apply_if_with_one_operand_returns_it_not_a_tuple():
+    out = jax.jit(lambda p, x: apply_if(p, lambda x: {"a": x["a"] * 2}, x))(True, {"a": 2.0})
+    assert float(out["a"]) == 4.0
 
 
 @pytest.mark.parametrize(
     "pred, runs",
     [
-        ([True, True, True, True], {"true"}),
-        ([False, False, False, False], {"false"}),
-        ([True, False, False, True], {"true", "false"}),
+        ([True, True, True, True], 1),
+        ([False, False, False, False], 0),
+        ([True, False, True, True], 1),
     ],
 )
-def test_uniform_cond_under_vmap_runs_only_the_branch_the_batch_takes(variant, pred, runs):
+def test_apply_if_under_vmap_runs_the_step_once_or_not_at_all(variant, pred, runs):
     rng = np.random.default_rng(0)
-    x, y = rng.normal(size=(4, 3)).astype(np.float32), rng.normal(size=(4, 3)).astype(np.float32)
-    scale = rng.normal(size=(4, 1)).astype(np.float32)  # a batched value the branches close over
+    x = rng.normal(size=(4, 3)).astype(np.float32)
+    n = np.arange(4, dtype=np.int32)
+    scale = rng.normal(size=(4, 1)).astype(np.float32)  # a batched value the step closes over
     pred = np.asarray(pred)
-    calls = {"true": 0, "false": 0}
+    calls = {"runs": 0}
 
-    def fn(pred, x, y, scale):
-        return uniform_cond(pred, *_branches(calls, scale), x, y)
+    def fn(pred, x, n, scale):
+        return apply_if(pred, _counted_step(calls, scale), x, n)
 
     batched = variant(jax.vmap(fn))
-    batched(pred, x, y, scale)  # compiled (jit) or traced once
+    batched(pred, x, n, scale)  # compiled (jit) or traced once
     jax.effects_barrier()
-    calls.update(true=0, false=0)
-    got = batched(pred, x, y, scale)
+    calls["runs"] = 0
+    got = batched(pred, x, n, scale)
     jax.effects_barrier()
-    want = _numpy_cond(pred[:, None], x, y, scale)
-    np.testing.assert_allclose(got["out"], want["out"], rtol=1e-6)
-    np.testing.assert_array_equal(got["n"], want["n"][:, 0])
-    assert {name for name, count in calls.items() if count} == runs
+    want = _numpy_apply_if(pred[:, None], x, n[:, None], scale)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    np.testing.assert_array_equal(got[1], want[1][:, 0])
+    assert calls["runs"] == runs  # one batched step (a callback call), or none
 
 
-def test_uniform_cond_under_nested_vmap_and_scan_with_unbatched_operands():
+def test_apply_if_under_nested_vmap_and_scan_with_unbatched_operands():
     """Settings x seeds (two vmaps), an unbatched operand, inside a scan: lax.cond's values."""
 
     def run(x, scale):
         def body(carry, _):
             value, step = carry
-            value = uniform_cond(step >= 2, lambda v, s: v * s, lambda v, s: v + s, value, 0.5)
-            return (value * scale, step + 1), value
+            value, half = apply_if(step >= 2, lambda v, h: (v * h, h), value, 0.5)
+            return (value * scale + half, step + 1), value
 
         return jax.lax.scan(body, (x, 0), None, length=4)[1]
 
@@ -190,7 +189,14 @@ def test_uniform_cond_under_nested_vmap_and_scan_with_unbatched_operands():
     for i, j in np.ndindex(2, 3):
         value = x[i, j]
         for step in range(4):
-            value = value * 0.5 if step >= 2 else value + 0.5
+            value = value * 0.5 if step >= 2 else value
             want[i, j, step] = value
-            value = value * scale[i]
+            value = value * scale[i] + 0.5
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_apply_if_refuses_a_step_that_changes_its_operands_types():
+    with pytest.raises(TypeError, match="fun must return its operands' structure"):
+        apply_if(jnp.asarray(True), lambda x: x.astype(jnp.int32), jnp.zeros(2))
+    with pytest.raises(TypeError, match="fun must return its operands' structure"):
+        apply_if(jnp.asarray(True), lambda x, y: x, jnp.zeros(2), jnp.zeros(2))
