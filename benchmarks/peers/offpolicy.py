@@ -131,6 +131,8 @@ from common import (  # noqa: E402
 
 TD3_PLUGIN = ROOT / "examples" / "td3.py"
 COMPARISONS = ("ddpg", "td3", "host", "update")
+# The sides of the whole-process comparisons (``side_runners``), for --skip.
+SIDES = ("jaxrl API", "jaxrl command", "rejax", "rejax uniform", "jaxrl command (host)", "sbx")
 
 # The matched settings (see the module docstring).
 BATCH_SIZE = 256
@@ -753,7 +755,7 @@ def run_comparison(
     comparison: str, args: argparse.Namespace, pythons: dict[str, Path], scratch: Path
 ) -> dict:
     runners = side_runners(comparison, args, pythons, scratch)
-    names = list(runners)
+    names = [name for name in runners if name not in args.skip]
     runs: dict[str, list[dict]] = {name: [] for name in names}
     reps = args.host_reps if comparison == "host" else args.reps
     for rep in range(reps):
@@ -873,6 +875,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--update-calls", type=int, default=None, help="timed updates per case (300; quick: 20)"
+    )
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        choices=SIDES,
+        metavar="SIDE",
+        help=f"leave a side out (repeatable): {', '.join(repr(s) for s in SIDES)}",
     )
     parser.add_argument("--out", type=Path, default=None, help="output folder")
     args = parser.parse_args(argv)

@@ -89,3 +89,13 @@ def test_td3_learning_script_runs_the_batched_form_and_puts_the_function_back(mo
     assert script.final_returns("batched", 2, 10, 7) == [7.0, 7.0]
     assert script.final_returns("in turn", 1, 10, 3) == [3.0]
     assert calls == [True, False] and networks.apply_copies is recorder
+
+
+def test_skip_leaves_a_side_out_and_refuses_an_unknown_one(capsys):
+    args = offpolicy.parse_args(["--only", "td3", "--skip", "rejax", "--skip", "jaxrl API"])
+    assert args.skip == ["rejax", "jaxrl API"]
+    for comparison in ("ddpg", "td3", "host"):  # every side is one that --skip knows
+        assert set(offpolicy.side_runners(comparison, args, {}, Path("."))) <= set(offpolicy.SIDES)
+    with pytest.raises(SystemExit):
+        offpolicy.parse_args(["--skip", "rejax-uniform"])
+    assert "invalid choice: 'rejax-uniform'" in capsys.readouterr().err
