@@ -10,17 +10,20 @@ last checkpoint. :func:`interrupts_deferred` holds these signals back while a ch
 write is being started.
 
 Ctrl-C (SIGINT) interrupts at once, as Python's own handler does, and is remembered too:
-Python drops a ``KeyboardInterrupt`` raised while a finalizer runs ("Exception ignored in
-..."; an orbax save's event loop is collected after each checkpoint), and the run's ``stop``
-then raises it again at the next period.
+Python drops a ``KeyboardInterrupt`` raised while a finalizer or a garbage-collector
+callback runs (an orbax save's event loop is collected after each checkpoint; JAX runs a
+callback on every collection), and the run's ``stop`` then raises it again at the next
+period. Such a dropped interrupt is not reported ("Exception ignored in ...", with a
+traceback): it is not lost.
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 DEFAULT_GRACE = 20.0
@@ -46,11 +49,15 @@ class Preemption:
         """Handle SIGTERM, and Ctrl-C where Python's own handler has it (not where the
         process was started with it ignored), in the main thread; elsewhere nothing is
         installed."""
+        global _installed, _reported
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._on_sigterm)
             signal.signal(signal.SIGALRM, _interrupt)
             if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
                 signal.signal(signal.SIGINT, self._on_sigint)
+            _installed = self
+            if sys.unraisablehook is not _unraisable:
+                _reported, sys.unraisablehook = sys.unraisablehook, _unraisable
         return self
 
     def _on_sigint(self, signum: int, frame: Any) -> None:
@@ -65,7 +72,8 @@ class Preemption:
 
     def __call__(self) -> bool:
         """Whether to stop at this period (every process of a job answers the same); a
-        Ctrl-C whose ``KeyboardInterrupt`` was dropped is raised again here."""
+        Ctrl-C whose ``KeyboardInterrupt`` was dropped is raised again here (after a
+        SIGTERM, the run stops at this period anyway)."""
         from jaxrl.training.sharding import processes_agree, several_processes
 
         if self.interrupted:
@@ -86,6 +94,25 @@ class Preemption:
 
 def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
+
+
+_installed: Preemption | None = None
+"""The preemption installed last: the one whose signals this process handles."""
+_reported: Callable[[Any], None] = sys.unraisablehook
+"""The ``sys.unraisablehook`` that :func:`_unraisable` replaced."""
+
+
+def _unraisable(unraisable: Any) -> None:
+    """``sys.unraisablehook`` while a :class:`Preemption` is installed: silent for the
+    ``KeyboardInterrupt`` of a signal it handled (its ``stop`` raises a Ctrl-C again and
+    stops at the period after a SIGTERM); the hook before it for everything else."""
+    if (
+        _installed is not None
+        and (_installed.interrupted or _installed.requested)
+        and issubclass(unraisable.exc_type, KeyboardInterrupt)
+    ):
+        return
+    _reported(unraisable)
 
 
 _DEFERRED = (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)

@@ -305,35 +305,62 @@ def test_deferred_signals_reach_their_handlers_in_order_after_the_block(ctrl_c_r
 
 
 @pytest.fixture
-def handlers_restored():
-    """The handlers a :class:`~jaxrl.io.preemption.Preemption` installs, restored after."""
+def handlers_restored(monkeypatch):
+    """The handlers a :class:`~jaxrl.io.preemption.Preemption` installs, restored after;
+    yields the exceptions Python drops (``sys.unraisablehook``) while the test runs."""
     signums = (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)
     previous = {signum: signal.getsignal(signum) for signum in signums}
-    yield
+    dropped: list = []
+    monkeypatch.setattr(sys, "unraisablehook", dropped.append)
+    yield dropped
     signal.setitimer(signal.ITIMER_REAL, 0)
     for signum, handler in previous.items():
         signal.signal(signum, handler)
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+class _Collected:
+    """An object whose finalizer sends this process ``signum`` (or raises ``fault``)."""
+
+    def __init__(self, signum: int | None = None, fault: Exception | None = None) -> None:
+        self.signum, self.fault = signum, fault
+
+    def __del__(self) -> None:
+        if self.signum is not None:
+            signal.raise_signal(self.signum)  # a KeyboardInterrupt it raises is dropped
+        if self.fault is not None:
+            raise self.fault
+
+
 def test_a_ctrl_c_that_python_drops_in_a_finalizer_stops_the_run_at_the_next_period(
     ctrl_c_raises, handlers_restored
 ):
-    """Python drops a KeyboardInterrupt raised while a finalizer runs ("Exception ignored
-    in ..."); an orbax save's event loop is collected so after each checkpoint. A Ctrl-C
-    that comes then was once lost: the run trained to its end and exited 0."""
+    """Python drops a KeyboardInterrupt raised while a finalizer or a collector callback
+    runs; an orbax save's event loop is collected after each checkpoint, and JAX runs a
+    callback on every collection. A Ctrl-C that comes then was once lost (the run trained
+    to its end and exited 0), and was once reported with a traceback."""
     from jaxrl.io.preemption import Preemption
 
     preemption = Preemption().install()
-
-    class Collected:
-        def __del__(self) -> None:
-            signal.raise_signal(signal.SIGINT)  # its KeyboardInterrupt is dropped
-
-    Collected()
+    _Collected(signal.SIGINT)
     assert preemption.interrupted
+    assert handlers_restored == []  # not reported: it is not lost
+    _Collected(fault=ValueError("a finalizer's own fault"))
+    assert [dropped.exc_type for dropped in handlers_restored] == [ValueError]  # reported
     with pytest.raises(KeyboardInterrupt):
         preemption()  # the run's stop after the period
+
+
+def test_a_second_sigterm_that_python_drops_in_a_finalizer_stops_the_run_at_the_period(
+    handlers_restored,
+):
+    from jaxrl.io.preemption import Preemption
+
+    preemption = Preemption().install()
+    _Collected(signal.SIGTERM)  # the request: no interruption yet
+    _Collected(signal.SIGTERM)  # the second: now, but dropped
+    assert preemption.requested and not preemption.interrupted
+    assert handlers_restored == []
+    assert preemption()  # the run stops (checkpointed) at this period
 
 
 def test_a_ctrl_c_ignored_from_the_start_stays_ignored(handlers_restored):
