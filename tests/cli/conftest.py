@@ -16,26 +16,15 @@ import fcntl
 import io
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from .helpers import TRPO_RUN, Result
-
-
-def _command() -> list[str]:
-    """The installed console script of this interpreter (``python -m jaxrl`` without one)."""
-    script = Path(sys.executable).parent / "jaxrl"
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("jaxrl")
-    return [found] if found else [sys.executable, "-m", "jaxrl"]
+from .helpers import TRPO_RUN, Result, jaxrl_command
 
 
 def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -94,7 +83,7 @@ def jaxrl_process(shared_root: Path) -> Callable[..., Result]:
 
     def run(*args: str | Path, cwd: Path | None = None, timeout: float = 600) -> Result:
         done = subprocess.run(
-            [*_command(), *map(str, args)],
+            [*jaxrl_command(), *map(str, args)],
             capture_output=True,
             text=True,
             env={**os.environ, **fixed},

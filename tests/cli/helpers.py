@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import signal
 import struct
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,23 @@ TINY = [
     *("--hidden-sizes", "8", "--num-seeds", "2"),
 ]
 TRPO_RUN = ["train", "trpo", *TINY, "--total-steps", "512", "--checkpoint-every", "2"]
+
+
+def jaxrl_command() -> list[str]:
+    """The installed console script of this interpreter (``python -m jaxrl`` without one)."""
+    script = Path(sys.executable).parent / "jaxrl"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("jaxrl")
+    return [found] if found else [sys.executable, "-m", "jaxrl"]
+
+
+def ctrl_c_as_in_a_terminal() -> None:
+    """The ``preexec_fn`` of a command a test sends Ctrl-C: SIGINT at its default
+    disposition, as in a terminal. A process started in the background of a
+    non-interactive shell (CI scripts can run pytest so) inherits SIGINT ignored, and
+    Python then installs no Ctrl-C handler (and a command keeps it ignored, as it should)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,7 +5,6 @@ that continues the run, and ``--resume`` finishes it with continuous metrics."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,25 +17,10 @@ import pytest
 
 from jaxrl.io import CheckpointStore, read_csv
 
-from .helpers import TINY, Result
+from .helpers import TINY, Result, ctrl_c_as_in_a_terminal, jaxrl_command
 
 PERIODS = 40  # of 128 env steps each: a few seconds of training after the first checkpoint
 RUN = ["train", "trpo", *TINY, "--total-steps", str(128 * PERIODS), "--checkpoint-every", "1"]
-
-
-def _command() -> list[str]:
-    """The installed command, started with SIGINT at its default disposition, as in a
-    terminal: a process started in the background of a non-interactive shell (CI scripts
-    can run pytest so) inherits SIGINT ignored, and Python then installs no Ctrl-C handler.
-    A small interpreter restores the default and ``exec``s the command."""
-    script = Path(sys.executable).parent / "jaxrl"
-    found = str(script) if script.exists() else shutil.which("jaxrl")
-    command = [found] if found else [sys.executable, "-m", "jaxrl"]
-    restore = (
-        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-        "os.execv(sys.argv[1], sys.argv[1:])"
-    )
-    return [sys.executable, "-c", restore, *command]
 
 
 def signal_when(
@@ -46,11 +30,12 @@ def signal_when(
     signum: int = signal.SIGTERM,
     timeout: float = 300,
 ) -> subprocess.CompletedProcess:
-    """Start ``jaxrl *args`` and send ``signum`` once ``ready()`` (polled; the process is
-    killed after ``timeout`` seconds)."""
+    """Start ``jaxrl *args`` (Ctrl-C at its default, as in a terminal) and send ``signum``
+    once ``ready()`` (polled; the process is killed after ``timeout`` seconds)."""
     process = subprocess.Popen(
-        [*_command(), *map(str, args)],
+        [*jaxrl_command(), *map(str, args)],
         env=environment,
+        preexec_fn=ctrl_c_as_in_a_terminal,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -143,7 +128,7 @@ def test_sigterm_checkpoints_the_period_it_stops_at_and_resumes_as_if_uninterrup
     run = ["train", "trpo", *TINY, "--total-steps", str(128 * PERIODS), "--checkpoint-every", "0"]
     run_dir = tmp_path / "run"
     process = subprocess.Popen(
-        [*_command(), *run, "--run-dir", str(run_dir)],
+        [*jaxrl_command(), *run, "--run-dir", str(run_dir)],
         env=environment,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -32,6 +32,7 @@ import numpy as np
 import pytest
 
 from jaxrl.io import read_csv
+from tests.cli.helpers import ctrl_c_as_in_a_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 PERIODS = 24  # evaluation periods of 128 env steps per seed
@@ -316,6 +317,7 @@ def test_the_mujoco_table_interrupted_ends_in_one_line(environment: dict[str, st
         [sys.executable, *command],
         cwd=ROOT,
         env=environment,
+        preexec_fn=ctrl_c_as_in_a_terminal,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
