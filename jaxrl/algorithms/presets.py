@@ -29,7 +29,7 @@ this unless ``--preset`` names one); every value can still be overridden.
 - ``rl-zoo``: rl-baselines3-zoo's TRPO settings for MuJoCo (``hyperparams/trpo.yml``), where
   the tuning studies start.
 - ``mujoco-tuned``: TRPO and NPG tuned per task by ``jaxrl tune`` from ``rl-zoo`` (TRPO: Ant,
-  HalfCheetah, Hopper, Swimmer, Walker2d; NPG: HalfCheetah, Hopper; other tasks are
+  HalfCheetah, Hopper, Swimmer, Walker2d; NPG: HalfCheetah, Hopper, Swimmer; other tasks are
   refused), each task's values retrained on 10 held-out seeds
   (``docs/benchmarks/tuning.md``).
 - ``default``: the algorithm's own defaults (Tianshou's library defaults) with the run shape
@@ -326,6 +326,16 @@ _TUNED_NPG = {
         "num_steps": 512,
     },
     "Hopper": {},  # study npg-Hopper-v5, trial 0: rl-zoo's values, no trial beat them
+    "Swimmer": {  # study npg-Swimmer-v5, trial 1
+        "trust_region_size": 0.11701414134690252,
+        "gae_lambda": 0.9643670429735177,
+        "gamma": 0.999,
+        "lr": 0.00207614104200153,
+        "optim_critic_iters": 5,
+        "critic_batch_size": 128,
+        "log_std_init": -0.22184324905014952,
+        "num_steps": 2048,
+    },
 }
 _RL_ZOO_RUN = {
     "num_envs": 2,
@@ -425,7 +435,7 @@ PRESETS: dict[str, Preset] = {
     "mujoco-tuned": Preset(
         "mujoco-tuned",
         "TRPO and NPG tuned per MuJoCo task by jaxrl tune from rl-zoo's settings (TRPO: Ant, "
-        "HalfCheetah, Hopper, Swimmer, Walker2d; NPG: HalfCheetah, Hopper)",
+        "HalfCheetah, Hopper, Swimmer, Walker2d; NPG: HalfCheetah, Hopper, Swimmer)",
         _RL_ZOO,
         _RL_ZOO_RUNS,
         _frozen(

@@ -173,6 +173,7 @@ HELD_OUT = Path(__file__).parents[2] / "benchmarks" / "results"
         ("trpo", "Walker2d-v5"),
         ("npg", "HalfCheetah-v5"),
         ("npg", "Hopper-v5"),
+        ("npg", "Swimmer-v5"),
     ],
 )
 def test_the_tuned_preset_is_what_the_held_out_seeds_trained(algo, task):
@@ -208,7 +209,8 @@ def test_the_tuned_preset_is_what_the_held_out_seeds_trained(algo, task):
         ),
         (
             ["npg", "--env", "Walker2d-v5"],
-            "--preset mujoco-tuned has values for npg on HalfCheetah, Hopper only, not Walker2d-v5",
+            "--preset mujoco-tuned has values for npg on HalfCheetah, Hopper, Swimmer only, not "
+            "Walker2d-v5",
         ),
         (["ddpg", "--env", "Hopper-v5"], "--preset mujoco-tuned has no settings for ddpg"),
     ],
@@ -221,5 +223,7 @@ def test_the_tuned_preset_refuses_what_was_not_tuned(capsys, tmp_path, argv, exp
     assert not run_dir.exists()
     with pytest.raises(ValueError, match=r"for trpo on Ant, HalfCheetah, .* only, not Reacher"):
         RunConfig.from_preset("trpo", "Reacher-v5", "mujoco-tuned")
-    with pytest.raises(ValueError, match=r"for npg on HalfCheetah, Hopper only, not Ant-v5"):
+    with pytest.raises(
+        ValueError, match=r"for npg on HalfCheetah, Hopper, Swimmer only, not Ant-v5"
+    ):
         RunConfig.from_preset("npg", "Ant-v5", "mujoco-tuned")
