@@ -320,7 +320,12 @@ def _cli_program() -> dict[str, Any]:
     # The initial and final evaluations, both modes (a traced flag): one program.
     agent_leaves, structure = jax.tree_util.tree_flatten(agent)
     evaluate = jax_evaluation_program(
-        structure, config.env, config.brax_backend, config.eval_episodes, None
+        structure,
+        config.env,
+        config.brax_backend,
+        config.brax_solver,
+        config.eval_episodes,
+        None,
     )
     args = (agent_leaves, carry.state, carry.obs_stats, keys, jax.numpy.asarray(True))
     parts.append(_measure("evaluate", evaluate.__wrapped__, *args))

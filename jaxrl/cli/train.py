@@ -157,6 +157,13 @@ def _backends(values: dict[str, Any]) -> tuple[str, str, str | None]:
         brax_backend = brax_backend or DEFAULT_BRAX_BACKEND
     elif brax_backend is not None:
         raise UsageError(f"--brax-backend is for Brax environments (--env brax:NAME), not {env}")
+    for name in ("solver", "solver_iterations", "solver_ls_iterations"):
+        if values.get(name) is not None and brax_backend != "mjx":
+            physics = f"--brax-backend {brax_backend}" if brax_backend else env
+            raise UsageError(
+                f"{option_flag(name)} sets MJX's solver (--env brax:NAME --brax-backend mjx), "
+                f"not {physics}'s"
+            )
     return backend, env_backend, brax_backend
 
 

@@ -120,7 +120,10 @@ def apply_if(pred: jax.Array, fun: Callable, *operands: Any) -> Any:
         lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree
     )
     want, got = types(operands), types((returned,) if one else returned)
-    if jax.tree_util.tree_structure(got) != jax.tree_util.tree_structure(want) or got != want:
+    leaves = jax.tree_util.tree_leaves
+    if jax.tree_util.tree_structure(got) != jax.tree_util.tree_structure(want) or leaves(
+        got
+    ) != leaves(want):
         raise TypeError(
             "apply_if: fun must return its operands' structure, shapes and dtypes; "
             f"given {want}, it returned {got}"

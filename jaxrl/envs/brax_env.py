@@ -17,6 +17,14 @@ driver takes an environment) gives Brax's physics the interface of
   semantics; Brax's ``AutoResetWrapper`` returns to the episode's first state instead):
   ``obs`` is the next episode's first observation and ``info["final_observation"]`` the
   observation the step reached, the one to bootstrap from.
+- Each environment holds its next episode's initial state, drawn ahead
+  (:class:`BraxEnvState`), so that a step runs only the task's physics: under ``vmap`` a
+  reset computed where it is needed is computed for every environment (a select of both
+  branches), and on MJX a reset is a physics pass of its own. The used initial states are
+  drawn again every ``starts_every`` steps, for the batch at once (a step where an
+  environment ends a second episode before that draws at once).
+- Solver settings (MJX only): ``solver``, ``iterations`` and ``ls_iterations`` replace the
+  task's (:class:`Solver`); the control period (timestep x frames) stays the task's.
 - Spaces: observations a ``Box`` of ``observation_size`` unbounded floats; actions a
   ``Box`` in [-1, 1] (Brax environments scale actions to their actuators' ranges).
 
@@ -28,18 +36,19 @@ built for accelerators: slow to compile and to step on a CPU).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import functools
 import importlib.util
 import io
 import warnings
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jaxrl.core.tree import strong_types
+from jaxrl.core.tree import apply_if, strong_types
 
 BRAX_PREFIX = "brax:"
 BRAX_BACKENDS: tuple[str, ...] = ("generalized", "positional", "spring", "mjx")
@@ -94,12 +103,81 @@ class BraxParams:
     max_steps_in_episode: int = DEFAULT_EPISODE_LENGTH
 
 
+@dataclasses.dataclass(frozen=True)
+class Solver:
+    """MuJoCo solver settings of an MJX environment; None keeps the task's own.
+
+    Attributes:
+      solver: ``"cg"`` or ``"newton"`` (MuJoCo's conjugate-gradient and Newton solvers).
+      iterations: the solver's iterations per physics step (its loop runs to this bound).
+      ls_iterations: line-search iterations per solver iteration.
+
+    Brax's ``hopper.xml`` sets ``iterations=4`` and leaves the line search at MuJoCo's 50
+    (CG); Brax's own ant and humanoid switch to ``Solver("newton", 1, 4)``
+    (:data:`ACCELERATOR_SOLVER`).
+    """
+
+    solver: Literal["cg", "newton"] | None = None
+    iterations: int | None = None
+    ls_iterations: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.solver not in (None, *SOLVERS):
+            raise ValueError(f"solver must be one of {', '.join(SOLVERS)}, got {self.solver!r}")
+        for name in ("iterations", "ls_iterations"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ValueError(f"solver_{name} must be a positive int, got {value!r}")
+
+    @property
+    def is_default(self) -> bool:
+        """Whether every setting is the task's own."""
+        return self == Solver()
+
+    def replacements(self) -> dict[str, Any]:
+        """The ``sys.tree_replace`` entries of the settings given."""
+        import mujoco
+
+        out: dict[str, Any] = {}
+        if self.solver is not None:
+            kinds = {"cg": mujoco.mjtSolver.mjSOL_CG, "newton": mujoco.mjtSolver.mjSOL_NEWTON}
+            out["opt.solver"] = kinds[self.solver]
+        if self.iterations is not None:
+            out["opt.iterations"] = self.iterations
+        if self.ls_iterations is not None:
+            out["opt.ls_iterations"] = self.ls_iterations
+        return out
+
+
+SOLVERS: tuple[str, ...] = ("cg", "newton")
+# The accelerator default (Brax's own ant and humanoid on MJX): Newton, 1 iteration, 4
+# line-search iterations.
+ACCELERATOR_SOLVER = Solver("newton", 1, 4)
+# Steps between draws of the used initial states (BraxEnvState.next_start).
+STARTS_EVERY = 16
+
+
 @struct.dataclass
 class BraxEnvState:
-    """Brax's ``State`` and the steps taken in the current episode."""
+    """Brax's ``State``, the steps taken in the current episode, and the next episode's
+    initial state drawn ahead.
+
+    Attributes:
+      brax_state: Brax's state of the current episode.
+      time: steps taken in the current episode.
+      next_start: Brax's initial state for the next episode (drawn with its own key).
+      fresh: whether ``next_start`` is unused (an episode that starts takes it).
+      tick: steps since the environment's first reset (never restarts): environments reset
+        together draw their initial states together.
+    """
 
     brax_state: Any
     time: jax.Array
+    next_start: Any
+    fresh: jax.Array
+    tick: jax.Array
 
 
 class BraxEnv:
@@ -128,8 +206,11 @@ class BraxEnv:
         name: str,
         backend: str = DEFAULT_BRAX_BACKEND,
         episode_length: int = DEFAULT_EPISODE_LENGTH,
+        solver: Solver | None = None,
+        starts_every: int = STARTS_EVERY,
         **kwargs: Any,
     ) -> None:
+        solver = Solver() if solver is None else solver
         if backend not in BRAX_BACKENDS:
             raise ValueError(
                 f"brax_backend must be one of {', '.join(BRAX_BACKENDS)}, got {backend!r}"
@@ -138,6 +219,13 @@ class BraxEnv:
             raise ValueError(f"episode_length must be a positive int, got {episode_length!r}")
         if episode_length < 1:
             raise ValueError(f"episode_length must be a positive int, got {episode_length!r}")
+        if isinstance(starts_every, bool) or not isinstance(starts_every, int) or starts_every < 1:
+            raise ValueError(f"starts_every must be a positive int, got {starts_every!r}")
+        if not solver.is_default and backend != "mjx":
+            raise ValueError(
+                "solver settings (solver, solver_iterations, solver_ls_iterations) are MJX's: "
+                f"use brax_backend 'mjx', not {backend!r}"
+            )
         envs = _import_brax_envs()
         names = brax_env_names()
         if name not in names:
@@ -150,6 +238,8 @@ class BraxEnv:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.env = envs.get_environment(name, backend=backend, **kwargs)
+        if not solver.is_default:
+            self.env.sys = self.env.sys.tree_replace(solver.replacements())
         obs_size = self.env.observation_size
         if not isinstance(obs_size, int):
             raise ValueError(
@@ -161,9 +251,30 @@ class BraxEnv:
         self.obs_size = obs_size
         self.action_size = int(self.env.action_size)
         self.default_params = BraxParams(max_steps_in_episode=episode_length)
+        self.solver = solver
+        self.starts_every = starts_every
 
     def __repr__(self) -> str:
-        return f"BraxEnv({self.name!r}, backend={self.backend!r})"
+        solver = "" if self.solver.is_default else f", solver={self.solver}"
+        return f"BraxEnv({self.name!r}, backend={self.backend!r}{solver})"
+
+    @property
+    def frames(self) -> int:
+        """Physics steps per env step (the task's ``n_frames``)."""
+        return int(getattr(self.env, "_n_frames", 1))
+
+    @property
+    def solver_settings(self) -> dict[str, Any]:
+        """The solver the physics runs (MJX: ``solver``, ``iterations``, ``ls_iterations``;
+        empty on Brax's own pipelines)."""
+        if self.backend != "mjx":
+            return {}
+        opt = self.env.sys.opt
+        return {
+            "solver": {0: "pgs", 1: "cg", 2: "newton"}.get(int(opt.solver), str(opt.solver)),
+            "iterations": int(opt.iterations),
+            "ls_iterations": int(opt.ls_iterations),
+        }
 
     @property
     def id(self) -> str:
@@ -179,10 +290,17 @@ class BraxEnv:
 
         return spaces.Box(-1.0, 1.0, (self.action_size,), jnp.float32)
 
+    def _start(self, key: jax.Array) -> Any:
+        return strong_types(self.env.reset(key))
+
     def reset(self, key: jax.Array, params: BraxParams | None = None) -> tuple[Any, Any]:
-        """``(obs [obs_size], state)``: a random initial state (Brax's ``reset``)."""
-        brax_state = strong_types(self.env.reset(key))
-        return brax_state.obs, BraxEnvState(brax_state, jnp.zeros((), jnp.int32))
+        """``(obs [obs_size], state)``: a random initial state (Brax's ``reset`` with ``key``)
+        and the next episode's, drawn with ``fold_in(key, 1)``."""
+        brax_state = self._start(key)
+        next_start = self._start(jax.random.fold_in(key, 1))
+        zero = jnp.zeros((), jnp.int32)
+        state = BraxEnvState(brax_state, zero, next_start, jnp.ones((), bool), zero)
+        return brax_state.obs, state
 
     def step_env(
         self, key: jax.Array, state: BraxEnvState, action: jax.Array, params: Any = None
@@ -192,7 +310,8 @@ class BraxEnv:
         brax_state = strong_types(self.env.step(state.brax_state, action))
         terminated = brax_state.done > 0.5
         reward = brax_state.reward.astype(jnp.float32)
-        return brax_state.obs, BraxEnvState(brax_state, state.time + 1), reward, terminated, {}
+        state = state.replace(brax_state=brax_state, time=state.time + 1, tick=state.tick + 1)
+        return brax_state.obs, state, reward, terminated, {}
 
     def is_truncated(self, state: BraxEnvState, params: BraxParams | None = None) -> jax.Array:
         """Whether the episode reached its time limit."""
@@ -207,23 +326,51 @@ class BraxEnv:
         params: BraxParams | None = None,
     ) -> tuple[Any, BraxEnvState, jax.Array, jax.Array, jax.Array, dict]:
         """One step with auto-reset (see the module docstring); the key splits as gymnax's
-        ``step`` does: the first half for the step, the second for the reset."""
+        ``step`` does: the first half for the step, the second for drawing initial states.
+
+        An episode that ends starts its successor from ``state.next_start``. A used
+        ``next_start`` is drawn again (with the second half of the key) on the steps where
+        ``tick`` reaches a multiple of ``starts_every``, or at once when its environment
+        ends another episode before then; under ``vmap`` the draw runs for the batch only
+        on those steps (:func:`jaxrl.core.tree.apply_if`).
+        """
         params = self.default_params if params is None else params
         step_key, reset_key = jax.random.split(key)
         obs_st, state_st, reward, terminated, _ = self.step_env(step_key, state, action, params)
         truncated = self.is_truncated(state_st, params)
         done = terminated | truncated
-        obs_re, state_re = self.reset(reset_key, params)
-        state = jax.tree_util.tree_map(lambda r, s: jnp.where(done, r, s), state_re, state_st)
-        obs = jnp.where(done, obs_re, obs_st)
+        due = state_st.tick % self.starts_every == 0
+        draw = ~state.fresh & (due | done)
+        next_start, fresh = apply_if(
+            draw,
+            lambda start, fresh: (self._start(reset_key), jnp.ones_like(fresh)),
+            state.next_start,
+            state.fresh,
+        )
+        brax_state = jax.tree_util.tree_map(
+            lambda r, s: jnp.where(done, r, s), next_start, state_st.brax_state
+        )
+        state = state_st.replace(
+            brax_state=brax_state,
+            time=jnp.where(done, 0, state_st.time),
+            next_start=next_start,
+            fresh=fresh & ~done,
+        )
         info = {"terminated": terminated, "truncated": truncated, "final_observation": obs_st}
-        return obs, state, reward, terminated, truncated, info
+        return brax_state.obs, state, reward, terminated, truncated, info
 
 
-@functools.lru_cache(maxsize=32)
 def make_brax_env(
-    name: str, backend: str = DEFAULT_BRAX_BACKEND, episode_length: int = DEFAULT_EPISODE_LENGTH
+    name: str,
+    backend: str = DEFAULT_BRAX_BACKEND,
+    episode_length: int = DEFAULT_EPISODE_LENGTH,
+    solver: Solver | None = None,
 ) -> BraxEnv:
     """The :class:`BraxEnv` for ``name`` (one object per arguments, so that programs built
     from the same id share jax's compilation caches)."""
-    return BraxEnv(name, backend, episode_length)
+    return _brax_env(name, backend, episode_length, Solver() if solver is None else solver)
+
+
+@functools.lru_cache(maxsize=32)
+def _brax_env(name: str, backend: str, episode_length: int, solver: Solver) -> BraxEnv:
+    return BraxEnv(name, backend, episode_length, solver)

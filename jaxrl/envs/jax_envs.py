@@ -22,7 +22,13 @@ import types
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from jaxrl.envs.brax_env import DEFAULT_BRAX_BACKEND, brax_name, is_brax_id, make_brax_env
+from jaxrl.envs.brax_env import (
+    DEFAULT_BRAX_BACKEND,
+    Solver,
+    brax_name,
+    is_brax_id,
+    make_brax_env,
+)
 
 _INTERFACE = ("reset", "step", "observation_space", "action_space")
 
@@ -68,7 +74,11 @@ def import_gymnax() -> types.ModuleType:
 
 
 def make_env(
-    env: Any, env_params: Any = None, *, brax_backend: str | None = None
+    env: Any,
+    env_params: Any = None,
+    *,
+    brax_backend: str | None = None,
+    brax_solver: Solver | None = None,
 ) -> tuple[Any, Any]:
     """Resolve an environment id or object to ``(env, params)``.
 
@@ -76,6 +86,7 @@ def make_env(
       env: a gymnax id, a ``"brax:NAME"`` id, or an object with the gymnax interface.
       env_params: environment parameters (default: the environment's ``default_params``).
       brax_backend: Brax's physics backend for a Brax id (default ``generalized``).
+      brax_solver: MJX's solver settings for a Brax id on ``mjx`` (default: the task's).
 
     Raises:
       ValueError: an unknown id (or a ``brax_backend`` given for an environment that is not
@@ -84,8 +95,12 @@ def make_env(
     """
     if brax_backend is not None and not is_brax_id(env):
         raise ValueError(f"brax_backend is for Brax ids (brax:NAME); env is {env!r}")
+    if brax_solver is not None and not brax_solver.is_default and not is_brax_id(env):
+        raise ValueError(f"solver settings are for Brax ids (brax:NAME); env is {env!r}")
     if is_brax_id(env):
-        env = make_brax_env(brax_name(env), brax_backend or DEFAULT_BRAX_BACKEND)
+        solver = None if brax_solver is None or brax_solver.is_default else brax_solver
+        backend = brax_backend or DEFAULT_BRAX_BACKEND
+        env = make_brax_env(brax_name(env), backend, solver=solver)
     elif isinstance(env, str):
         gymnax = import_gymnax()
         try:

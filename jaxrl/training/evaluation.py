@@ -103,6 +103,7 @@ def jax_evaluation_program(
     structure: Any,
     env_id: str,
     brax_backend: str | None,
+    brax_solver: Any,
     episodes: int,
     static: bool | None,
     placement: Any = None,
@@ -116,8 +117,8 @@ def jax_evaluation_program(
     the stochastic evaluations (the step-0 and the final ones) share one compiled program;
     otherwise the policy acts as ``static`` says and the argument is ignored. ``placement``
     (a :class:`jaxrl.training.sharding.SeedPlacement`) splits the seeds over the devices
-    of a job of several processes."""
-    env, env_params = make_env(env_id, brax_backend=brax_backend)
+    of a job of several processes; ``brax_solver``: :func:`jaxrl.envs.make_env`'s."""
+    env, env_params = make_env(env_id, brax_backend=brax_backend, brax_solver=brax_solver)
 
     def one(
         leaves: list, state: Any, stats: Any, key: jax.Array, deterministic: jax.Array

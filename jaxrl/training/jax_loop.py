@@ -88,7 +88,8 @@ class JaxLoop:
     @functools.cached_property
     def env(self) -> tuple[Any, Any]:
         """``(env, env_params)`` of the run's environment."""
-        return make_env(self.env_id, brax_backend=self.settings[0].brax_backend)
+        first = self.settings[0]
+        return make_env(self.env_id, brax_backend=first.brax_backend, brax_solver=first.brax_solver)
 
     @functools.cached_property
     def leaves(self) -> list[jax.Array]:
@@ -191,6 +192,7 @@ class JaxLoop:
             self.structure,
             self.env_id,
             self.settings[0].brax_backend,
+            self.settings[0].brax_solver,
             episodes,
             static,
             placement,

@@ -173,6 +173,10 @@ class RunSettings:
         for the ids it has when installed); unused by the jitted driver.
       brax_backend: Brax's physics backend for a ``brax:NAME`` environment (``generalized``,
         ``positional``, ``spring`` or ``mjx``); None for every other environment.
+      solver, solver_iterations, solver_ls_iterations: MJX's constraint solver, its
+        iterations and its line search's (:class:`jaxrl.envs.brax_env.Solver`); None keeps
+        the task's. ``newton``, 1, 4 is the accelerator setting
+        (:data:`jaxrl.envs.brax_env.ACCELERATOR_SOLVER`).
       coordinator_address: a job of several processes: ``host:port`` of process 0, which
         coordinates the job (``jax.distributed.initialize``); None for a single process, or
         where a cluster manager launched the job (SLURM's ``srun``, Open MPI's ``mpirun``:
@@ -242,6 +246,19 @@ class RunSettings:
         "physics of brax:NAME environments: generalized (Brax's default; None picks it), "
         "positional, spring, or mjx (MuJoCo XLA, for GPUs)",
     )
+    solver: Literal["cg", "newton"] | None = setting(
+        None,
+        "brax:NAME on mjx: MuJoCo's constraint solver (None: the task's; newton with "
+        "--solver-iterations 1 --solver-ls-iterations 4 is the accelerator setting)",
+    )
+    solver_iterations: int | None = setting(
+        None, "brax:NAME on mjx: solver iterations per physics step (None: the task's)", minimum=1
+    )
+    solver_ls_iterations: int | None = setting(
+        None,
+        "brax:NAME on mjx: line-search iterations per solver iteration (None: the task's)",
+        minimum=1,
+    )
 
     coordinator_address: str | None = setting(
         None,
@@ -303,6 +320,17 @@ class RunSettings:
         """The run's collections, evaluation periods and updates (the counts every driver
         and the edge read)."""
         return RunLayout.of(self.num_envs, self.num_steps, self.total_steps, self.eval_every)
+
+    @property
+    def brax_solver(self) -> Any:
+        """The :class:`jaxrl.envs.brax_env.Solver` of ``solver``, ``solver_iterations`` and
+        ``solver_ls_iterations`` (None where all three are None)."""
+        values = (self.solver, self.solver_iterations, self.solver_ls_iterations)
+        if values == (None, None, None):
+            return None
+        from jaxrl.envs.brax_env import Solver
+
+        return Solver(*values)
 
     @property
     def steps_per_collect(self) -> int:

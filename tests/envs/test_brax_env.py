@@ -57,12 +57,49 @@ def test_time_limit_truncates_and_keeps_the_final_observation(pendulum):
         if t < 3:
             assert not truncated and int(state.time) == t
             np.testing.assert_array_equal(obs, expected.obs)
-    # The time limit: truncated (bootstrap kept), not terminated; the env auto-reset with the
-    # reset half of the step key (gymnax's split), and its clock restarted.
+    # The time limit: truncated (bootstrap kept), not terminated; the env auto-reset to the
+    # initial state drawn ahead at reset (key fold_in(key(0), 1)), and its clock restarted.
     assert truncated and int(state.time) == 0
-    reset_obs, _ = reset(jax.random.split(key)[1], params)
+    reset_obs, _ = reset(jax.random.fold_in(jax.random.key(0), 1), params)
     np.testing.assert_array_equal(obs, reset_obs)
     assert not np.array_equal(obs, info["final_observation"])
+    assert not bool(state.fresh)  # the next start is drawn again at the next tick of 16
+
+
+def test_each_episode_starts_from_a_fresh_draw_and_draws_follow_the_schedule():
+    """Initial states are drawn ahead: an episode that ends takes its environment's
+    ``next_start``; a used one is drawn again with the step key's second half when ``tick``
+    reaches a multiple of ``starts_every``, or at once when the environment ends a second
+    episode before then. Every episode of every environment starts from its own draw."""
+    env = BraxEnv("inverted_pendulum", backend="positional", starts_every=5)
+    params = BraxParams(max_steps_in_episode=3)  # episodes of 3 steps: ends at 3, 6, 9, ...
+    num_envs = 2
+    obs, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(
+        jax.random.split(jax.random.key(0), num_envs), params
+    )
+    step = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
+    starts = [np.asarray(obs)]
+    for t in range(1, 13):
+        keys = jax.random.split(jax.random.key(100 + t), num_envs)
+        fresh_before = np.asarray(state.fresh)
+        obs, state, _, _, truncated, _ = step(keys, state, jnp.zeros((num_envs, 1)), params)
+        assert bool(np.all(truncated)) == (t % 3 == 0)
+        drawn = ~fresh_before & ((t % 5 == 0) | (t % 3 == 0))  # at once: t = 9
+        if np.any(drawn):  # the draw used the second half of this step's key
+            expected = jax.vmap(lambda k: env.reset(jax.random.split(k)[1], params)[0])(keys)
+            at = np.flatnonzero(drawn)
+            if t % 3 == 0:  # drawn and started at once
+                np.testing.assert_array_equal(np.asarray(obs)[at], np.asarray(expected)[at])
+            else:
+                np.testing.assert_array_equal(
+                    np.asarray(state.next_start.obs)[at], np.asarray(expected)[at]
+                )
+        fresh = (fresh_before | drawn) & ~(t % 3 == 0)
+        np.testing.assert_array_equal(np.asarray(state.fresh), fresh)
+        if t % 3 == 0:
+            starts.append(np.asarray(obs))
+    starts = np.concatenate(starts)  # [5 episodes x 2 envs, obs]
+    assert len({tuple(row) for row in starts.tolist()}) == len(starts)
 
 
 def test_a_fallen_pole_terminates_without_truncation(pendulum):
