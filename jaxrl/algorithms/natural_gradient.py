@@ -162,6 +162,20 @@ class NaturalGradient(struct.PyTreeNode):
         static=True,
     )
 
+    def update_loops(self, batch: int) -> dict[str, int]:
+        """The bounds of one update's sequential loops for a batch of ``batch`` transitions
+        (:func:`jaxrl.algorithms.protocol.update_loops`)."""
+        positions, _ = minibatch_layout(batch, self.batch_size)
+        minibatch = positions.shape[1]
+        critic = self.optim_critic_iters
+        if self.critic_batch_size is not None:
+            critic *= len(minibatch_layout(minibatch, self.critic_batch_size)[0])
+        return {
+            "actor steps": self.repeat * len(positions),
+            "conjugate-gradient iterations per actor step": self.cg_iters,
+            "critic steps per actor step": critic,
+        }
+
     def __post_init__(self) -> None:
         owner = type(self).__name__
         check_structure(self)

@@ -56,6 +56,15 @@ def batches_seeds_on_cpu(agent: Any) -> bool:
     return bool(getattr(agent, "batches_seeds_on_cpu", agent.learning_mode == "off_policy"))
 
 
+def update_loops(agent: Any, batch: int) -> dict[str, int]:
+    """The bounds of the loops one ``update`` runs one after another, by name, for a
+    collected batch of ``batch`` transitions (NPG/TRPO: actor steps, conjugate-gradient and
+    line-search iterations per actor step); empty for an agent that declares none. Under
+    ``vmap`` a while loop runs to its batch's maximum, so the bounds predict the time."""
+    loops = getattr(agent, "update_loops", None)
+    return {} if loops is None else dict(loops(batch))
+
+
 @runtime_checkable
 class Agent(Protocol):
     """An algorithm object (a frozen pytree of hyperparameters with jittable methods)."""

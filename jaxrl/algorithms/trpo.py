@@ -92,6 +92,11 @@ class TRPO(NaturalGradient):
         )
         check_int_field(type(self).__name__, "max_backtracks", self.max_backtracks, 1)
 
+    def update_loops(self, batch: int) -> dict[str, int]:
+        """:meth:`NaturalGradient.update_loops` and the line search's candidates."""
+        loops = super().update_loops(batch)
+        return {**loops, "line-search candidates per actor step": self.max_backtracks}
+
     def actor_rule(self) -> ActorRule:
         """:func:`~jaxrl.algorithms.trpo_rule` with this object's KL bound and line search."""
         return trpo_rule(self.max_kl, self.backtrack_coeff, self.max_backtracks)

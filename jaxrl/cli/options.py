@@ -183,6 +183,14 @@ class TrainCommand(TrainingCommand):
         int | None,
         arg("stop after this many evaluation periods, as an interruption would (for testing)"),
     ] = None
+    plan: Annotated[
+        bool,
+        arg(
+            "print what the run would do per 1M env steps per seed (sequential steps of "
+            "training and evaluation, physics passes, solver and update loop bounds, compiled "
+            "programs) and exit without training"
+        ),
+    ] = False
     video: Annotated[
         str | None,
         arg(

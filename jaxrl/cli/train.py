@@ -66,6 +66,8 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
         except ValueError as error:
             raise UsageError(f"--preset-file: {error}") from None
     check_config(config)
+    if values.get("plan"):
+        return config, None, False
     path = values["run_dir"] or default_run_path(algo, values["env"])
     if not is_primary():  # process 0 of a job of several processes writes the run directory
         return config, RunDir(Path(path)), False
@@ -205,6 +207,25 @@ def _budget_notes(config: Any) -> list[str]:
     return notes
 
 
+def plan_of(config: Any) -> Any:
+    """The :class:`jaxrl.training.plan.RunPlan` of a run's configuration."""
+    from jaxrl.envs import make_env
+    from jaxrl.training.plan import run_plan
+
+    env, horizon = None, 0
+    if config.backend == "jax":
+        env, params = make_env(
+            config.env, brax_backend=config.brax_backend, brax_solver=config.brax_solver
+        )
+        horizon = int(params.max_steps_in_episode)
+    else:
+        import gymnasium as gym
+
+        horizon = gym.spec(config.env).max_episode_steps or 0
+    agent = config.make_agent()
+    return run_plan(config, agent, env, horizon, config.num_agent_updates())
+
+
 def join_job(args: Any, argv: list[str]) -> None:
     """Join the job of several processes the launch options describe (or a cluster manager
     launched: :func:`jaxrl.training.initialize_distributed`), before any other JAX call."""
@@ -252,6 +273,10 @@ def train(args: Any, argv: list[str]) -> int:
     from jaxrl.io.tracking import TrackingError
     from jaxrl.training.sharding import is_primary
 
+    if args.plan:
+        config, _, _ = _resolve_train(args, argv)
+        print("\n".join(plan_of(config).lines()))
+        return 0
     tracking = trackers(args)
     join_job(args, argv)
     config, run_dir, resume = _resolve_in_step(args, argv)

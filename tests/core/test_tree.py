@@ -200,3 +200,20 @@ def test_apply_if_refuses_a_step_that_changes_its_operands_types():
         apply_if(jnp.asarray(True), lambda x: x.astype(jnp.int32), jnp.zeros(2))
     with pytest.raises(TypeError, match="fun must return its operands' structure"):
         apply_if(jnp.asarray(True), lambda x, y: x, jnp.zeros(2), jnp.zeros(2))
+
+
+def test_apply_if_takes_operands_with_array_valued_static_fields():
+    # MuJoCo XLA's Data and Model carry NumPy arrays as static (non-pytree) fields; the check
+    # of fun's result compares leaves, never those fields (an array's truth is ambiguous).
+    from flax import struct
+
+    @struct.dataclass
+    class Data:
+        x: jax.Array
+        table: np.ndarray = struct.field(pytree_node=False)
+
+    data = Data(jnp.ones(3), np.arange(4))
+    out = jax.jit(lambda p: apply_if(p, lambda d: d.replace(x=d.x * 2), data))(True)
+    np.testing.assert_array_equal(out.x, 2 * np.ones(3))
+    with pytest.raises(TypeError, match="fun must return its operands' structure"):
+        apply_if(jnp.asarray(True), lambda d: d.replace(x=d.x[:2]), data)
