@@ -16,6 +16,10 @@ across seeds), and draws the learning curves.
         --backend positional --num-seeds 16 --total-steps 49152
     python benchmarks/brax_training.py --quick     # smoke run, ~20 s (Brax's physics-free "fast")
 
+MJX's solver settings: ``--solver newton --solver-iterations 1 --solver-ls-iterations 4`` (the
+accelerator setting). Each row also times one evaluation alone (``evaluation_s``) and
+apportions the run's time to its evaluations (``evaluation_share_of_run``).
+
 Partial results are written after every period (``brax_training.partial.json``); a run that
 must survive interruptions belongs in ``jaxrl train ... --resume``.
 """
@@ -52,7 +56,15 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
     from jaxrl.training.seeds import seed_keys
 
     run = {"total_steps": args.total_steps, "num_seeds": args.num_seeds, "seed": args.seed}
-    for name in ("num_envs", "num_steps", "eval_every", "eval_episodes"):
+    for name in (
+        "num_envs",
+        "num_steps",
+        "eval_every",
+        "eval_episodes",
+        "solver",
+        "solver_iterations",
+        "solver_ls_iterations",
+    ):
         if getattr(args, name) is not None:
             run[name] = getattr(args, name)
     fields = {f.name for f in dataclasses.fields(registry.get(algo).cls)}
@@ -101,6 +113,12 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
         )
     run_s = time.perf_counter() - start
     curve = np.stack(returns, axis=1)  # [seeds, periods]
+    # One evaluation alone (its program compiled first), to apportion the run's time.
+    command_loop = make_loop(config, agent)
+    for _ in range(2):
+        eval_start = time.perf_counter()
+        command_loop.evaluate(carry.state, carry.obs_stats, config.eval_episodes, 0, True)
+        one_eval_s = time.perf_counter() - eval_start
     return {
         "algo": algo,
         "env": config.env,
@@ -115,6 +133,9 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
         "run_s": run_s,
         "total_s": compile_s + run_s,
         "env_steps_per_s": config.num_seeds * steps[-1] / run_s,
+        "evaluation_s": one_eval_s,
+        "evaluations": len(steps),
+        "evaluation_share_of_run": min(1.0, len(steps) * one_eval_s / run_s),
         "eval_env_steps": steps,
         "eval_mean": curve.mean(axis=0).tolist(),
         "eval_std": curve.std(axis=0).tolist(),
@@ -157,6 +178,9 @@ def main() -> None:
     parser.add_argument("--preset", default=None, help="default: the one the env id picks")
     for name in ("num-envs", "num-steps", "eval-every", "eval-episodes"):
         parser.add_argument(f"--{name}", type=int, default=None, help="default: the preset's")
+    parser.add_argument("--solver", choices=("cg", "newton"), default=None, help="MJX's solver")
+    for name in ("solver-iterations", "solver-ls-iterations"):
+        parser.add_argument(f"--{name}", type=int, default=None, help="MJX's; default: the task's")
     parser.add_argument(
         "--hyper",
         nargs="*",

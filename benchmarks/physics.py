@@ -192,7 +192,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.env, args.backend, args.num_envs, args.settings = (
-            "inverted_pendulum",
+            args.env if args.env != "hopper" else "inverted_pendulum",
             "positional",
             [8],
             ["task"],

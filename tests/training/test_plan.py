@@ -63,14 +63,30 @@ def test_a_brax_run_counts_its_physics_passes_and_a_changed_schedule_shows():
     assert plan.frames == env.frames and plan.passes == env.frames + 1 / env.starts_every
     assert plan.solver == {}  # Brax's own pipelines: no MuJoCo solver
     # 10 collections, periods of 4, 4 and 2: two period programs
-    assert plan.programs == ("init", "period of 4 collections", "period of 2 collections",
-                             "evaluation")  # fmt: skip
+    assert plan.programs == (
+        "init",
+        "period of 4 collections",
+        "period of 2 collections",
+        "evaluation",
+    )
 
 
 def test_the_command_prints_the_plan_and_writes_no_run_directory(tmp_path):
     pytest.importorskip("brax")
-    command = [sys.executable, "-m", "jaxrl", "train", "npg", "--env", "brax:inverted_pendulum",
-               "--brax-backend", "positional", "--num-envs", "8", "--plan"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "jaxrl",
+        "train",
+        "npg",
+        "--env",
+        "brax:inverted_pendulum",
+        "--brax-backend",
+        "positional",
+        "--num-envs",
+        "8",
+        "--plan",
+    ]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
