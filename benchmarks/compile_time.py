@@ -323,7 +323,7 @@ def _cli_program() -> dict[str, Any]:
         structure,
         config.env,
         config.brax_backend,
-        config.brax_solver,
+        group.solver,
         config.eval_episodes,
         None,
     )

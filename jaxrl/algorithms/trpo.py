@@ -93,7 +93,7 @@ class TRPO(NaturalGradient):
         check_int_field(type(self).__name__, "max_backtracks", self.max_backtracks, 1)
 
     def update_loops(self, batch: int) -> dict[str, int]:
-        """:meth:`NaturalGradient.update_loops` and the line search's candidates."""
+        """The natural-gradient update's loop bounds and the line search's candidates."""
         loops = super().update_loops(batch)
         return {**loops, "line-search candidates per actor step": self.max_backtracks}
 

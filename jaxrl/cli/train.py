@@ -209,14 +209,13 @@ def _budget_notes(config: Any) -> list[str]:
 
 def plan_of(config: Any) -> Any:
     """The :class:`jaxrl.training.plan.RunPlan` of a run's configuration."""
-    from jaxrl.envs import make_env
+    from jaxrl.envs import Solver, make_env
     from jaxrl.training.plan import run_plan
 
     env, horizon = None, 0
     if config.backend == "jax":
-        env, params = make_env(
-            config.env, brax_backend=config.brax_backend, brax_solver=config.brax_solver
-        )
+        solver = Solver(config.solver, config.solver_iterations, config.solver_ls_iterations)
+        env, params = make_env(config.env, brax_backend=config.brax_backend, brax_solver=solver)
         horizon = int(params.max_steps_in_episode)
     else:
         import gymnasium as gym

@@ -6,8 +6,10 @@
 """
 
 from jaxrl.envs.brax_env import (
+    ACCELERATOR_SOLVER,
     BRAX_BACKENDS,
     BraxEnv,
+    Solver,
     brax_available,
     is_brax_id,
     make_brax_env,
@@ -29,8 +31,10 @@ from jaxrl.envs.host import (
 from jaxrl.envs.jax_envs import make_env, resolve_backend
 
 __all__ = [
+    "ACCELERATOR_SOLVER",
     "BRAX_BACKENDS",
     "BraxEnv",
+    "Solver",
     "brax_available",
     "is_brax_id",
     "make_brax_env",

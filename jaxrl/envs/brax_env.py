@@ -114,7 +114,7 @@ class Solver:
 
     Brax's ``hopper.xml`` sets ``iterations=4`` and leaves the line search at MuJoCo's 50
     (CG); Brax's own ant and humanoid switch to ``Solver("newton", 1, 4)``
-    (:data:`ACCELERATOR_SOLVER`).
+    (``ACCELERATOR_SOLVER``).
     """
 
     solver: Literal["cg", "newton"] | None = None
@@ -265,8 +265,8 @@ class BraxEnv:
 
     @property
     def solver_settings(self) -> dict[str, Any]:
-        """The solver the physics runs (MJX: ``solver``, ``iterations``, ``ls_iterations``;
-        empty on Brax's own pipelines)."""
+        """The solver settings the physics runs with, ``solver``, ``iterations`` and
+        ``ls_iterations`` on MJX (empty on Brax's own pipelines)."""
         if self.backend != "mjx":
             return {}
         opt = self.env.sys.opt
@@ -332,7 +332,7 @@ class BraxEnv:
         ``next_start`` is drawn again (with the second half of the key) on the steps where
         ``tick`` reaches a multiple of ``starts_every``, or at once when its environment
         ends another episode before then; under ``vmap`` the draw runs for the batch only
-        on those steps (:func:`jaxrl.core.tree.apply_if`).
+        on those steps (:func:`jaxrl.core.apply_if`).
         """
         params = self.default_params if params is None else params
         step_key, reset_key = jax.random.split(key)

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.algorithms.protocol import evaluates_both_modes
+from jaxrl.envs.brax_env import Solver
 from jaxrl.envs.jax_envs import make_env
 from jaxrl.training.evaluation import jax_evaluation_program
 from jaxrl.training.jax_driver import TrainLoop, make_train_loop
@@ -88,8 +89,14 @@ class JaxLoop:
     @functools.cached_property
     def env(self) -> tuple[Any, Any]:
         """``(env, env_params)`` of the run's environment."""
+        brax_backend = self.settings[0].brax_backend
+        return make_env(self.env_id, brax_backend=brax_backend, brax_solver=self.solver)
+
+    @functools.cached_property
+    def solver(self) -> Solver:
+        """MJX's solver settings of the run (:class:`jaxrl.envs.Solver`)."""
         first = self.settings[0]
-        return make_env(self.env_id, brax_backend=first.brax_backend, brax_solver=first.brax_solver)
+        return Solver(first.solver, first.solver_iterations, first.solver_ls_iterations)
 
     @functools.cached_property
     def leaves(self) -> list[jax.Array]:
@@ -192,7 +199,7 @@ class JaxLoop:
             self.structure,
             self.env_id,
             self.settings[0].brax_backend,
-            self.settings[0].brax_solver,
+            self.solver,
             episodes,
             static,
             placement,

@@ -1,14 +1,10 @@
 """A run's settings and its counts, in one place.
 
-:class:`RunSettings` is the one class that declares the settings of a run (its shape, its
-evaluation, its seeds, checkpointing, observation normalization and environment backends),
-validates them (one rule, :meth:`RunSettings.validate`: an error names the field and what it
-expects) and derives every count from them (:attr:`RunSettings.layout`, a :class:`RunLayout`).
-The drivers, the presets, the command line (its options and help come from the fields'
-metadata, :func:`setting`), checkpoints, the benchmarks and the learning-rate schedule read
-these counts and compute none of their own. :class:`jaxrl.training.TrainConfig` is this class;
-:class:`jaxrl.io.RunConfig` extends it with the algorithm, the environment and the
-hyperparameters of a run directory.
+:class:`RunSettings` declares the settings of a run (its shape, its evaluation, its seeds,
+checkpointing, observation normalization and environment backends), validates them (one rule,
+:meth:`RunSettings.validate`: an error names the field and what it expects) and derives every
+count from them (:attr:`RunSettings.layout`, a :class:`RunLayout`); the fields' metadata
+(:func:`setting`) are the command line's options and help.
 
 The arithmetic (the same for the jitted and the host driver):
 
@@ -173,10 +169,9 @@ class RunSettings:
         for the ids it has when installed); unused by the jitted driver.
       brax_backend: Brax's physics backend for a ``brax:NAME`` environment (``generalized``,
         ``positional``, ``spring`` or ``mjx``); None for every other environment.
-      solver, solver_iterations, solver_ls_iterations: MJX's constraint solver, its
-        iterations and its line search's (:class:`jaxrl.envs.brax_env.Solver`); None keeps
-        the task's. ``newton``, 1, 4 is the accelerator setting
-        (:data:`jaxrl.envs.brax_env.ACCELERATOR_SOLVER`).
+      solver: MJX's constraint solver (:class:`jaxrl.envs.Solver`); None keeps the task's.
+      solver_iterations: MJX's solver iterations; None keeps the task's.
+      solver_ls_iterations: MJX's line-search iterations; None keeps the task's.
       coordinator_address: a job of several processes: ``host:port`` of process 0, which
         coordinates the job (``jax.distributed.initialize``); None for a single process, or
         where a cluster manager launched the job (SLURM's ``srun``, Open MPI's ``mpirun``:
@@ -203,11 +198,7 @@ class RunSettings:
         250_000, "env-step budget per seed", minimum=1, preset=True, driver=True
     )
     eval_every: int = setting(
-        50_000,
-        "env steps between evaluations (one evaluation period)",
-        minimum=1,
-        preset=True,
-        driver=True,
+        50_000, "env steps between evaluations (one period)", minimum=1, preset=True, driver=True
     )
     eval_episodes: int = setting(10, "episodes per evaluation", minimum=1, preset=True, driver=True)
     check_finite: bool = setting(
@@ -246,19 +237,9 @@ class RunSettings:
         "physics of brax:NAME environments: generalized (Brax's default; None picks it), "
         "positional, spring, or mjx (MuJoCo XLA, for GPUs)",
     )
-    solver: Literal["cg", "newton"] | None = setting(
-        None,
-        "brax:NAME on mjx: MuJoCo's constraint solver (None: the task's; newton with "
-        "--solver-iterations 1 --solver-ls-iterations 4 is the accelerator setting)",
-    )
-    solver_iterations: int | None = setting(
-        None, "brax:NAME on mjx: solver iterations per physics step (None: the task's)", minimum=1
-    )
-    solver_ls_iterations: int | None = setting(
-        None,
-        "brax:NAME on mjx: line-search iterations per solver iteration (None: the task's)",
-        minimum=1,
-    )
+    solver: Literal["cg", "newton"] | None = setting(None, "MJX's solver (None: the task's)")
+    solver_iterations: int | None = setting(None, "MJX's solver iterations", minimum=1)
+    solver_ls_iterations: int | None = setting(None, "MJX's line-search iterations", minimum=1)
 
     coordinator_address: str | None = setting(
         None,
@@ -320,17 +301,6 @@ class RunSettings:
         """The run's collections, evaluation periods and updates (the counts every driver
         and the edge read)."""
         return RunLayout.of(self.num_envs, self.num_steps, self.total_steps, self.eval_every)
-
-    @property
-    def brax_solver(self) -> Any:
-        """The :class:`jaxrl.envs.brax_env.Solver` of ``solver``, ``solver_iterations`` and
-        ``solver_ls_iterations`` (None where all three are None)."""
-        values = (self.solver, self.solver_iterations, self.solver_ls_iterations)
-        if values == (None, None, None):
-            return None
-        from jaxrl.envs.brax_env import Solver
-
-        return Solver(*values)
 
     @property
     def steps_per_collect(self) -> int:
