@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import shutil
 import zlib
 from pathlib import Path
@@ -56,7 +57,8 @@ def _several_processes() -> bool:
 def encode(tree: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """Flatten ``tree`` into ``{"00000": leaf, ...}`` of plain arrays (typed PRNG keys as
     ``jax.random.key_data``) and a JSON description: leaf paths, shapes, dtypes, key impls
-    and a CRC-32 of each array's bytes (a restore checks it: damage is never silent)."""
+    and a CRC-32 of each array's bytes (a restore checks it: damage is never silent). An
+    array with no elements (MJX's state has some) is described only: orbax saves none."""
     leaves_with_paths, _ = jax.tree_util.tree_flatten_with_path(tree)
     host = _several_processes()  # orbax writes no process-local device arrays there
     flat, described = {}, []
@@ -65,7 +67,8 @@ def encode(tree: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         if is_key(leaf):
             impl = str(jax.random.key_impl(leaf))
             leaf = jax.random.key_data(leaf)
-        flat[f"{index:05d}"] = np.asarray(leaf) if host else leaf
+        if np.size(leaf) > 0:
+            flat[f"{index:05d}"] = np.asarray(leaf) if host else leaf
         described.append(
             {
                 "path": jax.tree_util.keystr(path),
@@ -87,11 +90,21 @@ def _check_sums(flat: dict[str, Any], description: dict[str, Any], where: Path) 
     the sums were recorded have none to check)."""
     for index, entry in enumerate(description["leaves"]):
         expected = entry.get("crc32")
+        if f"{index:05d}" not in flat:  # an array with no elements: nothing was saved
+            continue
         if expected is not None and _crc32(flat[f"{index:05d}"]) != expected:
             raise CheckpointDamaged(
                 f"checkpoint {where} is damaged: {entry['path'] or 'its array'} differs from "
                 "what was saved (CRC-32)"
             )
+
+
+def _shape_dtype(leaf: Any) -> tuple[tuple[int, ...], Any]:
+    """The shape and dtype a leaf is saved with (a typed PRNG key: its key data's)."""
+    if is_key(leaf):
+        data = jax.eval_shape(jax.random.key_data, leaf)
+        return tuple(data.shape), data.dtype
+    return tuple(np.shape(leaf)), leaf.dtype
 
 
 def _abstract(tree: Any) -> tuple[dict[str, Any], list[Any], Any]:
@@ -105,11 +118,9 @@ def _abstract(tree: Any) -> tuple[dict[str, Any], list[Any], Any]:
     device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
     flat = {}
     for index, leaf in enumerate(leaves):
-        if is_key(leaf):
-            data = jax.eval_shape(jax.random.key_data, leaf)
-            shape, dtype = data.shape, data.dtype
-        else:
-            shape, dtype = np.shape(leaf), leaf.dtype
+        shape, dtype = _shape_dtype(leaf)
+        if math.prod(shape) == 0:  # saved as its description only (encode)
+            continue
         if _several_processes():
             flat[f"{index:05d}"] = np.zeros(shape, dtype)
         else:
@@ -122,7 +133,8 @@ def decode(flat: dict[str, Any], like: Any, description: dict[str, Any]) -> Any:
     leaves, treedef = jax.tree_util.tree_flatten(like)
     restored = []
     for index, (template, entry) in enumerate(zip(leaves, description["leaves"], strict=True)):
-        value = flat[f"{index:05d}"]
+        # An array with no elements was described only (encode).
+        value = flat.get(f"{index:05d}", np.zeros(entry["shape"], entry["dtype"]))
         if is_key(template):
             value = jax.random.wrap_key_data(value, impl=entry["key_impl"])
         restored.append(value)
@@ -277,14 +289,12 @@ class CheckpointStore:
                 f"checkpoint {self.path(step)} holds {len(saved)} arrays, the run needs "
                 f"{len(leaves)}: it was written by a different configuration"
             )
-        for index, (entry, template) in enumerate(zip(saved, abstract.values(), strict=True)):
-            if tuple(entry["shape"]) != tuple(template.shape) or (entry["key_impl"] is None) != (
-                not is_key(leaves[index])
-            ):
+        for index, (entry, leaf) in enumerate(zip(saved, leaves, strict=True)):
+            shape = _shape_dtype(leaf)[0]
+            if tuple(entry["shape"]) != shape or (entry["key_impl"] is None) != (not is_key(leaf)):
                 raise CheckpointError(
                     f"checkpoint {self.path(step)}: {entry['path']} has shape "
-                    f"{tuple(entry['shape'])}, the run needs {tuple(template.shape)} "
-                    f"(array {index})"
+                    f"{tuple(entry['shape'])}, the run needs {shape} (array {index})"
                 )
         try:
             with ocp.CheckpointManager(self.directory, options=_manager_options()) as manager:

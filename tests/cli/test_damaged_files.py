@@ -86,6 +86,23 @@ def test_an_array_that_differs_from_what_was_saved_is_never_restored(tmp_path):
         CheckpointStore(tmp_path / "c").restore(tree)
 
 
+def test_arrays_with_no_elements_are_kept_in_the_tree_and_restored(tmp_path):
+    """MuJoCo XLA's state holds arrays with no elements (orbax saves none): the checkpoint
+    describes them, and a restore gives them back with their shapes and dtypes."""
+    import jax
+
+    tree = {"w": jnp.arange(3.0), "empty": jnp.zeros((0, 4), jnp.int32),
+            "keys": jax.random.split(jax.random.key(0), 0), "b": jnp.ones(2)}  # fmt: skip
+    with CheckpointStore(tmp_path / "c") as store:
+        store.save(1, tree, {"period": 1})
+    restored, _ = CheckpointStore(tmp_path / "c").restore(tree)
+    np.testing.assert_array_equal(restored["w"], tree["w"])
+    np.testing.assert_array_equal(restored["b"], tree["b"])
+    assert restored["empty"].shape == (0, 4) and restored["empty"].dtype == jnp.int32
+    assert jax.dtypes.issubdtype(restored["keys"].dtype, jax.dtypes.prng_key)
+    assert restored["keys"].shape == (0,)
+
+
 # ---------------------------------------------------------------------------------------------
 # The CSVs, sweep.json, a tuning study's files: damage is one line naming the file; a line a
 # killed writer cut short is not damage.
