@@ -91,7 +91,7 @@ def brax_env_names() -> list[str]:
 
 
 def _gymnax_spaces() -> Any:
-    from jaxrl.envs.jax_envs import import_gymnax
+    from jaxrl.envs.gymnax_env import import_gymnax
 
     return import_gymnax().environments.spaces
 
@@ -112,9 +112,9 @@ class Solver:
       iterations: the solver's iterations per physics step (its loop runs to this bound).
       ls_iterations: line-search iterations per solver iteration.
 
-    Brax's ``hopper.xml`` sets ``iterations=4`` and leaves the line search at MuJoCo's 50
-    (CG); Brax's own ant and humanoid switch to ``Solver("newton", 1, 4)``
-    (``ACCELERATOR_SOLVER``).
+    Brax's ``hopper.xml`` sets ``iterations=4`` and leaves the solver and its line search
+    at MuJoCo's defaults (Newton, 50); Brax's own ant and humanoid switch to
+    ``Solver("newton", 1, 4)`` (``ACCELERATOR_SOLVER``).
     """
 
     solver: Literal["cg", "newton"] | None = None
