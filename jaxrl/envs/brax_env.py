@@ -240,12 +240,16 @@ class BraxEnv:
             self.env = envs.get_environment(name, backend=backend, **kwargs)
         if not solver.is_default:
             self.env.sys = self.env.sys.tree_replace(solver.replacements())
-        obs_size = self.env.observation_size
-        if not isinstance(obs_size, int):
+        # Brax's observation_size runs a reset op by op (MJX hopper: 30 s on a CPU); its
+        # shape alone is traced here.
+        obs = jax.eval_shape(self.env.reset, jax.random.PRNGKey(0)).obs
+        if not hasattr(obs, "shape"):
+            shapes = jax.tree_util.tree_map(lambda x: tuple(x.shape), obs)
             raise ValueError(
-                f"env: Brax environment {name!r} has dict observations {obs_size}; jaxrl "
+                f"env: Brax environment {name!r} has dict observations {shapes}; jaxrl "
                 "needs a flat observation vector"
             )
+        obs_size = int(obs.shape[-1])
         self.name = name
         self.backend = backend
         self.obs_size = obs_size
