@@ -108,7 +108,7 @@ class Solver:
     """MuJoCo solver settings of an MJX environment; None keeps the task's own.
 
     Attributes:
-      solver: ``"cg"`` or ``"newton"`` (MuJoCo's conjugate-gradient and Newton solvers).
+      kind: ``"cg"`` or ``"newton"`` (MuJoCo's conjugate-gradient and Newton solvers).
       iterations: the solver's iterations per physics step (its loop runs to this bound).
       ls_iterations: line-search iterations per solver iteration.
 
@@ -117,13 +117,13 @@ class Solver:
     ``Solver("newton", 1, 4)`` (``ACCELERATOR_SOLVER``).
     """
 
-    solver: Literal["cg", "newton"] | None = None
+    kind: Literal["cg", "newton"] | None = None
     iterations: int | None = None
     ls_iterations: int | None = None
 
     def __post_init__(self) -> None:
-        if self.solver not in (None, *SOLVERS):
-            raise ValueError(f"solver must be one of {', '.join(SOLVERS)}, got {self.solver!r}")
+        if self.kind not in (None, *SOLVERS):
+            raise ValueError(f"solver must be one of {', '.join(SOLVERS)}, got {self.kind!r}")
         for name in ("iterations", "ls_iterations"):
             value = getattr(self, name)
             if value is not None and (
@@ -141,9 +141,9 @@ class Solver:
         import mujoco
 
         out: dict[str, Any] = {}
-        if self.solver is not None:
+        if self.kind is not None:
             kinds = {"cg": mujoco.mjtSolver.mjSOL_CG, "newton": mujoco.mjtSolver.mjSOL_NEWTON}
-            out["opt.solver"] = kinds[self.solver]
+            out["opt.solver"] = kinds[self.kind]
         if self.iterations is not None:
             out["opt.iterations"] = self.iterations
         if self.ls_iterations is not None:

@@ -31,7 +31,7 @@ class RunPlan:
       eval_steps: ``evaluations * horizon``.
       frames: physics steps per env step (Brax: the task's frames; None: not a Brax task).
       passes: physics passes per env step, initial states drawn ahead included (Brax).
-      solver: MJX's solver settings in force (empty: not MJX).
+      solver_in_force: MJX's solver settings in force (empty: not MJX).
       updates: calls of ``update`` per 1M env steps.
       update_loops: one update's sequential loop bounds (:func:`update_loops`).
       programs: the programs the jitted driver compiles (empty for host runs).
@@ -43,7 +43,7 @@ class RunPlan:
     eval_steps: float
     frames: int | None
     passes: float | None
-    solver: dict[str, Any]
+    solver_in_force: dict[str, Any]
     updates: float
     update_loops: dict[str, int]
     programs: tuple[str, ...]
@@ -68,8 +68,8 @@ class RunPlan:
                 f"  physics     {self.passes:.3g} passes per env step ({self.frames} frames"
                 f"{', initial states drawn ahead' if self.passes != self.frames else ''})"
             )
-        if self.solver:
-            solver = ", ".join(f"{k} {v}" for k, v in self.solver.items())
+        if self.solver_in_force:
+            solver = ", ".join(f"{k} {v}" for k, v in self.solver_in_force.items())
             out.append(f"  solver      {solver} (a batch runs to its maximum)")
         for name, bound in self.update_loops.items():
             out.append(f"  per update  {name}: {bound:,}")
@@ -100,7 +100,7 @@ def run_plan(settings: RunSettings, agent: Any, env: Any, horizon: int, updates:
         eval_steps=evaluations * horizon,
         frames=frames,
         passes=passes,
-        solver=dict(getattr(env, "solver_settings", {})),
+        solver_in_force=dict(getattr(env, "solver_settings", {})),
         updates=updates * scale,
         update_loops=update_loops(agent, layout.steps_per_collect),
         programs=programs,

@@ -60,8 +60,21 @@ def test_brax_run_records_its_backend_and_resumes_exactly(jaxrl, tmp_path):
         (["--env", "brax:hopper", "--backend", "gymnasium"], "runs in the jitted driver"),
         (["--env", "Pendulum-v1", "--brax-backend", "mjx"], "--brax-backend is for Brax"),
         (["--env", "brax:hopper", "--brax-backend", "physx"], "invalid value 'physx'"),
+        (
+            ["--env", "brax:hopper", "--solver-iterations", "1"],
+            "--solver-iterations sets MJX's solver (--env brax:NAME --brax-backend mjx), not "
+            "--brax-backend generalized's",
+        ),
+        (
+            ["--env", "Pendulum-v1", "--solver", "newton"],
+            "--solver sets MJX's solver (--env brax:NAME --brax-backend mjx), not Pendulum-v1's",
+        ),
+        (
+            ["--env", "brax:hopper", "--brax-backend", "mjx", "--solver-ls-iterations", "0"],
+            "--solver-ls-iterations must be a positive integer or None, got 0",
+        ),
     ],
-    ids=["name", "host-driver", "not-brax", "backend"],
+    ids=["name", "host-driver", "not-brax", "backend", "solver-physics", "solver-env", "ls"],
 )
 def test_bad_brax_arguments_are_one_line(capsys, tmp_path, monkeypatch, argv, expected):
     """In process, as tests/cli/test_parts.py checks the others."""

@@ -181,3 +181,27 @@ def test_brax_seeds_run_batched_on_every_backend():
     env = BraxEnv("inverted_pendulum", backend="positional")
     assert env.batches_seeds
     assert resolve_seed_axis("auto", jaxrl.TRPO(), env) == "vmap"
+
+
+def test_mjx_solver_settings_replace_the_tasks_and_are_refused_elsewhere():
+    """``Solver`` replaces MJX's solver options (the control period stays the task's);
+    Brax's own pipelines have no MuJoCo solver, and a gymnax id none at all. About 10 s
+    (the MJX model is built, nothing is compiled)."""
+    from jaxrl.envs import ACCELERATOR_SOLVER, Solver
+
+    task = BraxEnv("hopper", backend="mjx")
+    fast = make_brax_env("hopper", "mjx", solver=ACCELERATOR_SOLVER)
+    assert task.solver_settings == {"solver": "newton", "iterations": 4, "ls_iterations": 50}
+    assert fast.solver_settings == {"solver": "newton", "iterations": 1, "ls_iterations": 4}
+    assert fast.frames == task.frames == 4 and fast.env.dt == task.env.dt
+    resolved, _ = make_env("brax:hopper", brax_backend="mjx", brax_solver=ACCELERATOR_SOLVER)
+    assert resolved is fast
+    assert make_env("brax:hopper", brax_backend="mjx", brax_solver=Solver())[0] is not fast
+    with pytest.raises(ValueError, match=r"solver settings .* are MJX's: use brax_backend 'mjx'"):
+        BraxEnv("inverted_pendulum", backend="positional", solver=Solver(iterations=2))
+    with pytest.raises(ValueError, match="solver settings are for Brax ids"):
+        make_env("Pendulum-v1", brax_solver=Solver(iterations=2))
+    with pytest.raises(ValueError, match="solver_ls_iterations must be a positive int, got 0"):
+        Solver(ls_iterations=0)
+    with pytest.raises(ValueError, match="solver must be one of cg, newton, got 'pgs'"):
+        Solver("pgs")

@@ -27,7 +27,7 @@ def test_a_gymnax_run_counts_its_sequential_steps_updates_and_programs():
     assert plan.horizon == 200 and plan.eval_steps == pytest.approx(plan.evaluations * 200)
     assert plan.eval_share == pytest.approx(plan.eval_steps / (62_500 + plan.eval_steps))
     assert plan.updates == pytest.approx(40 * scale)
-    assert plan.frames is None and plan.passes is None and plan.solver == {}
+    assert plan.frames is None and plan.passes is None and plan.solver_in_force == {}
     assert plan.programs == ("init", "period of 4 collections", "evaluation")
     assert plan.update_loops == {
         "actor steps": 1,
@@ -61,7 +61,7 @@ def test_a_brax_run_counts_its_physics_passes_and_a_changed_schedule_shows():
     settings = RunSettings(num_envs=8, num_steps=64, total_steps=5_120, eval_every=2_048)
     plan = run_plan(settings, jaxrl.NPG(), env, int(params.max_steps_in_episode), 10)
     assert plan.frames == env.frames and plan.passes == env.frames + 1 / env.starts_every
-    assert plan.solver == {}  # Brax's own pipelines: no MuJoCo solver
+    assert plan.solver_in_force == {}  # Brax's own pipelines: no MuJoCo solver
     # 10 collections, periods of 4, 4 and 2: two period programs
     assert plan.programs == (
         "init",
