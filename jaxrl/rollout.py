@@ -33,6 +33,9 @@ class Rollout(NamedTuple):
     next_obs: Any
 
 
+_GUIDE = "see the research guide's \"A rollout's conventions\""
+
+
 def check_time_major(
     rollout: Any, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], discrete: bool
 ) -> tuple[int, int]:
@@ -47,7 +50,10 @@ def check_time_major(
         rollout = Rollout(*(getattr(rollout, f) for f in Rollout._fields))
     reward_shape = np.shape(rollout.reward)
     if len(reward_shape) != 2:
-        raise ValueError(f"rollout.reward must have shape [T, N], got {reward_shape}")
+        raise ValueError(
+            f"rollout.reward must have shape [T, N] (time-major: T steps of N environments), "
+            f"got {list(reward_shape)}; {_GUIDE}"
+        )
     expected = {
         "obs": reward_shape + obs_shape,
         "next_obs": reward_shape + obs_shape,
@@ -55,10 +61,16 @@ def check_time_major(
         "terminated": reward_shape,
         "truncated": reward_shape,
     }
+    rest = {"obs": "obs_shape", "next_obs": "obs_shape", "action": "action_shape"}
     for name, shape in expected.items():
         got = np.shape(getattr(rollout, name))
         if got != shape:
-            raise ValueError(f"rollout.{name} must have shape {list(shape)}, got {list(got)}")
+            layout = ", ".join(["T", "N", *([f"*{rest[name]}"] if name in rest else [])])
+            raise ValueError(
+                f"rollout.{name} must have shape {list(shape)}, got {list(got)}: fields are "
+                f"time-major [{layout}] with T = {shape[0]} steps of N = {shape[1]} "
+                f"environments, as rollout.reward; {_GUIDE}"
+            )
     check_dtypes(
         "rollout",
         rollout,

@@ -28,6 +28,10 @@ class SpaceSpec:
     high: tuple | None = None
     n: int | None = None
 
+    def describe(self) -> str:
+        """``"Discrete(2)"`` or ``"Box(shape (3,))"``, as a user wrote the space."""
+        return f"Discrete({self.n})" if self.kind == "discrete" else f"Box(shape {self.shape})"
+
     @property
     def low_array(self) -> np.ndarray:
         return np.asarray(self.low, np.float32)

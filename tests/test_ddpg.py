@@ -444,10 +444,13 @@ def test_invalid_noise_names_the_field(make, match):
 
 def test_discrete_action_space_is_refused():
     env, params = gymnax.make("CartPole-v1")
-    with pytest.raises(TypeError, match="Box action_space"):
+    # The space as the user wrote it, whatever the library (not jaxrl's SpaceSpec).
+    with pytest.raises(TypeError, match=r"Box action_space, got Discrete\(2\): it has no"):
         DDPG().init(jax.random.key(0), env.observation_space(params), env.action_space(params))
-    with pytest.raises(TypeError, match="Box action_space"):
+    with pytest.raises(TypeError, match=r"Box action_space, got Discrete\(3\)"):
         DDPG().init(jax.random.key(0), OBS_SPACE, gymnasium.spaces.Discrete(3))
+    with pytest.raises(TypeError, match=r"observation_space must be a Box, got Discrete\(5\)"):
+        DDPG().init(jax.random.key(0), gymnasium.spaces.Discrete(5), ACTION_SPACE)
 
 
 def test_init_buffer_capacity_and_errors():

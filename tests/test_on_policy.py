@@ -233,11 +233,12 @@ def test_hyperparameters_are_vmappable_leaves():
 def test_bad_rollouts_are_refused_with_the_field_name(compiled):
     agent, state, _ = compiled
     rollout = random_rollout(jax.random.key(12))
-    with pytest.raises(ValueError, match=r"rollout\.next_obs"):
+    # What is wrong, the layout every field has, and where the conventions are written.
+    with pytest.raises(ValueError, match=r"rollout\.next_obs .*time-major \[T, N, \*obs_shape\]"):
         agent.update(
             state, rollout._replace(next_obs=rollout.next_obs[:, :, :2]), jax.random.key(0)
         )
-    with pytest.raises(ValueError, match=r"rollout\.reward"):
+    with pytest.raises(ValueError, match=r"rollout\.reward .*\[T, N\] \(time-major.*conventions"):
         agent.update(state, rollout._replace(reward=rollout.reward[0]), jax.random.key(0))
     with pytest.raises(TypeError, match=r"rollout\.action"):
         agent.update(

@@ -289,12 +289,12 @@ def check_spaces(
     naming the space otherwise."""
     obs_space = describe_space(observation_space, "observation_space")
     if obs_space.kind != "box":
-        raise TypeError(f"observation_space must be a Box, got {type(observation_space).__name__}")
+        raise TypeError(f"observation_space must be a Box, got {obs_space.describe()}")
     act_space = describe_space(action_space, "action_space")
     if act_space.kind != "box" and not discrete:
         raise TypeError(
-            f"{algorithm} needs a continuous Box action_space, got "
-            f"{type(action_space).__name__} (discrete actions are not supported)"
+            f"{algorithm} needs a continuous Box action_space, got {act_space.describe()}: "
+            "it has no discrete actions (NPG and TRPO have)"
         )
     if act_space.kind == "box" and len(act_space.shape) != 1:
         raise ValueError(f"action_space must be a 1-D Box, got shape {act_space.shape}")

@@ -59,6 +59,8 @@ def make_env(
         env = make_brax_env(brax_name(env), backend, solver=solver)
     elif isinstance(env, str):
         gymnax = import_gymnax()
+        if env not in gymnax.registered_envs:
+            raise ValueError(f"env: {_unknown_gymnax_id(env, gymnax.registered_envs)}")
         try:
             env, default_params = gymnax.make(env)
         except (ValueError, KeyError) as error:
@@ -68,6 +70,13 @@ def make_env(
         if not callable(getattr(env, method, None)):
             raise TypeError(f"env must have the gymnax interface; it lacks {method}()")
     return env, env_params if env_params is not None else env.default_params
+
+
+def _unknown_gymnax_id(env: str, ids: Any) -> str:
+    """The line for an id gymnax does not have, with the closest ids it has."""
+    close = difflib.get_close_matches(env, list(ids), n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    return f"unknown gymnax environment id {env!r}{hint}"
 
 
 def resolve_backend(env: str, backend: str = "auto") -> Literal["jax", "gymnasium"]:
@@ -90,9 +99,7 @@ def resolve_backend(env: str, backend: str = "auto") -> Literal["jax", "gymnasiu
     gym_ids = list(gym.envs.registry)
     if backend == "jax":
         if env not in jax_ids:
-            close = difflib.get_close_matches(env, jax_ids, n=3)
-            hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            raise ValueError(f"unknown gymnax environment id {env!r}{hint}")
+            raise ValueError(_unknown_gymnax_id(env, jax_ids))
         return "jax"
     if backend == "auto" and env in jax_ids:
         return "jax"

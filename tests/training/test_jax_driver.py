@@ -154,6 +154,8 @@ def test_progress_callback_reports_every_evaluation():
 def test_configuration_errors_name_the_problem():
     with pytest.raises(ValueError, match="unknown gymnax environment id 'NoSuchEnv-v9'"):
         make_env("NoSuchEnv-v9")
+    with pytest.raises(ValueError, match=r"'Pendulumm-v1' \(did you mean Pendulum-v1\?\)"):
+        make_env("Pendulumm-v1")
     with pytest.raises(ValueError, match="update_per_step"):
         make_train(jaxrl.DDPG(update_per_step=0.1), "Pendulum-v1", DDPG_RUN)
     with pytest.raises(ValueError, match="num_envs"):
