@@ -1,4 +1,4 @@
-"""gymnax, imported without what it imports only to draw (:func:`import_gymnax`): the
+"""gymnax, imported without what it imports only to draw (``import_gymnax``): the
 module both JAX environment adapters (:mod:`jaxrl.envs.jax_envs`, :mod:`jaxrl.envs.brax_env`)
 take gymnax from."""
 
