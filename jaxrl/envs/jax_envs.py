@@ -54,9 +54,8 @@ def make_env(
     if brax_solver is not None and not brax_solver.is_default and not is_brax_id(env):
         raise ValueError(f"solver settings are for Brax ids (brax:NAME); env is {env!r}")
     if is_brax_id(env):
-        solver = None if brax_solver is None or brax_solver.is_default else brax_solver
         backend = brax_backend or DEFAULT_BRAX_BACKEND
-        env = make_brax_env(brax_name(env), backend, solver=solver)
+        env = make_brax_env(brax_name(env), backend, solver=brax_solver)
     elif isinstance(env, str):
         gymnax = import_gymnax()
         if env not in gymnax.registered_envs:
