@@ -50,8 +50,8 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
     import jax
 
     from jaxrl.algorithms import registry
-    from jaxrl.io import RunConfig
-    from jaxrl.io.runner import make_loop
+    from jaxrl.config import RunConfig
+    from jaxrl.runs.runner import make_loop
     from jaxrl.training import over_seeds, resolve_seed_axis
     from jaxrl.training.seeds import seed_keys
 

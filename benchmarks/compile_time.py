@@ -304,8 +304,8 @@ def _run_program(
 def _cli_program() -> dict[str, Any]:
     import jax
 
-    from jaxrl.io import RunConfig
-    from jaxrl.io.runner import make_loop
+    from jaxrl.config import RunConfig
+    from jaxrl.runs.runner import make_loop
     from jaxrl.training.evaluation import jax_evaluation_program
 
     config = RunConfig.from_preset("trpo", "Pendulum-v1", backend="jax")

@@ -76,7 +76,7 @@ from common import (
 
 def measure(env_id: str, backend: str, num_seeds: int, steps: int, eval_every: int) -> dict:
     """One configuration, in this process."""
-    from jaxrl.io.config import RunConfig
+    from jaxrl.config.run_config import RunConfig
     from jaxrl.training.gymnasium_driver import train_gymnasium
 
     config = RunConfig.from_preset(
@@ -153,7 +153,7 @@ TARGET_RATIO = 0.75  # issue 30: the run at >= 75% of raw EnvPool stepping
 def preset_shape(env_id: str) -> dict[str, int]:
     """The ``mujoco`` preset's TRPO run shape: envs per seed, steps per collection, and
     env steps per seed between evaluations."""
-    from jaxrl.io.config import RunConfig
+    from jaxrl.config.run_config import RunConfig
 
     config = RunConfig.from_preset("trpo", env_id, PRESET)
     return {
@@ -445,7 +445,7 @@ def breakdown(
     run."""
     import jax
 
-    from jaxrl.io.config import RunConfig
+    from jaxrl.config.run_config import RunConfig
     from jaxrl.training import TrainConfig, env_step, evaluation
     from jaxrl.training import gymnasium_driver as driver
 

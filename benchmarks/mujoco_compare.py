@@ -1,5 +1,5 @@
 """The MuJoCo table's runs compared over all their tasks at once: ``jaxrl compare --normalize
-tianshou`` (:mod:`jaxrl.io.normalized`) on run directories rebuilt from
+tianshou`` (:mod:`jaxrl.studies.normalized`) on run directories rebuilt from
 ``results/mujoco_table.jsonl`` (one per algorithm and task: ``config.json``, ``evals.csv``
 and the seeds' final returns as ``final_eval.json``).
 

@@ -30,7 +30,7 @@ seeds per process (vmapped), on EnvPool when it is installed (``pip install -e "
 ``--table`` writes ``mujoco_table.md`` and ``mujoco_table.png`` from the results file: per cell
 Tianshou's statistic (the maximum over evaluations of the mean across seeds, +- the std across
 seeds at that evaluation), the final evaluation, the seed count, the wall time and the machine,
-beside Tianshou's published value (:mod:`jaxrl.io.published`).
+beside Tianshou's published value (:mod:`jaxrl.runs.published`).
 
     nice -n 19 python benchmarks/mujoco_table.py --cells all --budget-minutes 150
     python benchmarks/mujoco_table.py --table
@@ -78,10 +78,10 @@ from common import (
     save_figure,
 )
 
-from jaxrl.io.files import DamagedFile, read_jsonl
-from jaxrl.io.metrics import learning_curve, read_csv
-from jaxrl.io.processes import check_jobs, usable_cpus
-from jaxrl.io.published import SOURCE, TASK_VERSIONS, published_tasks, task_of, tianshou_mujoco
+from jaxrl.config.files import DamagedFile, read_jsonl
+from jaxrl.runs.metrics import learning_curve, read_csv
+from jaxrl.runs.published import SOURCE, TASK_VERSIONS, published_tasks, task_of, tianshou_mujoco
+from jaxrl.studies.processes import check_jobs, usable_cpus
 
 try:
     import fcntl
@@ -110,7 +110,7 @@ class Cell:
 
     algo: str
     env: str
-    config: Any  # jaxrl.io.config.RunConfig (seed and num_seeds are per group)
+    config: Any  # jaxrl.config.run_config.RunConfig (seed and num_seeds are per group)
     # The linear learning-rate schedule sized for this many updates instead of the run's
     # (--lr-schedule-updates); None: the preset's.
     schedule_updates: int | None = None
@@ -167,7 +167,7 @@ class Plan:
 
 
 def make_cell(algo: str, env: str, total_steps: int, args: argparse.Namespace) -> Cell:
-    from jaxrl.io.config import RunConfig
+    from jaxrl.config.run_config import RunConfig
 
     run: dict[str, Any] = {"total_steps": total_steps, "eval_episodes": args.eval_episodes}
     if args.eval_every:
@@ -296,7 +296,7 @@ def group_dir(results: Path, cell: Cell, seeds: Sequence[int]) -> Path:
 
 def group_progress(path: Path) -> int:
     """Env steps per seed that a group's newest checkpoint holds (0: none)."""
-    from jaxrl.io.checkpoints import CheckpointStore
+    from jaxrl.runs.checkpoints import CheckpointStore
 
     if not (path / "checkpoints").is_dir():
         return 0
@@ -332,8 +332,8 @@ def train_group(
     if cell.schedule_updates is not None:
         return _train_in_one_call(cell, seeds, deadline, provenance)
     from jaxrl.envs.host import resolve_env_backend
-    from jaxrl.io.run_dir import RunDir
-    from jaxrl.io.runner import train_run
+    from jaxrl.runs.run_dir import RunDir
+    from jaxrl.runs.runner import train_run
 
     every = max(1, round(CHECKPOINT_STEPS / cell.config.eval_every))
     config = dataclasses.replace(
@@ -471,7 +471,7 @@ def group_rate(path: Path) -> tuple[float, int] | None:
     """A stopped group's env steps per second per seed over its last :data:`RATE_WINDOW`
     evaluation periods on this machine (its ``evals.csv``: steps and the wall time summed
     over its calls), and the env steps that spans; None before it has two periods."""
-    from jaxrl.io.run_dir import RunDir
+    from jaxrl.runs.run_dir import RunDir
 
     evals = RunDir(path).evals_csv
     if not evals.is_file():
@@ -600,13 +600,13 @@ def run_in_processes(
     preempted: Callable[[], bool] | None = None,
 ) -> None:
     """``--jobs``: up to ``jobs`` groups at once, each in a process of its own pinned to its own
-    share of the CPUs (:func:`jaxrl.io.processes.run_in_processes`; two groups on a core
+    share of the CPUs (:func:`jaxrl.studies.processes.run_in_processes`; two groups on a core
     each train faster together than one on both, docs/benchmarks/scaling.md). Each process
     records its group's rows itself (the appends are locked), and this one reads them back
     when a group ends. A group that fails stops new ones from starting; the others finish,
     and the run then exits with an error naming it."""
-    from jaxrl.io.processes import Task
-    from jaxrl.io.processes import run_in_processes as run_tasks
+    from jaxrl.studies.processes import Task
+    from jaxrl.studies.processes import run_in_processes as run_tasks
 
     tasks = (
         Task(f"{cell.algo} {cell.env} seeds {seeds}", group_process,
@@ -636,7 +636,7 @@ def group_process(
 ) -> int:
     """One group in a process of ``--jobs``: its rows record how many CPUs it had. Returns
     :data:`BUDGET_SPENT` (its exit status) when the deadline stopped it."""
-    from jaxrl.io.preemption import Preemption
+    from jaxrl.runs.preemption import Preemption
 
     machine = {**provenance["machine"], "process_cpus": len(usable_cpus())}
     provenance = {**provenance, "machine": machine}
@@ -1309,7 +1309,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         remove_recorded_groups(args.results, rows)
         plan = make_plan(cells, seeds, rows, args)
         print(f"{len(plan.groups)} groups to train; results in {args.results}")
-        from jaxrl.io.preemption import Preemption
+        from jaxrl.runs.preemption import Preemption
 
         preemption = Preemption(args.preemption_grace).install()
         try:

@@ -30,7 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jaxrl.io.sweep_report import ranking  # noqa: E402
+from jaxrl.studies.sweep_report import ranking  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 RUNS = RESULTS / "multiprocess_sweep_runs"  # the sweeps themselves: not committed

@@ -1,5 +1,5 @@
 """The uniform random policy's return on each task of Tianshou's MuJoCo table: the zero of
-``jaxrl compare --normalize tianshou`` (:mod:`jaxrl.io.published`, ``RANDOM_RETURNS``).
+``jaxrl compare --normalize tianshou`` (:mod:`jaxrl.runs.published`, ``RANDOM_RETURNS``).
 
 Each task's gymnasium v5 environment, ``--episodes`` episodes (default 100) of actions drawn
 uniformly from its action space (the space seeded with the episode's index, the environment
@@ -17,7 +17,7 @@ import numpy as np
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent))
 
-from jaxrl.io.published import published_tasks  # noqa: E402
+from jaxrl.runs.published import published_tasks  # noqa: E402
 
 
 def random_return(env_id: str, episodes: int) -> tuple[float, float]:

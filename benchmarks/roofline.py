@@ -840,7 +840,7 @@ SHAPE_PRESETS = {
 
 def agent_for(algo: str, shape: str, **overrides: Any) -> tuple[Any, Any]:
     """The preset's agent and run settings (jaxrl's own preset machinery)."""
-    from jaxrl.io.config import RunConfig
+    from jaxrl.config.run_config import RunConfig
 
     preset = SHAPE_PRESETS[shape][0]
     config = RunConfig.from_preset(algo, "Pendulum-v1", preset, hyperparameters=overrides)
@@ -1158,7 +1158,7 @@ def period_program(algo: str, quick: bool) -> Program:
             if algo == "trpo"
             else dict(eval_every=80, total_steps=160, eval_episodes=2)
         )
-    from jaxrl.io.config import RunConfig
+    from jaxrl.config.run_config import RunConfig
 
     config = RunConfig.from_preset(
         algo, "Pendulum-v1", SHAPE_PRESETS[shape][0], backend="jax", **overrides
@@ -1350,8 +1350,8 @@ def host_env(choice: str, quick: bool) -> tuple[str, str]:
 def host_step_rows(peaks: dict[str, Any], args: Any) -> list[dict[str, Any]]:
     """One DDPG step of the host driver (``mujoco`` preset, updates from the first step),
     timed as the driver runs it and split into the environment and the two jitted calls."""
+    from jaxrl.config.run_config import RunConfig
     from jaxrl.envs.host import resolve_env_backend
-    from jaxrl.io.config import RunConfig
     from jaxrl.training import gymnasium_driver
     from jaxrl.training.gymnasium_driver import HostLoop
 

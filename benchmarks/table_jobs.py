@@ -9,7 +9,7 @@ warm-up of random actions is set to 0 here so that every step updates, as after 
 
 - ``one``: one group in a process on all of this process' CPUs (``--jobs 1``);
 - ``jobs``: ``--jobs`` groups at once, each in a process pinned to its share of the CPUs
-  (:func:`jaxrl.io.processes.cpu_shares`), started together; each is timed over the same
+  (:func:`jaxrl.studies.processes.cpu_shares`), started together; each is timed over the same
   steps and the throughputs are summed.
 
 Throughput is env steps per second summed over the seeds (and, for ``jobs``, the processes).
@@ -44,7 +44,7 @@ from common import (
     write_json,
 )
 
-from jaxrl.io.processes import check_jobs, cpu_shares, start_on, usable_cpus
+from jaxrl.studies.processes import check_jobs, cpu_shares, start_on, usable_cpus
 
 
 def measure(algo: str, env_id: str, seeds: int, warmup: int, calls: int) -> dict[str, Any]:
@@ -53,7 +53,7 @@ def measure(algo: str, env_id: str, seeds: int, warmup: int, calls: int) -> dict
     import jax
     import jax.numpy as jnp
 
-    from jaxrl.io.config import RunConfig
+    from jaxrl.config.run_config import RunConfig
     from jaxrl.training import gymnasium_driver
     from jaxrl.training.gymnasium_driver import HostLoop
 

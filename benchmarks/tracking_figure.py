@@ -26,7 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jaxrl.io.metrics import read_csv  # noqa: E402
+from jaxrl.runs.metrics import read_csv  # noqa: E402
 from tests.cli.wandb_records import offline_runs  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"

@@ -44,7 +44,7 @@ def _run(args: list[str], cache: Path) -> float:
 
 
 def _objective(run_dir: Path, last: int = 5) -> float:
-    """What ``jaxrl tune`` takes as a trial's objective (jaxrl.io.tuning.objective)."""
+    """What ``jaxrl tune`` takes as a trial's objective (jaxrl.studies.tuning.objective)."""
     with open(run_dir / "evals.csv") as handle:
         rows = [r for r in csv.DictReader(handle) if int(r["period"]) >= 1]
     periods = sorted({int(r["period"]) for r in rows})[-last:]

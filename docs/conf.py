@@ -48,7 +48,7 @@ napoleon_custom_sections = [
 # resolve only through their inventories, which a build without network cannot fetch: those
 # are not checked.
 nitpicky = True
-# A public name (jaxrl.io.RunDir) and its defining module's (jaxrl.io.run_dir.RunDir) are one
+# A public name (jaxrl.runs.RunDir) and its defining module's (jaxrl.runs.run_dir.RunDir) are one
 # object documented at two paths: a short reference to it is ambiguous, never broken.
 suppress_warnings = ["ref.python"]
 nitpick_ignore_regex = [

@@ -1,5 +1,5 @@
 """Names of the MuJoCo tasks, in gymnasium's and Brax's spellings: facts about environments
-that both the presets (:mod:`jaxrl.algorithms.presets`) and the environment adapters
+that both the presets (:mod:`jaxrl.config.presets`) and the environment adapters
 (:mod:`jaxrl.envs`) use, kept below both so neither imports the other."""
 
 from __future__ import annotations

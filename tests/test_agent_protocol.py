@@ -107,7 +107,7 @@ def test_a_new_algorithm_trains_on_both_drivers(tiny):
 
 def test_a_new_algorithm_is_a_command(tiny, tmp_path, capsys):
     from jaxrl.cli import main
-    from jaxrl.io import load_run
+    from jaxrl.runs import load_run
 
     run_dir = tmp_path / "run"
     args = ["train", "tiny", "--env", "Pendulum-v1", "--step-size", "0.25", "--num-seeds", "2"]

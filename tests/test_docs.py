@@ -20,7 +20,9 @@ PUBLIC_PACKAGES = (
     "jaxrl.core",
     "jaxrl.envs",
     "jaxrl.training",
-    "jaxrl.io",
+    "jaxrl.config",
+    "jaxrl.runs",
+    "jaxrl.studies",
 )
 _EVAL_RST = re.compile(r"^```\{eval-rst\}\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 
@@ -119,19 +121,19 @@ def test_the_docs_name_only_what_exists():
 
 
 def test_the_names_check_tells_a_stale_name():
-    text = "`jaxrl.core.gae`, `jaxrl.io.no_such_module`, `jaxrl.TRPO(gamma=0.9)`, `jaxrl/io/x.py`"
+    text = "`jaxrl.core.gae`, `jaxrl.runs.no_such_module`, `jaxrl.TRPO(gamma=0.9)`, `jaxrl/runs/x.py`"
     text += ", :func:`~jaxrl.core.returns.gae`"
     assert named_in(text) == {
         "jaxrl.core.gae",
         "jaxrl.core.returns.gae",
-        "jaxrl.io.no_such_module",
+        "jaxrl.runs.no_such_module",
         "jaxrl.TRPO",
-        "jaxrl/io/x.py",
+        "jaxrl/runs/x.py",
     }
     assert resolves("jaxrl.core.gae") and resolves("jaxrl.TRPO")
-    assert resolves("jaxrl/io/runner.py")
-    assert not resolves("jaxrl.io.no_such_module") and not resolves("jaxrl.core.no_such_name")
-    assert not resolves("jaxrl/io/x.py")
+    assert resolves("jaxrl/runs/runner.py")
+    assert not resolves("jaxrl.runs.no_such_module") and not resolves("jaxrl.core.no_such_name")
+    assert not resolves("jaxrl/runs/x.py")
 
 
 @pytest.mark.slow

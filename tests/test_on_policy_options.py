@@ -114,7 +114,7 @@ def test_init_options_scale_exactly_the_layers_they_name():
 def test_the_mujoco_preset_initialization_reaches_the_networks():
     """What ``jaxrl train trpo --env Hopper-v5`` builds: the preset's values (gain sqrt(2),
     last actor layer x0.01, log-std -0.5) are in the initial parameters."""
-    from jaxrl.io import RunConfig
+    from jaxrl.config import RunConfig
 
     agent = RunConfig.from_preset("trpo", "Hopper-v5").make_agent()
     hyper = {k: getattr(agent, k) for k in ("init_gain", "actor_output_scale", "log_std_init")}

@@ -1,4 +1,4 @@
-"""Tasks side by side in processes pinned to their own CPUs (``jaxrl.io.processes``): the
+"""Tasks side by side in processes pinned to their own CPUs (``jaxrl.studies.processes``): the
 shares, the refusal of a bad count, that each task runs on its share with its exit status
 reported, that a failure stops new tasks, and that a task's process does not outlive a
 killed parent. The task functions below are imported by name in the tasks' processes."""
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxrl.io import processes
-from jaxrl.io.processes import Task, check_jobs, cpu_shares, run_in_processes, usable_cpus
+from jaxrl.studies import processes
+from jaxrl.studies.processes import Task, check_jobs, cpu_shares, run_in_processes, usable_cpus
 
 AFFINITY = hasattr(os, "sched_getaffinity")
 
@@ -107,7 +107,7 @@ def test_a_tasks_process_does_not_outlive_a_killed_parent(tmp_path):
     marker = tmp_path / "pid"
     script = (
         "import sys; sys.path.insert(0, sys.argv[1]); import test_processes as t; "
-        "from jaxrl.io.processes import Task, run_in_processes; "
+        "from jaxrl.studies.processes import Task, run_in_processes; "
         "run_in_processes(iter([Task('hold', t.hold_forever, (sys.argv[2],))]), 1)"
     )
     tests = str(Path(__file__).resolve().parent)

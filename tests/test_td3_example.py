@@ -59,7 +59,7 @@ def test_td3_trains_through_the_host_driver(td3):
 
 def test_td3_is_a_command_with_a_plugin_option(td3, tmp_path, capsys, monkeypatch):
     from jaxrl.cli import main
-    from jaxrl.io import load_run
+    from jaxrl.runs import load_run
 
     registry.unregister("td3")  # the command loads it again
     monkeypatch.chdir(tmp_path)
@@ -245,7 +245,7 @@ def test_td3_solves_pendulum_with_four_seeds(td3):
     seeds 4-7 -177, -221, -189, -164; seeds 100-107 -187 +- 32, worst -228. With Tianshou's
     TD3-test actor lr 1e-4 (DDPG's preset value) seeds 0-7 end at -219 +- 124: seed 1 stalls
     (-539 at 50,000 steps, -875 at 100,000), which is why the plug-in sets its own."""
-    from jaxrl.io import RunConfig
+    from jaxrl.config import RunConfig
     from jaxrl.training.seeds import seed_keys
 
     config = RunConfig.from_preset("td3", "Pendulum-v1", backend="jax", num_seeds=4)

@@ -1,7 +1,7 @@
 """SHA-256 digests of what a fixed set of small runs produce, to show that a change of the
 code's form leaves every run's numbers as they were.
 
-Each case trains in a fresh directory through the Python API (``jaxrl.io``): TRPO, NPG and
+Each case trains in a fresh directory through the Python API (``jaxrl.runs``): TRPO, NPG and
 DDPG on the jitted driver (gymnax Pendulum-v1) and on the host driver (gymnasium
 Pendulum-v1), with and without observation normalization, TD3 (the plug-in
 ``examples/td3.py`` of the checkout that runs), a run stopped after one period and resumed,
@@ -60,7 +60,7 @@ DDPG = {"warmup_steps": 64, "batch_size": 32, "buffer_size": 2048}
 
 
 def _config(algo: str, env: str, backend: str, run: dict) -> object:
-    from jaxrl.io import RunConfig
+    from jaxrl.config import RunConfig
 
     run = dict(run)
     off_policy = DDPG if algo in ("ddpg", "td3") else {}
@@ -79,7 +79,7 @@ def _csv_rows(path: Path) -> list[list[str]]:
 
 def digest(run_dir: Path) -> str:
     """The digest of a finished run directory (see the module docstring)."""
-    from jaxrl.io import load_run
+    from jaxrl.runs import load_run
 
     hasher = hashlib.sha256()
     for name in ("updates.csv", "evals.csv"):
@@ -94,7 +94,8 @@ def digest(run_dir: Path) -> str:
 
 
 def run_cases(root: Path, only: list[str] | None) -> dict[str, str]:
-    from jaxrl.io import RunDir, sweep, train_run
+    from jaxrl.runs import RunDir, train_run
+    from jaxrl.studies import sweep
 
     found = {}
     for name, (algo, env, backend, run) in CASES.items():

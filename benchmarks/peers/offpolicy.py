@@ -575,7 +575,7 @@ CHILDREN: dict[str, Callable[[argparse.Namespace], dict]] = {
 
 # What each interpreter's sides import (``warm_bytecode``).
 SIDE_MODULES = {
-    "jaxrl": ["jax", "flax", "optax", "gymnax", "gymnasium", "jaxrl.training", "jaxrl.io"],
+    "jaxrl": ["jax", "flax", "optax", "gymnax", "gymnasium", "jaxrl.training", "jaxrl.runs"],
     "rejax": ["jax", "flax", "optax", "gymnax", "rejax"],
     "sbx": ["jax", "flax", "optax", "torch", "gymnasium", "sbx", "stable_baselines3"],
 }

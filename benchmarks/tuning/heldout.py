@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from jaxrl.io.metrics import learning_curve
-from jaxrl.io.report import FinalEvaluation
+from jaxrl.runs.metrics import learning_curve
+from jaxrl.runs.report import FinalEvaluation
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 

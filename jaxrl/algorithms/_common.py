@@ -81,7 +81,7 @@ class CommandLine:
       default: the command-line default.
       parse: ``(value, num_updates) -> field value``: the command-line value as the
         algorithm takes it; ``num_updates`` is the run's count of agent updates (the length
-        of a schedule, :meth:`jaxrl.training.settings.RunLayout.agent_updates`). Raises
+        of a schedule, :meth:`jaxrl.config.settings.RunLayout.agent_updates`). Raises
         ``ValueError("must be ..., got ...")`` for a value it cannot read (the caller names
         the field).
       help: the command line's help where it differs from the field's.
@@ -130,7 +130,7 @@ def hyperparameter(
 ) -> Any:
     """An algorithm's hyperparameter field: a pytree leaf (``jax.vmap`` can sweep it) unless
     ``static`` (it fixes shapes or control flow); ``help`` describes it in a sentence or two,
-    read by :func:`document_fields` and the command line (:func:`jaxrl.io.hyperparameters`,
+    read by :func:`document_fields` and the command line (:func:`jaxrl.config.hyperparameters`,
     whose help is its first sentence). ``command_line`` spells a field whose value is an
     object (``CommandLine``); ``cli=False`` keeps a field (a custom network) off the
     command line."""

@@ -2,7 +2,7 @@
 
 Adding an algorithm: write its module (a class with the :class:`jaxrl.algorithms.protocol.Agent`
 members) and :func:`register` it here or from your own code; the drivers, ``jaxrl train
-NAME`` and ``config.json`` then know it. Presets (:mod:`jaxrl.algorithms.presets`) may give
+NAME`` and ``config.json`` then know it. Presets (:mod:`jaxrl.config.presets`) may give
 it tuned defaults; without any it gets its class defaults and its learning mode's run shape,
 or, with ``presets_like``, the values of a built-in algorithm it extends. A plug-in file that
 registers an algorithm is loaded by :func:`jaxrl.load_plugin` or the command's ``--plugin``

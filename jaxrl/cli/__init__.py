@@ -16,9 +16,9 @@ Plug-ins (:mod:`jaxrl.algorithms.plugins`): ``--plugin FILE_OR_MODULE`` (anywher
 command line, repeatable) and the ``JAXRL_PLUGINS`` environment variable name files or
 modules that register algorithms; they are loaded before the command line is read.
 
-Every run writes a run directory (:mod:`jaxrl.io.run_dir`): ``config.json``, metrics as CSV
+Every run writes a run directory (:mod:`jaxrl.runs.run_dir`): ``config.json``, metrics as CSV
 and TensorBoard events, ``learning_curve.png`` and orbax checkpoints. Bad arguments, and a
-damaged file a command reads back (:class:`jaxrl.io.DamagedFile`), end with one line on
+damaged file a command reads back (:class:`jaxrl.config.DamagedFile`), end with one line on
 stderr naming the problem and exit status 2.
 
 The command's modules import one way: this entry point -> :mod:`jaxrl.cli.studies`
@@ -40,7 +40,7 @@ from jaxrl.cli import results, studies, train
 from jaxrl.cli.options import PROG, CompareCommand, EvaluateCommand, PlotCommand
 from jaxrl.cli.parsing import expand_preset_file, parse, preset_in_force
 from jaxrl.cli.usage import UsageError
-from jaxrl.io.files import DamagedFile
+from jaxrl.config.files import DamagedFile
 
 __all__ = ["load_plugins", "main", "parse", "preset_in_force"]
 

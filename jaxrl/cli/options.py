@@ -131,7 +131,7 @@ def own_fields(cls: type) -> tuple[dataclasses.Field, ...]:
 @dataclasses.dataclass(frozen=True)
 class TrainingCommand:
     """``jaxrl COMMAND ALGO``: the algorithm, its run settings (the command-line fields of
-    :class:`jaxrl.io.RunConfig`) and hyperparameters (the command-line fields of the
+    :class:`jaxrl.config.RunConfig`) and hyperparameters (the command-line fields of the
     algorithm's class) by field name, then the command's options (the fields from
     ``preset_file`` on). :func:`command_registry` tells tyro how to read it."""
 

@@ -36,11 +36,11 @@ _HYPERPARAMETERS_HELP = "{name} hyperparameters: Tianshou 2.x names, defaults of
 
 
 def _run_settings(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
-    """``(name, type, default, help)`` of the fields of :class:`jaxrl.io.RunConfig` offered
+    """``(name, type, default, help)`` of the fields of :class:`jaxrl.config.RunConfig` offered
     on the command line, read from their metadata
-    (:func:`jaxrl.training.settings.command_line_options`) with ``preset``'s defaults."""
-    from jaxrl.io.config import RunConfig, run_defaults
-    from jaxrl.training.settings import command_line_options
+    (:func:`jaxrl.config.settings.command_line_options`) with ``preset``'s defaults."""
+    from jaxrl.config.run_config import RunConfig, run_defaults
+    from jaxrl.config.settings import command_line_options
 
     return command_line_options(RunConfig, run_defaults(algo, preset), preset)
 
@@ -62,7 +62,7 @@ def command_registry(preset: str, env: str | None = None) -> tyro.constructors.C
     """How tyro reads :class:`TrainingCommand` and the algorithms' classes: a command's
     options are its run settings (with ``preset``'s defaults), its own fields and the
     algorithm's class; an algorithm's are its command-line hyperparameters
-    (:func:`jaxrl.io.config.hyperparameters`: ``preset``'s defaults on ``env``'s task, the
+    (:func:`jaxrl.config.run_config.hyperparameters`: ``preset``'s defaults on ``env``'s task, the
     Tianshou 1.x names in the help). Each is read into a dict by field name."""
     rules = tyro.constructors.ConstructorRegistry()
     spec = tyro.constructors.StructConstructorSpec
@@ -99,7 +99,7 @@ def command_registry(preset: str, env: str | None = None) -> tyro.constructors.C
     def algorithm(info: tyro.constructors.StructTypeInfo) -> Any:
         if info.type not in algo_of:
             return None
-        from jaxrl.io.config import hyperparameters
+        from jaxrl.config.run_config import hyperparameters
 
         fields = []
         for h in hyperparameters(algo_of[info.type], preset, env):
@@ -122,7 +122,7 @@ class _TrainingNotRead:
 def _covered(preset: str) -> tuple[str, ...]:
     """The registered algorithms ``preset`` has settings for."""
     from jaxrl.algorithms import registry
-    from jaxrl.algorithms.presets import get_preset
+    from jaxrl.config.presets import get_preset
 
     chosen = get_preset(preset)
     return tuple(a for a in algorithm_names() if chosen.covers(a, registry.get(a).run_shape_like))
@@ -142,7 +142,7 @@ def _command_type(preset: str, training: bool = True) -> Any:
     evaluate, plot, compare (read with :func:`command_registry`). ``training=False``:
     ``train``, ``sweep`` and ``tune`` are listed (the top-level help is the same) but have no
     options, and no algorithm is imported."""
-    from jaxrl.algorithms.presets import get_preset
+    from jaxrl.config.presets import get_preset
 
     def algorithms(cls: type[TrainingCommand]) -> Any:
         if not training:
@@ -190,7 +190,7 @@ def command_spec(argv: list[str], preset: str) -> CommandSpec:
     errors; :mod:`jaxrl.cli.usage`)."""
     head = argv[0] if argv else ""
     if head in TRAINING and len(argv) >= 2 and argv[1] in algorithm_names():
-        from jaxrl.io.config import hyperparameters
+        from jaxrl.config.run_config import hyperparameters
 
         options = {option_flag(f[0]): f[1] for f in _run_fields(argv[1], preset, head)}
         options.update({option_flag(h.name): h.type for h in hyperparameters(argv[1], preset)})
@@ -242,7 +242,7 @@ def rewrite_aliases(argv: list[str]) -> list[str]:
     """Tianshou 1.x option names (``--discount-factor``) to their 2.x fields (``--gamma``)."""
     if len(argv) < 2 or argv[0] not in TRAINING or argv[1] not in algorithm_names():
         return argv
-    from jaxrl.io.config import hyperparameters
+    from jaxrl.config.run_config import hyperparameters
 
     aliases = {}
     for spec in hyperparameters(argv[1]):
@@ -269,13 +269,13 @@ def _option_value(argv: list[str], option: str) -> str | None:
 
 def preset_in_force(argv: list[str]) -> str:
     """The preset whose defaults the command line gets: ``--preset NAME``, else the one
-    :func:`jaxrl.algorithms.presets.preset_for_env` picks for ``--env`` (Pendulum-v1 when
+    :func:`jaxrl.config.presets.preset_for_env` picks for ``--env`` (Pendulum-v1 when
     none is given).
 
     Raises:
       UsageError: an unknown preset name, or a preset for other tasks than ``--env``'s.
     """
-    from jaxrl.algorithms.presets import get_preset, preset_for_env
+    from jaxrl.config.presets import get_preset, preset_for_env
 
     name = _option_value(argv, "--preset")
     env = _option_value(argv, "--env") or "Pendulum-v1"
@@ -340,7 +340,7 @@ def expand_preset_file(argv: list[str]) -> list[str]:
     file = _option_value(argv, "--preset-file")
     if file is None or len(argv) < 2 or argv[0] not in TRAINING or file == "None":
         return argv
-    from jaxrl.io.config import PresetFile
+    from jaxrl.config.run_config import PresetFile
 
     try:
         preset = PresetFile.load(file)

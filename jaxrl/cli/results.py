@@ -13,10 +13,10 @@ from jaxrl.cli.usage import UsageError
 
 
 def evaluate(args: EvaluateCommand) -> int:
-    from jaxrl.io.checkpoints import CheckpointError
-    from jaxrl.io.run_dir import RunDir, RunDirError
-    from jaxrl.io.runner import evaluate_run
-    from jaxrl.io.vocabulary import DETERMINISTIC, STOCHASTIC
+    from jaxrl.runs.checkpoints import CheckpointError
+    from jaxrl.runs.run_dir import RunDir, RunDirError
+    from jaxrl.runs.runner import evaluate_run
+    from jaxrl.runs.vocabulary import DETERMINISTIC, STOCHASTIC
 
     if args.episodes < 1:
         raise UsageError(f"--episodes must be a positive integer, got {args.episodes}")
@@ -25,7 +25,7 @@ def evaluate(args: EvaluateCommand) -> int:
             args.run_dir, args.video, args.seed_index, args.video_episodes, args.step
         )
     if args.step is not None and Path(args.run_dir).is_dir():
-        from jaxrl.io.checkpoints import CheckpointStore
+        from jaxrl.runs.checkpoints import CheckpointStore
 
         steps = CheckpointStore(RunDir(Path(args.run_dir)).checkpoints).steps()
         if args.step not in steps:
@@ -74,9 +74,9 @@ def evaluate(args: EvaluateCommand) -> int:
 
 def write_video(run_dir: str, path: str, seed_index: int, episodes: int, step: int | None) -> int:
     """``--video``: episodes of one seed's policy written to ``path``."""
-    from jaxrl.io.checkpoints import CheckpointError
-    from jaxrl.io.run_dir import RunDirError
-    from jaxrl.io.video import record_video
+    from jaxrl.runs.checkpoints import CheckpointError
+    from jaxrl.runs.run_dir import RunDirError
+    from jaxrl.runs.video import record_video
 
     if episodes < 1:
         raise UsageError(f"--video-episodes must be a positive integer, got {episodes}")
@@ -95,8 +95,8 @@ def write_video(run_dir: str, path: str, seed_index: int, episodes: int, step: i
 def _evaluated_policy(run_dir: Any, env_steps: int | None) -> str:
     """``"final policy"`` for the checkpoint a finished run ended with (the policy of its
     ``final_eval.json``), ``"policy during training"`` for an earlier one."""
-    from jaxrl.io.report import FinalEvaluation
-    from jaxrl.io.vocabulary import DURING_TRAINING, FINAL_POLICY
+    from jaxrl.runs.report import FinalEvaluation
+    from jaxrl.runs.vocabulary import DURING_TRAINING, FINAL_POLICY
 
     final = FinalEvaluation.load(run_dir.final_eval)
     if final is not None and final.env_steps == env_steps:
@@ -105,7 +105,7 @@ def _evaluated_policy(run_dir: Any, env_steps: int | None) -> str:
 
 
 def _check_run_dirs(run_dirs: tuple[str, ...], command: str, least: int = 1) -> None:
-    from jaxrl.io.run_dir import RunDir
+    from jaxrl.runs.run_dir import RunDir
 
     if len(run_dirs) < least:
         need = "at least one RUN_DIR" if least == 1 else f"at least {least} RUN_DIRs"
@@ -117,8 +117,8 @@ def _check_run_dirs(run_dirs: tuple[str, ...], command: str, least: int = 1) -> 
 
 
 def plot(args: PlotCommand) -> int:
-    from jaxrl.io.plots import plot_runs
-    from jaxrl.io.run_dir import RunDir
+    from jaxrl.runs.plots import plot_runs
+    from jaxrl.runs.run_dir import RunDir
 
     _check_run_dirs(args.run_dirs, "plot")
     if args.output is not None:
@@ -133,11 +133,11 @@ def plot(args: PlotCommand) -> int:
 
 
 def _normalized_groups(args: CompareCommand) -> list[Any]:
-    """``--normalize``'s groups of normalized scores (:mod:`jaxrl.io.normalized`); none
+    """``--normalize``'s groups of normalized scores (:mod:`jaxrl.studies.normalized`); none
     without it."""
     if args.normalize is None:
         return []
-    from jaxrl.io.normalized import NormalizeError, normalized_groups
+    from jaxrl.studies.normalized import NormalizeError, normalized_groups
 
     try:
         return normalized_groups(args.run_dirs, args.normalize, args.labels)
@@ -146,7 +146,7 @@ def _normalized_groups(args: CompareCommand) -> list[Any]:
 
 
 def compare(args: CompareCommand) -> int:
-    from jaxrl.io.compare import (
+    from jaxrl.studies.compare import (
         compare_runs,
         default_output,
         format_table,
@@ -169,7 +169,7 @@ def compare(args: CompareCommand) -> int:
         except ValueError as error:
             raise UsageError(str(error)) from None
     if args.json:
-        from jaxrl.io.normalized import aggregate
+        from jaxrl.studies.normalized import aggregate
 
         normalized = {"normalized": [aggregate(g) for g in groups]} if groups else {}
         print(json.dumps({"figure": str(path), "runs": rows, **normalized}))
@@ -178,7 +178,7 @@ def compare(args: CompareCommand) -> int:
     for line in robust_lines(rows, improvement=not groups):  # runs on other tasks: by group
         print(line)
     if groups:
-        from jaxrl.io.normalized import normalized_lines
+        from jaxrl.studies.normalized import normalized_lines
 
         for line in normalized_lines(groups, args.normalize):
             print(line)

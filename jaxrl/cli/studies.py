@@ -1,5 +1,5 @@
 """``jaxrl sweep`` and ``jaxrl tune``: a grid of settings, or an Optuna study, trained in a
-directory that the same command resumes (:mod:`jaxrl.io.studies`, :mod:`jaxrl.io.tuning`).
+directory that the same command resumes (:mod:`jaxrl.studies.sweeps`, :mod:`jaxrl.studies.tuning`).
 Each returns the exit status; raises :class:`jaxrl.cli.usage.UsageError` for a problem the user
 can fix (one line, status 2)."""
 
@@ -22,13 +22,13 @@ from jaxrl.cli.train import (
     write_fault,
 )
 from jaxrl.cli.usage import UsageError, name_flags
-from jaxrl.io.files import DamagedFile
+from jaxrl.config.files import DamagedFile
 
 
 def _resolve_sweep(args: Any, argv: list[str]) -> tuple[Any, dict[str, list[Any]], Path]:
     """The sweep's base run, its grid and its directory (errors before anything compiles)."""
-    from jaxrl.io.grid import parse_grid
-    from jaxrl.io.run_dir import default_run_path
+    from jaxrl.runs.run_dir import default_run_path
+    from jaxrl.studies.grid import parse_grid
 
     algo, values, hyper = args.algo, args.values(), dict(args.hyperparameters)
     given = given_options(rewrite_aliases(argv))
@@ -47,7 +47,7 @@ def _study_launch(args: Any, argv: list[str]) -> str | None:
     processes, in words (None: none). With them, this process joins the job first
     (:func:`join_job`, before any JAX call; the environment's backend is known only after
     it), and the study must then be on a JAX environment (:func:`_refuse_host_study`)."""
-    from jaxrl.training.settings import launch_settings
+    from jaxrl.config.settings import launch_settings
     from jaxrl.training.sharding import cluster_process_count
 
     given = sorted(given_options(argv) & set(launch_settings()))
@@ -76,10 +76,10 @@ def _refuse_host_study(launch: str | None, base: Any, command: str) -> None:
 
 
 def _study_error(error: Exception, argv: list[str]) -> UsageError:
-    """A sweep's or a study's error as one line: a :class:`jaxrl.io.studies.SweepError`
+    """A sweep's or a study's error as one line: a :class:`jaxrl.studies.sweeps.SweepError`
     names the field as ``--sweep``/``--search`` wrote it, and the error of an invalid setting
     it carries (as any other error here) names the flags to change."""
-    from jaxrl.io.grid import SweepError
+    from jaxrl.studies.grid import SweepError
 
     if isinstance(error, DamagedFile) or (isinstance(error, SweepError) and error.cause is None):
         return UsageError(str(error))
@@ -96,7 +96,7 @@ def _study_call(
     (130, with the command that continues) or a file it could not write (1, one line). An
     invalid setting is the one-line :class:`UsageError` (the same in every process of a
     job); any other failure stops every process of a job before it is raised."""
-    from jaxrl.io.studies import SettingsFailed
+    from jaxrl.studies.sweeps import SettingsFailed
 
     try:
         return call(), None
@@ -118,8 +118,8 @@ def _study_call(
 
 
 def sweep(args: Any, argv: list[str]) -> int:
-    from jaxrl.io.preemption import Preemption
-    from jaxrl.io.studies import sweep as run_sweep
+    from jaxrl.runs.preemption import Preemption
+    from jaxrl.studies.sweeps import sweep as run_sweep
     from jaxrl.training.sharding import is_primary
 
     tracking = trackers(args)
@@ -194,11 +194,11 @@ def _search_specs(values: dict[str, Any]) -> list[str]:
 
 
 def tune(args: Any, argv: list[str]) -> int:
-    from jaxrl.io.preemption import Preemption
-    from jaxrl.io.run_dir import default_run_path
-    from jaxrl.io.search_space import parse_search
-    from jaxrl.io.tuning import TUNE_SEED
-    from jaxrl.io.tuning import tune as run_tune
+    from jaxrl.runs.preemption import Preemption
+    from jaxrl.runs.run_dir import default_run_path
+    from jaxrl.studies.search_space import parse_search
+    from jaxrl.studies.tuning import TUNE_SEED
+    from jaxrl.studies.tuning import tune as run_tune
     from jaxrl.training.sharding import is_primary
 
     tracking = trackers(args)

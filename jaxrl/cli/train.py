@@ -14,14 +14,14 @@ from jaxrl.cli.options import PROG, option_flag
 from jaxrl.cli.parsing import command_spec, given_options, preset_in_force, rewrite_aliases
 from jaxrl.cli.results import write_video
 from jaxrl.cli.usage import UsageError, name_flags
-from jaxrl.io.files import DamagedFile
+from jaxrl.config.files import DamagedFile
 
 
 def check_options(values: dict[str, Any], given: set[str]) -> None:
     """The run settings written on the command line (``given``), checked by the one rule
-    (:meth:`jaxrl.training.settings.RunSettings.validate`; None asks the command to choose),
+    (:meth:`jaxrl.config.settings.RunSettings.validate`; None asks the command to choose),
     before a run directory is opened, and the command's own ``--stop-after-periods``."""
-    from jaxrl.training.settings import RunSettings, settings_fields
+    from jaxrl.config.settings import RunSettings, settings_fields
 
     written = given & {f.name for f in settings_fields()}
     RunSettings.validate({n: values[n] for n in written if values[n] is not None})
@@ -34,9 +34,9 @@ def check_options(values: dict[str, Any], given: set[str]) -> None:
 
 
 def trackers(args: Any) -> Any:
-    """``--logger``'s experiment trackers (:class:`jaxrl.io.tracking.Tracking`), their
+    """``--logger``'s experiment trackers (:class:`jaxrl.runs.tracking.Tracking`), their
     packages found; else a one-line usage error naming ``--logger`` or the missing extra."""
-    from jaxrl.io.tracking import Tracking, TrackingError, parse_loggers
+    from jaxrl.runs.tracking import Tracking, TrackingError, parse_loggers
 
     try:
         return Tracking(parse_loggers(args.logger)).check()
@@ -46,8 +46,8 @@ def trackers(args: Any) -> Any:
 
 def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     """The run's configuration and directory (created or opened), and whether to resume."""
-    from jaxrl.io.run_dir import RunDir, default_run_path
-    from jaxrl.io.runner import check_config
+    from jaxrl.runs.run_dir import RunDir, default_run_path
+    from jaxrl.runs.runner import check_config
     from jaxrl.training.sharding import is_primary
 
     algo, values, hyper = args.algo, args.values(), dict(args.hyperparameters)
@@ -59,7 +59,7 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
         return config, run_dir, True
     config = new_config(algo, values, hyper, given, preset_in_force(argv))
     if values["preset_file"] is not None:
-        from jaxrl.io.config import PresetFile
+        from jaxrl.config.run_config import PresetFile
 
         try:
             PresetFile.load(values["preset_file"]).check_seeds(config.seed, config.num_seeds)
@@ -76,9 +76,9 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
 
 def _resumed_config(algo: str, wanted: dict[str, Any], given: set[str]) -> tuple[Any, Any]:
     """The configuration of the run in ``--resume``'s directory, with the settings a resume
-    may change (:data:`jaxrl.io.config.RESUME_OVERRIDES`) taken from ``given``."""
-    from jaxrl.io.config import RESUME_OVERRIDES, ResumeConflict, RunConfig
-    from jaxrl.io.run_dir import RunDir
+    may change (:data:`jaxrl.config.run_config.RESUME_OVERRIDES`) taken from ``given``."""
+    from jaxrl.config.run_config import RESUME_OVERRIDES, ResumeConflict, RunConfig
+    from jaxrl.runs.run_dir import RunDir
 
     try:
         run_dir = RunDir.open(wanted["resume"])
@@ -107,9 +107,9 @@ def new_config(
 ) -> Any:
     """The configuration of a new run: the options' values, the drivers and backends
     resolved (:func:`_backends`), the evaluation interval adapted to a budget given without
-    one (:meth:`jaxrl.training.settings.RunSettings.for_budget`)."""
-    from jaxrl.io.config import RunConfig, run_defaults
-    from jaxrl.training.settings import DEFAULT_NUM_SEEDS, RunSettings, settings_fields
+    one (:meth:`jaxrl.config.settings.RunSettings.for_budget`)."""
+    from jaxrl.config.run_config import RunConfig, run_defaults
+    from jaxrl.config.settings import DEFAULT_NUM_SEEDS, RunSettings, settings_fields
 
     backend, env_backend, brax_backend = _backends(values)
     settings = {f.name: values[f.name] for f in settings_fields() if f.metadata["cli"]}
@@ -171,7 +171,7 @@ def _backends(values: dict[str, Any]) -> tuple[str, str, str | None]:
 
 def write_fault(error: OSError, resume_cmd: str) -> int:
     """A file that could not be written during training, as one line (exit status 1): the
-    files written before it are whole (:mod:`jaxrl.io.files`, checkpoints committed only
+    files written before it are whole (:mod:`jaxrl.config.files`, checkpoints committed only
     when complete), so the command continues from the last checkpoint."""
     where = f" {error.filename}" if error.filename else ""
     reason = error.strerror or str(error)
@@ -228,7 +228,7 @@ def plan_of(config: Any) -> Any:
 def join_job(args: Any, argv: list[str]) -> None:
     """Join the job of several processes the launch options describe (or a cluster manager
     launched: :func:`jaxrl.training.initialize_distributed`), before any other JAX call."""
-    from jaxrl.training.settings import launch_settings
+    from jaxrl.config.settings import launch_settings
     from jaxrl.training.sharding import initialize_distributed
 
     try:
@@ -266,10 +266,10 @@ def train(args: Any, argv: list[str]) -> int:
     import numpy as np
 
     from jaxrl.envs import EnvironmentError_
-    from jaxrl.io.checkpoints import CheckpointError
-    from jaxrl.io.preemption import Preemption
-    from jaxrl.io.runner import train_run
-    from jaxrl.io.tracking import TrackingError
+    from jaxrl.runs.checkpoints import CheckpointError
+    from jaxrl.runs.preemption import Preemption
+    from jaxrl.runs.runner import train_run
+    from jaxrl.runs.tracking import TrackingError
     from jaxrl.training.sharding import is_primary
 
     if args.plan:
@@ -337,7 +337,7 @@ def train(args: Any, argv: list[str]) -> int:
 
 def _report(config: Any, run_dir: Any, result: Any, resume_cmd: str, tracking: Any) -> None:
     """What a finished (or stopped) ``jaxrl train`` prints: the run, its report, its files."""
-    from jaxrl.io.report import CurveSummary, report_lines
+    from jaxrl.runs.report import CurveSummary, report_lines
 
     seeds = f"{config.num_seeds} seed{'s' if config.num_seeds != 1 else ''}"
     state = "Finished" if result.finished else "Stopped"
@@ -354,7 +354,7 @@ def _report(config: Any, run_dir: Any, result: Any, resume_cmd: str, tracking: A
     if tracking.tensorboard:
         print(f"TensorBoard:    tensorboard --logdir {run_dir.tensorboard}")
     if tracking.wandb:
-        from jaxrl.io.tracking import WANDB_ID_FILE
+        from jaxrl.runs.tracking import WANDB_ID_FILE
 
         run_id = (run_dir.path / WANDB_ID_FILE).read_text().strip()
         print(f"W&B:            run {run_id} (offline runs: wandb sync)")

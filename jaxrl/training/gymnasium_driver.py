@@ -21,7 +21,7 @@ seed in the :class:`HostCarry` (with the agent state and the replay buffer), whi
 checkpoints resume (``initial=``); evaluation uses them without updating them.
 
 :class:`HostLoop` is the driver cut at its evaluations (the :class:`jaxrl.training.loop.Loop`
-that :mod:`jaxrl.io.runner` drives); :func:`train_gymnasium` runs it to the end.
+that :mod:`jaxrl.runs.runner` drives); :func:`train_gymnasium` runs it to the end.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.algorithms.protocol import learns_from_replay
+from jaxrl.config.settings import RunSettings
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.core.prng import bucketed_keys
 from jaxrl.envs.host import EnvironmentError_, make_host_env, seed_block
@@ -53,7 +54,6 @@ from jaxrl.training.evaluation import ObservationNormalizer, evaluate_gymnasium,
 from jaxrl.training.jax_driver import TrainConfig
 from jaxrl.training.periods import join_periods, train_watched
 from jaxrl.training.seeds import host_seed_keys
-from jaxrl.training.settings import RunSettings
 from jaxrl.training.sharding import SeedPlacement
 
 __all__ = [
@@ -228,7 +228,7 @@ def train_gymnasium(
     agent's jitted exploration, then learns: NPG/TRPO call ``agent.update`` on the rollout;
     DDPG adds the transitions to its replay buffer and runs ``update_per_step * num_envs *
     num_steps`` updates. Evaluates after every evaluation period
-    (:class:`~jaxrl.training.settings.RunLayout`: whole collections; the last period may be
+    (:class:`~jaxrl.config.settings.RunLayout`: whole collections; the last period may be
     shorter).
 
     Args:

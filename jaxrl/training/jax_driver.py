@@ -35,6 +35,7 @@ from jax import lax
 from jax.experimental import checkify
 
 from jaxrl.algorithms.protocol import learns_from_replay
+from jaxrl.config.settings import RunLayout, RunSettings
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.envs.jax_envs import make_env
 from jaxrl.replay import Transition
@@ -48,13 +49,12 @@ from jaxrl.training.env_step import make_jax_step, reset_jax_envs
 from jaxrl.training.evaluation import evaluate
 from jaxrl.training.periods import train_watched
 from jaxrl.training.seeds import over_seeds, resolve_seed_axis, split_seed_key
-from jaxrl.training.settings import RunLayout, RunSettings
 
 Array = jax.Array
 
 
 TrainConfig = RunSettings
-"""The run's settings as the drivers take them: :class:`jaxrl.training.settings.RunSettings`
+"""The run's settings as the drivers take them: :class:`jaxrl.config.settings.RunSettings`
 (the one class that declares, validates and counts a run's settings)."""
 
 
@@ -100,7 +100,7 @@ class TrainLoop(NamedTuple):
         periods (and the shorter last period, where the layout has one).
       agent: the algorithm the loop trains, and env: its environment (together they pick
         how seeds run together: :func:`jaxrl.training.over_seeds`).
-      layout: the run's collections and periods (:class:`jaxrl.training.settings.RunLayout`).
+      layout: the run's collections and periods (:class:`jaxrl.config.settings.RunLayout`).
       period: ``collections -> run_period`` of that many collections (a static length; the
         shorter last period of a run uses it).
     """

@@ -25,12 +25,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.algorithms.protocol import evaluates_both_modes
+from jaxrl.config.settings import RunSettings
 from jaxrl.envs.brax_env import Solver
 from jaxrl.envs.jax_envs import make_env
 from jaxrl.training.evaluation import jax_evaluation_program
 from jaxrl.training.jax_driver import TrainLoop, make_train_loop
 from jaxrl.training.seeds import over_seeds, resolve_seed_axis, seed_keys
-from jaxrl.training.settings import RunSettings
 from jaxrl.training.sharding import SeedPlacement
 
 
@@ -41,7 +41,7 @@ class JaxLoop:
     The agents of a group differ only in their leaves (numeric hyperparameters: their
     pytree definitions, static fields included, are equal), and their runs share every
     setting the drivers' programs depend on
-    (:attr:`~jaxrl.training.settings.RunSettings.driver_settings`). The
+    (:attr:`~jaxrl.config.settings.RunSettings.driver_settings`). The
     leaves become arguments over a flattened ``[G * S]`` axis (setting ``g``, seed ``s`` at
     ``g * S + s``) that the period programs map or vmap like a seed axis
     (:func:`jaxrl.training.over_seeds`); seed ``s`` of every setting has the key of seed

@@ -4,7 +4,7 @@ evaluations.
 Two classes implement it: :class:`jaxrl.training.jax_loop.JaxLoop` (JAX environments: the
 jitted driver, one program over every seed, or over the settings x seeds of a sweep group)
 and :class:`jaxrl.training.gymnasium_driver.HostLoop` (gymnasium and EnvPool environments on
-the host). :mod:`jaxrl.io.runner` drives either the same way::
+the host). :mod:`jaxrl.runs.runner` drives either the same way::
 
     carry = loop.init()                        # or loop.from_checkpoint(restored tree)
     carry = loop.start(carry, start_steps)     # ready to train from there
@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from jaxrl.training.settings import RunLayout
+from jaxrl.config.settings import RunLayout
 
 
 class Loop(Protocol):

@@ -1,5 +1,5 @@
 """The period loop of every driver: a run as evaluation periods of whole collections (their
-counts come from :class:`jaxrl.training.settings.RunLayout`), joined metrics, and the one
+counts come from :class:`jaxrl.config.settings.RunLayout`), joined metrics, and the one
 ``stop`` signature."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ AfterPeriod = Callable[[Any, dict[str, Any]], bool]
 def drive(run_period: RunPeriod, carry: Any, periods: Sequence[int], after: AfterPeriod) -> Any:
     """The period loop of every driver and of the runner (Brax's outer loop): each period of
     ``periods`` (collections of each,
-    :attr:`~jaxrl.training.settings.RunLayout.period_collections`) run from ``carry``, then
+    :attr:`~jaxrl.config.settings.RunLayout.period_collections`) run from ``carry``, then
     ``after(carry, metrics)``, until it returns True or the periods are spent. Returns the
     last carry."""
     for collections in periods:

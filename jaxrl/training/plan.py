@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any
 
 from jaxrl.algorithms.protocol import evaluates_both_modes, update_loops
-from jaxrl.training.settings import RunSettings
+from jaxrl.config.settings import RunSettings
 
 PER = 1_000_000  # the plan's unit: env steps per seed
 

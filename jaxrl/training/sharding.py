@@ -2,7 +2,7 @@
 
 A job of several processes (one per GPU, per host, or several on one CPU) starts with
 :func:`initialize_distributed` in every process, before any other JAX call: it joins the job
-that the launch settings (:class:`jaxrl.training.settings.RunSettings`'s
+that the launch settings (:class:`jaxrl.config.settings.RunSettings`'s
 ``coordinator_address``, ``num_processes``, ``process_id``) or a cluster manager's
 environment (SLURM's ``srun``, Open MPI's ``mpirun``, which ``jax.distributed.initialize``
 reads) describe. From then on ``jax.devices()`` lists every process's devices, and:
@@ -45,11 +45,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from jaxrl.config.settings import SettingError
 from jaxrl.core.prng import is_key
-from jaxrl.training.settings import SettingError
 
 if TYPE_CHECKING:
-    from jaxrl.training.settings import RunSettings
+    from jaxrl.config.settings import RunSettings
 
 SEED_AXIS = "seeds"
 
@@ -102,8 +102,8 @@ def initialize_distributed(settings: RunSettings | None = None, **overrides: Any
 
     Call it in every process before any other JAX computation (``jaxrl train`` calls it
     first). ``coordinator_address`` (``host:port`` of process 0), ``num_processes`` and
-    ``process_id`` come from ``settings`` (a :class:`jaxrl.training.settings.RunSettings`
-    or :class:`jaxrl.io.RunConfig`), replaced by ``overrides`` of the same names (and
+    ``process_id`` come from ``settings`` (a :class:`jaxrl.config.settings.RunSettings`
+    or :class:`jaxrl.config.RunConfig`), replaced by ``overrides`` of the same names (and
     ``coordinator_timeout``); any left None is read by ``jax.distributed.initialize`` from a
     cluster manager's environment (SLURM's ``srun``, Open MPI's ``mpirun``). With none given
     and no cluster manager that launched several processes, this process is a job of its
@@ -125,7 +125,7 @@ def initialize_distributed(settings: RunSettings | None = None, **overrides: Any
     waits for the others, the others for process 0's coordinator) exits with status 1 and a
     message naming the coordinator: JAX would abort it later without one.
     """
-    from jaxrl.training.settings import RunSettings, launch_settings
+    from jaxrl.config.settings import RunSettings, launch_settings
 
     names = launch_settings()
     unknown = sorted(set(overrides) - set(names))
@@ -291,7 +291,7 @@ class SeedPlacement:
         return 1 if self.mesh is None else int(self.mesh.devices.size)
 
     def check(self, num_seeds: int) -> None:
-        """Raise :class:`jaxrl.training.settings.SettingError` (naming ``num_seeds``) unless
+        """Raise :class:`jaxrl.config.settings.SettingError` (naming ``num_seeds``) unless
         every device gets the same number of seeds."""
         if num_seeds % self.num_devices:
             processes = jax.process_count()

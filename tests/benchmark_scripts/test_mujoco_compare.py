@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxrl.io.metrics import learning_curve
-from jaxrl.io.normalized import normalized_groups
-from jaxrl.io.published import RANDOM_RETURNS, tianshou_best
+from jaxrl.runs.metrics import learning_curve
+from jaxrl.runs.published import RANDOM_RETURNS, tianshou_best
+from jaxrl.studies.normalized import normalized_groups
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 

@@ -180,7 +180,7 @@ def test_sigterm_checkpoints_the_table_groups_under_way_and_the_next_run_resumes
     command exits with status 130 and the line to continue; the next run resumes each group
     from its checkpoint and completes the table."""
     pytest.importorskip("mujoco")
-    from jaxrl.io import CheckpointStore
+    from jaxrl.runs import CheckpointStore
 
     budget = ["--total-steps", "4096"]  # 4 evaluation periods of 1,024 env steps
     command = [sys.executable, str(BENCH / "mujoco_table.py"), "--quick", "--no-tianshou"]

@@ -19,7 +19,7 @@ import heldout  # noqa: E402
 import mujoco_table  # noqa: E402
 
 from jaxrl import cli  # noqa: E402
-from jaxrl.io import read_csv  # noqa: E402
+from jaxrl.runs import read_csv  # noqa: E402
 
 BEST = {
     "algo": "trpo",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxrl.io import RunConfig
+from jaxrl.config import RunConfig
 
 # Tiny runs: 2 seeds, 4 environments x 32 steps per update, one update per evaluation period.
 TINY = [
@@ -107,7 +107,7 @@ def error_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
 
 def tensorboard_scalars(directory: Path) -> dict[str, list[tuple[int, float]]]:
     """``{tag: [(step, value), ...]}`` from the TFRecord event files in ``directory``."""
-    from jaxrl.io.metrics import summary_writer_class
+    from jaxrl.runs.metrics import summary_writer_class
 
     summary_writer_class()  # imports tensorboardX (and its protos) without torch
     from tensorboardX.proto import event_pb2
@@ -129,7 +129,7 @@ def tensorboard_scalars(directory: Path) -> dict[str, list[tuple[int, float]]]:
 
 
 def as_columns(rows: list[dict]) -> dict[str, list]:
-    """Rows (dicts) as the metrics' columns (:data:`jaxrl.io.metrics.Columns`): every name
+    """Rows (dicts) as the metrics' columns (:data:`jaxrl.runs.metrics.Columns`): every name
     any row carries, NaN where a row lacks it."""
     names = dict.fromkeys(name for row in rows for name in row)
     return {name: [row.get(name, float("nan")) for row in rows] for name in names}

@@ -13,7 +13,8 @@ import pytest
 
 pytest.importorskip("brax")
 
-from jaxrl.io import RunConfig, load_run, read_csv
+from jaxrl.config import RunConfig
+from jaxrl.runs import load_run, read_csv
 
 from .helpers import TINY, error_line, leaves_equal
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jaxrl.io import RunConfig, load_run
+from jaxrl.config import RunConfig
+from jaxrl.runs import load_run
 
 from .helpers import single_error_line
 

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.io import CheckpointError, CheckpointStore, read_csv
+from jaxrl.runs import CheckpointError, CheckpointStore, read_csv
 
 from .helpers import TINY, TRPO_RUN, single_error_line
 

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from jaxrl.algorithms.presets import PRESETS
 from jaxrl.cli import parsing as cli
 from jaxrl.cli.usage import name_flags
+from jaxrl.config.presets import PRESETS
 from jaxrl.envs import resolve_backend
 
 from .helpers import error_line

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from jaxrl.io import statistics as st
+from jaxrl.studies import statistics as st
 
 from .helpers import TRPO_RUN
 from .wandb_records import assert_history_is_the_csvs, offline_runs

@@ -1,5 +1,5 @@
 """Many tasks at once: ``jaxrl compare --normalize tianshou`` over synthetic run directories
-on several MuJoCo tasks, its aggregates against plain NumPy (:mod:`jaxrl.io.normalized`)."""
+on several MuJoCo tasks, its aggregates against plain NumPy (:mod:`jaxrl.studies.normalized`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxrl.io import statistics as st
-from jaxrl.io.normalized import normalized_groups
-from jaxrl.io.published import RANDOM_RETURNS, tianshou_best
+from jaxrl.runs.published import RANDOM_RETURNS, tianshou_best
+from jaxrl.studies import statistics as st
+from jaxrl.studies.normalized import normalized_groups
 
 from .helpers import single_error_line
 

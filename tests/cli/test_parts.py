@@ -13,8 +13,9 @@ import pytest
 import jaxrl
 from jaxrl import cli
 from jaxrl.algorithms import registry
-from jaxrl.io import CheckpointError, CheckpointStore, RunConfig, hyperparameters
-from jaxrl.io.config import parse_noise
+from jaxrl.config import RunConfig, hyperparameters
+from jaxrl.config.run_config import parse_noise
+from jaxrl.runs import CheckpointError, CheckpointStore
 
 from .helpers import error_line, leaves_equal, make_config
 

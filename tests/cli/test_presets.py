@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from jaxrl.algorithms import registry
-from jaxrl.algorithms.presets import PRESETS, get_preset, is_mujoco_id, preset_for_env
 from jaxrl.cli import main, parse, preset_in_force
-from jaxrl.io.config import RunConfig, hyperparameters, parse_noise, run_defaults
+from jaxrl.config.presets import PRESETS, get_preset, is_mujoco_id, preset_for_env
+from jaxrl.config.run_config import RunConfig, hyperparameters, parse_noise, run_defaults
 
 from .helpers import make_config
 
@@ -135,8 +135,8 @@ def test_mujoco_options_fail_in_one_line_without_writing(
 
 def test_config_json_shows_the_preset_and_every_resolved_value(tmp_path):
     pytest.importorskip("mujoco", reason="needs the mujoco extra")
-    from jaxrl.io.run_dir import RunDir
-    from jaxrl.io.runner import train_run
+    from jaxrl.runs.run_dir import RunDir
+    from jaxrl.runs.runner import train_run
 
     config = RunConfig.from_preset(
         "trpo",

@@ -1,4 +1,4 @@
-"""The run's progress line in logs (``jaxrl.io.progress``): steps, rate and remaining time
+"""The run's progress line in logs (``jaxrl.runs.progress``): steps, rate and remaining time
 in one seed's units, the rate of all seeds beside it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import io
 import pytest
 from rich.console import Console
 
-from jaxrl.io import progress as progress_module
-from jaxrl.io.progress import RunProgress
+from jaxrl.runs import progress as progress_module
+from jaxrl.runs.progress import RunProgress
 
 
 class Clock:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxrl.io import read_csv
+from jaxrl.runs import read_csv
 
 from .helpers import Result
 

@@ -14,10 +14,9 @@ import pytest
 from scipy import stats
 
 from jaxrl import cli
-from jaxrl.io import read_csv
-from jaxrl.io.compare import compare_rows, format_table
-from jaxrl.io.plots import learning_curve_figure
-from jaxrl.io.report import (
+from jaxrl.runs import read_csv
+from jaxrl.runs.plots import learning_curve_figure
+from jaxrl.runs.report import (
     CurveSummary,
     FinalEvaluation,
     against_tianshou,
@@ -25,6 +24,7 @@ from jaxrl.io.report import (
     solved_threshold,
     verdict,
 )
+from jaxrl.studies.compare import compare_rows, format_table
 
 RUN_FILES = ("config.json", "evals.csv", "final_eval.json")
 
@@ -203,7 +203,7 @@ def _legend(figure) -> list[str]:
 
 def test_the_report_plot_and_compare_use_the_same_names_for_the_same_numbers(trpo_run, tmp_path):
     """One finished run read three ways: the end-of-run report, its learning-curve figure and
-    `jaxrl compare`'s table give each number under the same name (jaxrl.io.vocabulary)."""
+    `jaxrl compare`'s table give each number under the same name (jaxrl.runs.vocabulary)."""
     run_dir, result = trpo_run
     result.check()
     # The report: "Final policy (...)" with a line per mode, "Best/Last evaluation during
@@ -259,7 +259,7 @@ def test_compare_writes_next_to_the_first_run_with_a_title_and_ci_label(
     legend says the bands are 95% confidence intervals of the mean."""
     from PIL import Image
 
-    from jaxrl.io import plots
+    from jaxrl.runs import plots
 
     run_dir, _ = trpo_run
     runs = tmp_path / "runs"

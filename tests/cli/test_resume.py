@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import jax
 import numpy as np
 
-from jaxrl.io import CheckpointStore, load_run, read_csv
+from jaxrl.runs import CheckpointStore, evaluate_run, load_run, read_csv
 
 from .helpers import TRPO_RUN, leaves_equal
 
@@ -96,3 +102,54 @@ def test_a_resumed_host_run_does_not_warm_up_again(jaxrl, tmp_path):
             warm_up, learning = updates[name][:3], updates[name][3:]
             assert np.isnan(warm_up).all() and np.isfinite(learning).all(), (directory, name)
             assert len(learning) == 5
+
+
+def test_a_run_directory_written_by_an_earlier_jaxrl_resumes_and_evaluates_as_it_did(
+    jaxrl, tmp_path
+):
+    """tests/fixtures/old_run: a run stopped after period 2 by jaxrl before its package was
+    cut by job, and what that code wrote and evaluated at the end of the same run."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "old_run"
+    finished = fixture / "finished"
+    expected = json.loads((finished / "evaluate_run.json").read_text())
+    run_dir = tmp_path / "stopped"
+    shutil.copytree(fixture / "stopped", run_dir)
+    assert leaves_digest(load_run(run_dir, 2).carry) == expected["checkpoint_sha256"]
+
+    resumed = jaxrl("train", "trpo", "--resume", run_dir).check()
+    assert "resuming at period 2/4 (256 env steps)" in resumed.stderr
+    for name in ("updates.csv", "evals.csv"):
+        a, b = read_csv(finished / name), read_csv(run_dir / name)
+        assert list(a) == list(b), name
+        for column in set(a) - {"wall_time"}:
+            assert_as_written(a[column], b[column], f"{name}: {column}")
+    written = json.loads((finished / "final_eval.json").read_text())
+    got = json.loads((run_dir / "final_eval.json").read_text())
+    assert set(written) == set(got)
+    for key in written:
+        assert_as_written(np.asarray(written[key]), np.asarray(got[key]), key)
+
+    for step, returns in expected["returns_by_step"].items():
+        step = None if step == "final" else int(step)
+        _, got = evaluate_run(run_dir, expected["episodes"], expected["seed"], step)
+        as_written = np.array([float.fromhex(x) for x in returns])
+        assert_as_written(as_written, np.asarray(got, np.float64), f"evaluate_run step {step}")
+
+
+def assert_as_written(written: np.ndarray, got: np.ndarray, what: str) -> None:
+    """Integers exactly; floats to 1e-4 relative (tests/fixtures/old_run/README.md)."""
+    if np.issubdtype(np.asarray(written).dtype, np.floating):
+        np.testing.assert_allclose(got, written, rtol=1e-4, atol=1e-6, err_msg=what)
+    else:
+        np.testing.assert_array_equal(got, written, err_msg=what)
+
+
+def leaves_digest(tree: object) -> str:
+    """SHA-256 of a pytree's leaves in order: dtype, shape and bytes (typed keys as data)."""
+    digest = hashlib.sha256()
+    for leaf in jax.tree.leaves(tree):
+        if jax.dtypes.issubdtype(getattr(leaf, "dtype", None), jax.dtypes.prng_key):
+            leaf = jax.random.key_data(leaf)
+        array = np.asarray(leaf)
+        digest.update(str(array.dtype).encode() + str(array.shape).encode() + array.tobytes())
+    return digest.hexdigest()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxrl.io.config import ResumeConflict
+from jaxrl.config.run_config import ResumeConflict
 
 from .helpers import make_config
 

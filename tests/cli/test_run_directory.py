@@ -11,8 +11,9 @@ import jax
 import numpy as np
 import pytest
 
-from jaxrl.io import CheckpointStore, RunConfig, load_run, read_csv
-from jaxrl.io.metrics import EVAL_COLUMNS, UPDATE_COLUMNS
+from jaxrl.config import RunConfig
+from jaxrl.runs import CheckpointStore, load_run, read_csv
+from jaxrl.runs.metrics import EVAL_COLUMNS, UPDATE_COLUMNS
 
 from .helpers import tensorboard_scalars
 

@@ -1,4 +1,4 @@
-"""A run's metrics files (``jaxrl.io.metrics``): ``updates.csv`` keeps every statistic, even
+"""A run's metrics files (``jaxrl.runs.metrics``): ``updates.csv`` keeps every statistic, even
 one that first appears periods into the run, and TensorBoard gets one point per window of
 env steps, the window's mean. Checked against plain loops over the rows."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxrl.io import read_csv
-from jaxrl.io.metrics import (
+from jaxrl.runs import read_csv
+from jaxrl.runs.metrics import (
     TENSORBOARD_ENV_STEPS,
     UPDATE_COLUMNS,
     CsvTable,

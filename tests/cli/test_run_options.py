@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxrl.io import CheckpointStore, load_run, read_csv
-from jaxrl.io.runner import evaluate_policy
+from jaxrl.runs import CheckpointStore, load_run, read_csv
+from jaxrl.runs.runner import evaluate_policy
 
 from .helpers import Result
 

@@ -1,6 +1,6 @@
 """A run does what its command asks, or says before training what it does instead: short
 budgets on both presets' drivers, budgets that are not whole collections, and an interval
-that does not divide the run (the rule: :class:`jaxrl.training.settings.RunLayout`)."""
+that does not divide the run (the rule: :class:`jaxrl.config.settings.RunLayout`)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxrl.io import CheckpointStore, read_csv
+from jaxrl.runs import CheckpointStore, read_csv
 
 from .helpers import TINY, Result, ctrl_c_as_in_a_terminal, jaxrl_command
 
@@ -271,7 +271,7 @@ def test_a_ctrl_c_as_a_checkpoint_write_starts_comes_once_the_write_has_started(
 
 
 def test_deferred_signals_reach_their_handlers_in_order_after_the_block(ctrl_c_raises):
-    from jaxrl.io.preemption import interrupts_deferred
+    from jaxrl.runs.preemption import interrupts_deferred
 
     came: list[int] = []
     previous = signal.signal(signal.SIGTERM, lambda signum, _: came.append(signum))
@@ -291,7 +291,7 @@ def test_deferred_signals_reach_their_handlers_in_order_after_the_block(ctrl_c_r
 
 @pytest.fixture
 def handlers_restored(monkeypatch):
-    """The handlers a :class:`~jaxrl.io.preemption.Preemption` installs, restored after;
+    """The handlers a :class:`~jaxrl.runs.preemption.Preemption` installs, restored after;
     yields the exceptions Python drops (``sys.unraisablehook``) while the test runs."""
     signums = (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)
     previous = {signum: signal.getsignal(signum) for signum in signums}
@@ -323,7 +323,7 @@ def test_a_ctrl_c_that_python_drops_in_a_finalizer_stops_the_run_at_the_next_per
     runs; an orbax save's event loop is collected after each checkpoint, and JAX runs a
     callback on every collection. A Ctrl-C that comes then was once lost (the run trained
     to its end and exited 0), and was once reported with a traceback."""
-    from jaxrl.io.preemption import Preemption
+    from jaxrl.runs.preemption import Preemption
 
     preemption = Preemption().install()
     _Collected(signal.SIGINT)
@@ -338,7 +338,7 @@ def test_a_ctrl_c_that_python_drops_in_a_finalizer_stops_the_run_at_the_next_per
 def test_a_second_sigterm_that_python_drops_in_a_finalizer_stops_the_run_at_the_period(
     handlers_restored,
 ):
-    from jaxrl.io.preemption import Preemption
+    from jaxrl.runs.preemption import Preemption
 
     preemption = Preemption().install()
     _Collected(signal.SIGTERM)  # the request: no interruption yet
@@ -350,7 +350,7 @@ def test_a_second_sigterm_that_python_drops_in_a_finalizer_stops_the_run_at_the_
 
 def test_a_ctrl_c_ignored_from_the_start_stays_ignored(handlers_restored):
     """A process started with SIGINT ignored (in the background of a shell) keeps it so."""
-    from jaxrl.io.preemption import Preemption
+    from jaxrl.runs.preemption import Preemption
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     preemption = Preemption().install()

@@ -12,10 +12,12 @@ import importlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import tyro
@@ -134,10 +136,15 @@ def test_training_commands_are_read_with_the_algorithms():
     assert cli_parse._needs_training(["-h", "train"])
 
 
-@pytest.mark.parametrize("package", ["jaxrl", "jaxrl.algorithms", "jaxrl.io"])
+@pytest.mark.parametrize(
+    "package", ["jaxrl", "jaxrl.algorithms", "jaxrl.config", "jaxrl.runs", "jaxrl.studies"]
+)
 def test_every_exported_name_resolves(package):
     module = importlib.import_module(package)
-    assert len(module.__all__) == len(set(module.__all__)) >= 10
+    stub = Path(module.__file__).with_suffix(".pyi").read_text()
+    declared = set(re.findall(r"^from \S+ import (\w+) as \1$", stub, re.MULTILINE))
+    assert len(module.__all__) == len(set(module.__all__))
+    assert declared and declared <= set(module.__all__)
     namespace: dict = {}
     exec(f"from {package} import *", namespace)  # the names a star import gives
     for name in module.__all__:

@@ -1,4 +1,4 @@
-"""Robust aggregate statistics (:mod:`jaxrl.io.statistics`): against plain loops, against the
+"""Robust aggregate statistics (:mod:`jaxrl.studies.statistics`): against plain loops, against the
 rliable package on its own kind of example, and in ``jaxrl compare`` and sweep rankings."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from jaxrl.io import statistics as st
+from jaxrl.studies import statistics as st
 
 from .helpers import single_error_line
 

@@ -129,7 +129,7 @@ def test_a_bad_grid_is_one_line_naming_the_field(jaxrl, tmp_path, grid, expected
 
 
 def test_a_field_is_swept_and_searched_under_its_tianshou_1x_name_too():
-    from jaxrl.io import parse_grid, parse_search
+    from jaxrl.studies import parse_grid, parse_search
 
     assert parse_grid("trpo", "pendulum", ["discount-factor=0.9,0.99"]) == {"gamma": [0.9, 0.99]}
     (dimension,) = parse_search("trpo", "pendulum", ["discount_factor=0.9:0.99"])
@@ -191,8 +191,8 @@ def test_a_lone_setting_of_a_host_sweep_with_jobs_trains_here(monkeypatch, tmp_p
     are settings, and a lone setting trains in this process, on every CPU."""
     import os
 
-    from jaxrl.io import studies
-    from jaxrl.io.config import RunConfig
+    from jaxrl.config.run_config import RunConfig
+    from jaxrl.studies import sweeps as studies
 
     if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs CPU affinity (Linux) and 2 CPUs")
@@ -208,7 +208,7 @@ def test_a_lone_setting_of_a_host_sweep_with_jobs_trains_here(monkeypatch, tmp_p
 
 def test_a_ranking_over_one_seed_has_no_interval():
     """One seed gives a mean but no confidence interval: the table says n/a, not [nan, nan]."""
-    from jaxrl.io.sweep_report import ranking, ranking_markdown
+    from jaxrl.studies.sweep_report import ranking, ranking_markdown
 
     rows = [{"setting": "max_kl=0.01", "max_kl": 0.01, "final_return": -200.0}]
     text = ranking_markdown(ranking(rows, ["max_kl"]), ["max_kl"], 1)

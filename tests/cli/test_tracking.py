@@ -1,4 +1,4 @@
-"""Experiment tracking (``--logger``, :mod:`jaxrl.io.tracking`): a run logged offline to
+"""Experiment tracking (``--logger``, :mod:`jaxrl.runs.tracking`): a run logged offline to
 wandb holds the resolved configuration, the evaluations of ``evals.csv``, the update
 statistics at the CSV's env steps, the learning curve and the final report; a resumed run
 continues its wandb run; a sweep groups its settings; bad loggers are one line."""
@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from jaxrl.io.tracking import (
+from jaxrl.runs.tracking import (
     TrackingError,
     final_summary,
     parse_loggers,
@@ -54,7 +54,7 @@ def test_history_rows_are_the_rows_means_across_seeds():
 
 
 def test_the_final_report_is_flat_summary_keys():
-    from jaxrl.io.report import FinalEvaluation
+    from jaxrl.runs.report import FinalEvaluation
 
     final = FinalEvaluation(2, 512, np.array([-1.0, -3.0]), None)
     assert final_summary(final) == {

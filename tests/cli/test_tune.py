@@ -225,7 +225,8 @@ def test_bad_study_options_are_one_line_errors(jaxrl, tmp_path):
 
 
 def test_the_python_entry_point_returns_the_study(tmp_path):
-    from jaxrl.io import RunConfig, parse_search, tune
+    from jaxrl.config import RunConfig
+    from jaxrl.studies import parse_search, tune
 
     base = RunConfig.from_preset(
         "trpo", "Pendulum-v1", backend="jax", total_steps=256, eval_every=128, num_envs=4,
@@ -249,7 +250,7 @@ def test_a_trial_of_a_worker_before_a_reboot_is_asked_again(tmp_path):
     import optuna
     from optuna.storages.journal import JournalFileBackend
 
-    from jaxrl.io.tuning_study import boot_id, retry_orphans
+    from jaxrl.studies.tuning_study import boot_id, retry_orphans
 
     storage = optuna.storages.JournalStorage(JournalFileBackend(str(tmp_path / "s.log")))
     study = optuna.create_study(storage=storage, direction="maximize")
@@ -278,8 +279,8 @@ def test_another_machines_trial_without_a_heartbeat_for_a_lease_is_asked_again(t
     import optuna
     from optuna.storages.journal import JournalFileBackend
 
-    from jaxrl.io.tuning import _Reporter
-    from jaxrl.io.tuning_study import LEASE_SECONDS, retry_orphans, this_worker
+    from jaxrl.studies.tuning import _Reporter
+    from jaxrl.studies.tuning_study import LEASE_SECONDS, retry_orphans, this_worker
 
     storage = optuna.storages.JournalStorage(JournalFileBackend(str(tmp_path / "s.log")))
     study = optuna.create_study(storage=storage, direction="maximize")
@@ -312,7 +313,7 @@ def test_a_dead_workers_host_trial_is_resumed_from_its_checkpoint(jaxrl, tmp_pat
     """A host trial (gymnasium) whose worker was killed after a checkpoint is taken over by
     the next worker and continued from it, not trained again: it completes as trial 0, with
     one evaluation per seed and period."""
-    from jaxrl.io import CheckpointStore, read_csv
+    from jaxrl.runs import CheckpointStore, read_csv
 
     tune_dir = tmp_path / "host"
     host = ["--backend", "gymnasium", "--total-steps", "512", "--checkpoint-every", "1"]

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from jaxrl.io.metrics import read_csv
+from jaxrl.runs.metrics import read_csv
 
 BLOCK = 32 * 1024
 HEADER = 7

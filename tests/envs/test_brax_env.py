@@ -132,8 +132,8 @@ def test_trpo_learns_to_balance_the_pole_with_vmapped_seeds():
     can fall back from a better one: 636 -> 161). Over these 10 seeds 706 +- 320, so a mean
     of 4 spreads by about 160: its bar, 300, is 2.5 of those below and 15x a random
     policy's. 9 of the 10 seeds reached 300 at some evaluation: at least 2 of 4 must."""
-    from jaxrl.io import RunConfig
-    from jaxrl.io.runner import make_loop
+    from jaxrl.config import RunConfig
+    from jaxrl.runs.runner import make_loop
     from jaxrl.training.seeds import seed_keys
 
     config = RunConfig.from_preset(

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from reliability_helpers import all_finite
 
-from jaxrl.io import CheckpointStore, RunConfig, RunDir, load_run, read_csv, train_run
+from jaxrl.config import RunConfig
+from jaxrl.runs import CheckpointStore, RunDir, load_run, read_csv, train_run
 from jaxrl.training.gymnasium_driver import EnvironmentError_
 
 # The run first evaluates the initial policy (one 200-step episode), then trains 2 envs x 4

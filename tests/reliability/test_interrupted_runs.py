@@ -18,8 +18,8 @@ import jax
 import numpy as np
 import pytest
 
-from jaxrl.io.checkpoints import CheckpointStore
-from jaxrl.io.runner import load_run
+from jaxrl.runs.checkpoints import CheckpointStore
+from jaxrl.runs.runner import load_run
 
 TINY = [
     *("--num-envs", "4", "--num-steps", "32", "--eval-every", "128", "--eval-episodes", "2"),
@@ -40,7 +40,7 @@ def command(*args) -> list[str]:
 # for period argv[2]; the command's arguments follow.
 KILLER = """
 import os, signal, sys
-from jaxrl.io.checkpoints import CheckpointStore
+from jaxrl.runs.checkpoints import CheckpointStore
 
 moment, period = sys.argv[1], int(sys.argv[2])
 

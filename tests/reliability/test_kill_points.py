@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxrl.io import read_csv
+from jaxrl.runs import read_csv
 from tests.cli.helpers import ctrl_c_as_in_a_terminal
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from jaxrl.cli import main
-from jaxrl.io import read_csv
+from jaxrl.runs import read_csv
 
 TINY = [
     *("--num-envs", "4", "--num-steps", "32", "--eval-every", "128", "--eval-episodes", "2"),

@@ -31,7 +31,7 @@ def test_trpo_solves_gymnasium_pendulum_with_its_final_policy():
     -194.3 +- 44.8, worst -297.0 (``tests/cli/test_readme_headline.py``). A mean of 3 seeds
     spreads by about 26 across seed sets, so the mean's bar, -275, is 3 of those below
     -196; no seed of 23 ended below -300 (an untrained policy scores about -1,200)."""
-    from jaxrl.io import RunConfig
+    from jaxrl.config import RunConfig
 
     config = RunConfig.from_preset("trpo", "Pendulum-v1", backend="gymnasium", num_seeds=3)
     assert config.preset == "pendulum" and config.total_steps == 327_680

@@ -100,7 +100,8 @@ def test_num_seeds_must_be_positive():
 def test_host_checkpoints_keep_the_observation_statistics(tmp_path):
     """A host run stopped after one period and resumed: its statistics hold the observations
     of both processes (restored from the checkpoint, not started afresh)."""
-    from jaxrl.io import RunConfig, RunDir, load_run, train_run
+    from jaxrl.config import RunConfig
+    from jaxrl.runs import RunDir, load_run, train_run
 
     config = RunConfig.from_preset(
         "trpo",

@@ -226,7 +226,7 @@ def test_observation_normalization_in_the_jitted_driver():
 def test_normalized_runs_resume_exactly(tmp_path):
     """The statistics are part of the checkpointed carry: an interrupted and resumed run
     ends bit-identical to an uninterrupted one."""
-    from jaxrl.io import RunDir, load_run, train_run
+    from jaxrl.runs import RunDir, load_run, train_run
 
     config = _tiny_run_config(num_seeds=2, checkpoint_every=1, normalize_obs=True)
     whole, cut = RunDir.create(tmp_path / "whole"), RunDir.create(tmp_path / "cut")
@@ -239,7 +239,7 @@ def test_normalized_runs_resume_exactly(tmp_path):
 
 def _tiny_run_config(**run: Any) -> Any:
     """A 96-step TRPO run on gymnax's Pendulum, 3 evaluation periods of 32 steps."""
-    from jaxrl.io import RunConfig
+    from jaxrl.config import RunConfig
 
     return RunConfig.from_preset(
         "trpo",
@@ -257,7 +257,7 @@ def _tiny_run_config(**run: Any) -> Any:
 
 def _assert_same_carry(expected_dir: Any, got_dir: Any) -> None:
     """The two run directories' final carries are bit-identical."""
-    from jaxrl.io import load_run
+    from jaxrl.runs import load_run
 
     expected, got = load_run(expected_dir.path).carry, load_run(got_dir.path).carry
     for a, b in zip(
@@ -272,7 +272,7 @@ def test_a_run_stopped_by_its_stop_hook_is_checkpointed_there_and_resumes_exactl
     """``train_run(stop=...)``: the call ends after the period where ``stop`` says so, with
     that period checkpointed even when ``checkpoint_every`` would not (0: only at the end),
     and the resumed run ends bit-identical to an uninterrupted one."""
-    from jaxrl.io import RunDir, train_run
+    from jaxrl.runs import RunDir, train_run
 
     config = _tiny_run_config(checkpoint_every=0)
     whole, cut = RunDir.create(tmp_path / "whole"), RunDir.create(tmp_path / "cut")

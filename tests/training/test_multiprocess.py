@@ -31,9 +31,9 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl.io import RunConfig
+from jaxrl.config import RunConfig
+from jaxrl.config.settings import RunSettings, SettingError, launch_settings
 from jaxrl.training import initialize_distributed
-from jaxrl.training.settings import RunSettings, SettingError, launch_settings
 from jaxrl.training.sharding import SeedPlacement
 
 ROOT = Path(jaxrl.__file__).resolve().parents[1]
@@ -350,7 +350,7 @@ def test_host_studies_run_in_one_process(capsys, monkeypatch):
     line naming the option and what to use instead (here the job is faked: joining it needs
     other processes); a launch setting cannot be swept."""
     from jaxrl.cli import main
-    from jaxrl.io.grid import SweepError, parse_grid
+    from jaxrl.studies.grid import SweepError, parse_grid
     from jaxrl.training import sharding
 
     joined = []

@@ -1,4 +1,4 @@
-"""One home for a run's settings: :class:`jaxrl.training.settings.RunSettings` declares them
+"""One home for a run's settings: :class:`jaxrl.config.settings.RunSettings` declares them
 (nothing else in jaxrl/ declares a field of the same name, but for the objects listed below,
 which are not settings of a run), validates them by one rule, and the command line builds its
 options from the fields' metadata, so a new setting is one field declaration."""
@@ -14,15 +14,15 @@ import pytest
 
 import jaxrl
 from jaxrl.cli.parsing import _run_fields
-from jaxrl.io.config import RunConfig
-from jaxrl.training import TrainConfig
-from jaxrl.training.settings import (
+from jaxrl.config.run_config import RunConfig
+from jaxrl.config.settings import (
     RunSettings,
     SettingError,
     command_line_options,
     setting,
     settings_fields,
 )
+from jaxrl.training import TrainConfig
 
 PACKAGE = Path(jaxrl.__file__).parent
 
@@ -58,7 +58,7 @@ def test_each_run_setting_is_declared_in_exactly_one_class():
     names = {f.name for f in settings_fields()}
     assert {"total_steps", "num_envs", "num_steps", "eval_every", "seed"} <= names
     declared = _declarations(names)
-    home = {("training/settings.py", "RunSettings", name) for name in names}
+    home = {("config/settings.py", "RunSettings", name) for name in names}
     assert declared - NOT_RUN_SETTINGS == home
     # RunConfig (the run directory's configuration) and TrainConfig (the drivers') are it.
     assert TrainConfig is RunSettings and issubclass(RunConfig, RunSettings)
@@ -98,7 +98,7 @@ def test_a_new_setting_is_one_field_declaration():
     class Extended(RunConfig):
         rollouts_per_log: int = setting(3, "collections between log lines", minimum=1)
 
-    defaults = jaxrl.io.config.run_defaults("trpo", "pendulum")
+    defaults = jaxrl.config.run_config.run_defaults("trpo", "pendulum")
     extended = command_line_options(Extended, defaults, "pendulum")
     options = {name: rest for name, *rest in extended}
     assert options["rollouts_per_log"] == [int, 3, "collections between log lines"]
@@ -109,7 +109,7 @@ def test_a_new_setting_is_one_field_declaration():
     with pytest.raises(SettingError, match=r"^Extended\.backend must be one of 'jax'"):
         Extended(**{**run, "backend": "auto"})
     # The command's run options are exactly the metadata's (with the preset's defaults).
-    defaults = jaxrl.io.config.run_defaults("trpo", "mujoco")
+    defaults = jaxrl.config.run_config.run_defaults("trpo", "mujoco")
     from_metadata = command_line_options(RunConfig, defaults, "mujoco")
     assert _run_fields("trpo", "mujoco")[: len(from_metadata)] == from_metadata
     assert {name for name, *_ in from_metadata} == {

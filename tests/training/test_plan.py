@@ -11,8 +11,8 @@ import sys
 import pytest
 
 import jaxrl
+from jaxrl.config.settings import RunSettings
 from jaxrl.training.plan import run_plan
-from jaxrl.training.settings import RunSettings
 
 
 def test_a_gymnax_run_counts_its_sequential_steps_updates_and_programs():

@@ -10,10 +10,10 @@ import jax
 import numpy as np
 import pytest
 
-from jaxrl.io.config import RunConfig, linear_schedule
+from jaxrl.config.run_config import RunConfig, linear_schedule
+from jaxrl.config.settings import RunLayout, evaluation_interval
 from jaxrl.training import make_train
 from jaxrl.training.gymnasium_driver import train_gymnasium
-from jaxrl.training.settings import RunLayout, evaluation_interval
 
 TINY_TRPO = {"hidden_sizes": [8], "lr_schedule": "linear", "repeat": 1}
 TINY_DDPG = {"hidden_sizes": [8], "batch_size": 8, "buffer_size": 512, "warmup_steps": 56}

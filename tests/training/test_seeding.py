@@ -9,7 +9,7 @@ import jax
 import numpy as np
 
 import jaxrl
-from jaxrl.io.config import RunConfig
+from jaxrl.config.run_config import RunConfig
 from jaxrl.training import TrainConfig, make_train_loop
 from jaxrl.training.gymnasium_driver import init_host_carry
 from jaxrl.training.jax_loop import JaxLoop

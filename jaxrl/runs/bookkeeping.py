@@ -1,0 +1,211 @@
+"""What a training call of :mod:`jaxrl.runs.runner` writes to a run directory as it goes
+(:class:`~jaxrl.runs.bookkeeping.RunBook`: metrics, checkpoints, the progress bar, the plot, the
+final evaluation) and what it returns (:class:`TrainResult`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jaxrl.config.run_config import RunConfig
+from jaxrl.runs.checkpoints import CheckpointStore
+from jaxrl.runs.metrics import Columns, MetricsLogger
+from jaxrl.runs.plots import plot_runs
+from jaxrl.runs.progress import RunProgress
+from jaxrl.runs.report import FinalEvaluation
+from jaxrl.runs.run_dir import RunDir
+from jaxrl.runs.tracking import DEFAULT_TRACKING, NoTracker, Tracking, open_tracker
+from jaxrl.training.sharding import is_primary
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainResult:
+    """What a call of :func:`~jaxrl.runs.runner.train_run` did.
+
+    Attributes:
+      run_dir: the run directory.
+      config: the run's configuration.
+      period: evaluation periods completed (in total, over all resumes).
+      num_periods: evaluation periods of the whole run.
+      env_steps: env steps per seed completed.
+      eval_returns: the latest evaluation return of each seed.
+      checkpoint: the newest checkpoint directory (None if none was written).
+      plot: the learning-curve image.
+      seconds: wall time of this call.
+      final: evaluations of the final policy (when this call finished the run), else None.
+    """
+
+    run_dir: RunDir
+    config: RunConfig
+    period: int
+    num_periods: int
+    env_steps: int
+    eval_returns: np.ndarray
+    checkpoint: Path | None
+    plot: Path
+    seconds: float
+    final: FinalEvaluation | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run reached its last period."""
+        return self.period >= self.num_periods
+
+
+class _NoMetrics:
+    """The metrics of a process that writes none (not process 0 of a job)."""
+
+    def log_updates(self, rows: Any) -> None:
+        del rows
+
+    def log_evals(self, rows: Any) -> None:
+        del rows
+
+    def close(self) -> None:
+        pass
+
+
+class RunBook:
+    """The bookkeeping of one run's training call (:mod:`jaxrl.runs.runner`): metrics,
+    checkpoints, progress, plot, final evaluation (written by the primary process only,
+    :func:`jaxrl.training.sharding.is_primary`). ``period`` and ``env_steps`` are where the
+    run stands; the runner advances them."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        run_dir: RunDir,
+        store: CheckpointStore,
+        start_period: int,
+        start_steps: int,
+        elapsed: float,
+        resumed: bool,
+        num_periods: int,
+        total_steps: int,
+        progress: bool,
+        tracking: Tracking = DEFAULT_TRACKING,
+    ) -> None:
+        self.config, self.run_dir, self.store = config, run_dir, store
+        self.period, self.env_steps = start_period, start_steps
+        self.num_periods = num_periods
+        self.elapsed0, self.started = elapsed, time.perf_counter()
+        self.primary = is_primary()
+        # A run resumed without a checkpoint starts over: its files are cleared (period -1),
+        # and every run that starts at period 0 first logs the initial policy's evaluation.
+        self.metrics: MetricsLogger | _NoMetrics = _NoMetrics()
+        if self.primary:
+            self.metrics = MetricsLogger(
+                run_dir.path,
+                config.num_seeds,
+                resume_period=(start_period if start_period > 0 else -1) if resumed else None,
+                resume_steps=start_steps,
+                tensorboard=tracking.tensorboard,
+            )
+        self.tracker = open_tracker(tracking, run_dir) if self.primary else NoTracker()
+        if start_period == 0 and self.primary:
+            run_dir.final_eval.unlink(missing_ok=True)
+        self.final: FinalEvaluation | None = None
+        self.eval_returns = np.full(config.num_seeds, np.nan)
+        self.checkpoint: Path | None = (
+            run_dir.checkpoints / str(start_period) if start_period in store.steps() else None
+        )
+        self.saved_period = start_period if self.checkpoint is not None else -1
+        description = f"{config.algo.upper()} {config.env}" + (
+            f" x{config.num_seeds}" if config.num_seeds > 1 else ""
+        )
+        self.progress = RunProgress(
+            description, total_steps, config.num_seeds, start_steps=start_steps
+        )
+        if not progress or not self.primary:
+            self.progress.console.quiet = True
+
+    def wall_time(self) -> float:
+        return self.elapsed0 + time.perf_counter() - self.started
+
+    def finish(self, final: FinalEvaluation) -> None:
+        """After the last period: keep the final policy's evaluation (``final_eval.json``)."""
+        self.final = final
+        if self.primary:
+            final.save(self.run_dir.final_eval)
+        self.tracker.log_final(final)
+
+    def end_period(self, updates: Columns, eval_returns: np.ndarray, env_steps: int) -> None:
+        """Log one evaluation period (``self.period`` already advanced): its ``updates``
+        rows and its evaluation."""
+        self.env_steps = env_steps
+        self.eval_returns = np.asarray(eval_returns, np.float64)
+        self.metrics.log_updates(updates)
+        self.tracker.log_updates(updates)
+        self.log_evals(self.eval_returns, env_steps)
+        returns = self.eval_returns
+        self.progress.update(env_steps, float(np.mean(returns)), float(np.std(returns)))
+
+    def log_evals(self, returns: np.ndarray, env_steps: int) -> None:
+        """Log each seed's evaluation ``returns [S]`` after ``env_steps`` env steps."""
+        returns = np.asarray(returns, np.float64)
+        seeds = len(returns)
+        columns = {
+            "seed": np.arange(seeds),
+            "period": np.full(seeds, self.period),
+            "env_steps": np.full(seeds, env_steps),
+            "eval_return": returns,
+            "wall_time": np.full(seeds, round(self.wall_time(), 3)),
+        }
+        self.metrics.log_evals(columns)
+        self.tracker.log_evals(columns)
+
+    def checkpoint_due(self) -> bool:
+        every = self.config.checkpoint_every
+        return self.period >= self.num_periods or (every > 0 and self.period % every == 0)
+
+    def save(self, tree: Any) -> None:
+        """Checkpoint ``tree`` as this period (in the background) and redraw the plot (the
+        primary process; the others only note where it is)."""
+        self.checkpoint = self.run_dir.checkpoints / str(self.period)
+        self.saved_period = self.period
+        if not self.primary:
+            return
+        self.store.save(
+            self.period,
+            tree,
+            {
+                "period": self.period,
+                "env_steps": self.env_steps,
+                "elapsed": self.wall_time(),
+                "algo": self.config.algo,
+                "env": self.config.env,
+                "backend": self.config.backend,
+            },
+        )
+        if self.period < self.num_periods:  # the last one is drawn after the final evaluation
+            self.plot()
+
+    def plot(self) -> Path:
+        if not self.primary:
+            return self.run_dir.plot
+        return plot_runs([self.run_dir.path], self.run_dir.plot)
+
+    def close(self) -> None:
+        """Finish the checkpoint writes and the metrics; the trackers get the learning curve
+        as drawn last (``plot``)."""
+        self.store.close()
+        self.metrics.close()
+        self.tracker.close(self.run_dir.plot)
+
+    def result(self) -> TrainResult:
+        return TrainResult(
+            run_dir=self.run_dir,
+            config=self.config,
+            period=self.period,
+            num_periods=self.num_periods,
+            env_steps=self.env_steps,
+            eval_returns=self.eval_returns,
+            checkpoint=self.checkpoint,
+            plot=self.run_dir.plot,
+            seconds=time.perf_counter() - self.started,
+            final=self.final,
+        )

@@ -1,0 +1,94 @@
+"""The directory of one run and what it holds.
+
+::
+
+    RUN_DIR/
+      config.json          resolved configuration (RunConfig), rewritten on resume
+      updates.csv          one row per seed and update (learning phase)
+      evals.csv            one row per seed and evaluation
+      tensorboard/seed_<i>/events.out.tfevents.*
+      learning_curve.png   mean evaluation return across seeds, spread shaded
+      final_eval.json      the final policy's deterministic and stochastic evaluations
+      checkpoints/<period>/  orbax checkpoints, the newest kept (written atomically)
+      wandb_id, wandb/     with --logger wandb: the wandb run's id and wandb's files
+                           (jaxrl.runs.tracking); tensorboard/ only with --logger tensorboard
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from pathlib import Path
+
+
+class RunDirError(ValueError):
+    """A run directory is missing, not a run, or already in use."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunDir:
+    """Paths inside a run directory."""
+
+    path: Path
+
+    @property
+    def config(self) -> Path:
+        return self.path / "config.json"
+
+    @property
+    def updates_csv(self) -> Path:
+        return self.path / "updates.csv"
+
+    @property
+    def evals_csv(self) -> Path:
+        return self.path / "evals.csv"
+
+    @property
+    def tensorboard(self) -> Path:
+        return self.path / "tensorboard"
+
+    @property
+    def plot(self) -> Path:
+        return self.path / "learning_curve.png"
+
+    @property
+    def final_eval(self) -> Path:
+        return self.path / "final_eval.json"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    @classmethod
+    def create(cls, path: str | Path) -> RunDir:
+        """A new run directory at ``path`` (which must not exist or be empty)."""
+        path = Path(path)
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise RunDirError(
+                f"run directory {str(path)!r} already exists; continue it with "
+                f"--resume {path} or choose another --run-dir"
+            )
+        path.mkdir(parents=True, exist_ok=True)
+        return cls(path)
+
+    @classmethod
+    def open(cls, path: str | Path) -> RunDir:
+        """An existing run directory (one with a ``config.json``)."""
+        path = Path(path)
+        if not path.is_dir():
+            raise RunDirError(f"run directory {str(path)!r} does not exist")
+        if not (path / "config.json").is_file():
+            raise RunDirError(f"{str(path)!r} is not a jaxrl run directory (no config.json)")
+        return cls(path)
+
+
+def default_run_path(algo: str, env: str, root: str | Path = "runs") -> Path:
+    """``runs/<algo>-<env>-<YYYYmmdd-HHMMSS>`` (with a suffix if that exists already)."""
+    safe_env = re.sub(r"[^A-Za-z0-9._-]+", "_", env)
+    base = Path(root) / f"{algo}-{safe_env}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path, suffix = base, 1
+    while path.exists():
+        suffix += 1
+        path = base.with_name(f"{base.name}-{suffix}")
+    return path

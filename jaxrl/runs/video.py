@@ -1,0 +1,203 @@
+"""Videos of a run's policy: ``jaxrl evaluate RUN_DIR --video FILE.gif`` (or ``.mp4``).
+
+Episodes of one seed's policy from a checkpoint (the final one by default), acting as the
+run's evaluations act (deterministically where the algorithm evaluates so), rendered one
+frame per step:
+
+- gymnasium and MuJoCo ids (the host driver): the environment's own ``rgb_array`` rendering.
+  Headless machines render MuJoCo with ``MUJOCO_GL=egl`` (or ``osmesa``);
+- gymnax ``Pendulum-v1`` and ``CartPole-v1`` (the jitted driver): the episode runs in gymnax,
+  and each state is drawn by gymnasium's renderer of the same task.
+
+Written with imageio: a GIF needs nothing more, an MP4 the ``imageio-ffmpeg`` package (the
+``video`` extra installs both, and pygame for gymnasium's classic-control drawings).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl.core.normalization import normalize_observations
+from jaxrl.runs.runner import load_run
+
+# gymnax task -> how a gymnax state is drawn by gymnasium's renderer of the same task.
+_GYMNAX_DRAWINGS: dict[str, Callable[[Any, Any, Any], None]] = {
+    "Pendulum-v1": lambda env, state, action: _set(
+        env, state=np.asarray([state.theta, state.theta_dot]), last_u=float(np.ravel(action)[0])
+    ),
+    "CartPole-v1": lambda env, state, action: _set(
+        env, state=np.asarray([state.x, state.x_dot, state.theta, state.theta_dot])
+    ),
+}
+
+
+def _set(env: Any, **attributes: Any) -> None:
+    for name, value in attributes.items():
+        setattr(env, name, value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Video:
+    """A written video.
+
+    Attributes:
+      path: the file.
+      frames: frames written (one per step of every episode).
+      returns: each episode's return.
+      step: the checkpoint (evaluation period) the policy came from.
+    """
+
+    path: Path
+    frames: int
+    returns: list[float]
+    step: int
+
+
+def record_video(
+    run_dir: str | Path,
+    path: str | Path,
+    *,
+    seed_index: int = 0,
+    episodes: int = 1,
+    step: int | None = None,
+    seed: int = 0,
+    fps: int = 30,
+) -> Video:
+    """Render ``episodes`` episodes of seed ``seed_index``'s policy to ``path``.
+
+    Raises:
+      ValueError: a path that is not ``.gif`` or ``.mp4``, a seed index the run does not
+        have, an environment with no renderer here, or a missing package (named).
+    """
+    path = Path(path)
+    if path.suffix.lower() not in (".gif", ".mp4"):
+        raise ValueError(f"--video {path}: write a .gif or an .mp4 file")
+    if episodes < 1:
+        raise ValueError(f"--episodes must be a positive integer, got {episodes}")
+    loaded = load_run(run_dir, step)
+    config = loaded.config
+    if not 0 <= seed_index < config.num_seeds:
+        raise ValueError(
+            f"--seed-index {seed_index}: the run has {config.num_seeds} seeds "
+            f"(0-{config.num_seeds - 1})"
+        )
+
+    def pick(tree: Any) -> Any:
+        return None if tree is None else jax.tree_util.tree_map(lambda x: x[seed_index], tree)
+
+    state, stats = pick(loaded.state), pick(loaded.carry.obs_stats)
+    agent, deterministic = loaded.agent, loaded.agent.evaluates_deterministically
+
+    @jax.jit
+    def act(obs: Any, key: Any) -> Any:
+        _, normalized = normalize_observations(stats, jnp.asarray(obs)[None], update=False)
+        return agent.policy(state, normalized, key, deterministic)[0]
+
+    import gymnasium
+
+    try:
+        if config.backend == "gymnasium":
+            frames, returns = _gymnasium_episodes(config.env, act, episodes, seed)
+        elif config.env in _GYMNAX_DRAWINGS:
+            frames, returns = _gymnax_episodes(config.env, act, episodes, seed)
+        else:
+            frames = []
+    except gymnasium.error.DependencyNotInstalled as error:
+        raise ValueError(f"--video: {error} (or pip install jaxrl[video])") from None
+    if not frames:
+        raise ValueError(
+            f"--video: no renderer for {config.env} here (gymnasium and MuJoCo ids, gymnax "
+            f"{' and '.join(_GYMNAX_DRAWINGS)})"
+        )
+    _write(path, frames, fps)
+    return Video(path, len(frames), returns, loaded.step)
+
+
+def _gymnasium_env(env_id: str) -> Any:
+    import os
+
+    import gymnasium
+
+    # pygame (gymnasium's classic-control drawings) draws off screen here: no audio device,
+    # no display, and none of SDL's complaints about their absence.
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+
+    return gymnasium.make(env_id, render_mode="rgb_array")
+
+
+def _gymnasium_episodes(
+    env_id: str, act: Callable, episodes: int, seed: int
+) -> tuple[list[np.ndarray], list[float]]:
+    env = _gymnasium_env(env_id)
+    frames, returns = [], []
+    try:
+        for episode in range(episodes):
+            obs, _ = env.reset(seed=seed + episode)
+            total, done, t = 0.0, False, 0
+            while not done:
+                frames.append(np.asarray(env.render()))
+                key = jax.random.fold_in(jax.random.key(seed + episode), t)
+                obs, reward, terminated, truncated, _ = env.step(np.asarray(act(obs, key)))
+                total, done, t = total + float(reward), terminated or truncated, t + 1
+            returns.append(total)
+    finally:
+        env.close()
+    return frames, returns
+
+
+def _gymnax_episodes(
+    env_id: str, act: Callable, episodes: int, seed: int
+) -> tuple[list[np.ndarray], list[float]]:
+    from jaxrl.envs import make_env
+
+    env, params = make_env(env_id)
+    reset, step = jax.jit(env.reset), jax.jit(env.step)
+    drawing = _gymnasium_env(env_id)
+    drawing.reset(seed=seed)
+    screen = drawing.unwrapped
+    frames, returns = [], []
+    try:
+        for episode in range(episodes):
+            reset_key, act_key, step_key = jax.random.split(jax.random.key(seed + episode), 3)
+            obs, env_state = reset(reset_key, params)
+            total, done, t = 0.0, False, 0
+            while not done:
+                action = act(obs, jax.random.fold_in(act_key, t))
+                _GYMNAX_DRAWINGS[env_id](screen, env_state, action)
+                frames.append(np.asarray(screen.render()))
+                out = step(jax.random.fold_in(step_key, t), env_state, action, params)
+                obs, env_state, reward, terminated, truncated = out[:5]
+                total, done, t = total + float(reward), bool(terminated | truncated), t + 1
+            returns.append(total)
+    finally:
+        drawing.close()
+    return frames, returns
+
+
+def _write(path: Path, frames: list[np.ndarray], fps: int) -> None:
+    import imageio.v2 as imageio
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".gif":
+        imageio.mimsave(path, frames, duration=1000 / fps, loop=0)
+        return
+    try:
+        imageio.mimsave(path, frames, fps=fps, macro_block_size=1)
+    except (ImportError, ValueError, RuntimeError) as error:
+        if "ffmpeg" not in str(error).lower():
+            raise
+        raise ValueError(
+            f"--video {path}: an .mp4 needs imageio-ffmpeg (pip install jaxrl[video]), or "
+            "write a .gif"
+        ) from None
+
+
+__all__ = ["Video", "record_video"]
