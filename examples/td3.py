@@ -11,7 +11,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxrl.algorithms import check_field, check_int_field, document_fields, hyperparameter
+from jaxrl.algorithms import document_fields, hyperparameter
 from jaxrl.algorithms import off_policy as op
 from jaxrl.algorithms.ddpg import DDPG, DDPGState
 from jaxrl.algorithms.registry import AlgorithmInfo, register
@@ -28,15 +28,13 @@ class TD3State(DDPGState):
 class TD3(DDPG):
     """Twin Delayed DDPG: DDPG's fields and defaults, and three of its own."""
 
-    policy_noise: float | jax.Array = hyperparameter(0.2, "std of the target smoothing noise")
-    noise_clip: float | jax.Array = hyperparameter(0.5, "bound of that noise (inf: none)")
-    policy_delay: int = hyperparameter(2, "critic updates per actor update", static=True)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_field("TD3", "policy_noise", self.policy_noise, 0.0, float("inf"))
-        check_field("TD3", "noise_clip", self.noise_clip, 0.0, float("inf"), low_open=True)
-        check_int_field("TD3", "policy_delay", self.policy_delay, 1)
+    policy_noise: float | jax.Array = hyperparameter(
+        0.2, "std of the target smoothing noise", low=0.0
+    )
+    noise_clip: float | jax.Array = hyperparameter(
+        0.5, "bound of that noise (inf: none)", low=0.0, low_open=True
+    )
+    policy_delay: int = hyperparameter(2, "critic updates per actor update", static=True, low=1)
 
     def networks(self, action_dim: int) -> tuple[nn.Module, Ensemble]:
         actor, critic = super().networks(action_dim)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 from jaxrl.core.distributions import CategoricalParams, GaussianParams
+
+Activation = Literal["elu", "gelu", "relu", "silu", "tanh"]
+"""The names of the hidden layers' activations (:data:`ACTIVATIONS`)."""
 
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "tanh": jnp.tanh,

@@ -13,7 +13,7 @@ import pytest
 import jaxrl
 from jaxrl.algorithms import NaturalGradient, registry
 from jaxrl.algorithms._common import field_help
-from jaxrl.config.run_config import hyperparameters
+from jaxrl.config.spellings import hyperparameters
 
 
 def names(cls):

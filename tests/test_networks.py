@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import typing
 
 import flax.linen as nn
 import jax
@@ -12,6 +13,7 @@ import jax.extend.core
 import numpy as np
 
 import jaxrl
+from jaxrl import networks
 from jaxrl.networks import Ensemble, QCritic, apply_copies, orthogonal
 
 
@@ -131,3 +133,7 @@ def test_an_ensemble_is_its_copies_one_by_one_jitted_and_vmapped():
             ]
             np.testing.assert_allclose(forms[0], forms[1], rtol=1e-5, atol=1e-6)
     assert np.all(np.abs(np.diff(np.asarray(q), axis=1)) > 0)  # copies from different keys
+
+
+def test_the_activation_type_names_every_activation():
+    assert set(typing.get_args(networks.Activation)) == set(networks.ACTIVATIONS)

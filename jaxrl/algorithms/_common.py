@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import textwrap
+import types
+import typing
 import warnings
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -21,7 +24,7 @@ from flax.training.train_state import TrainState
 from jaxrl.core._checks import check_in_range, concrete_value
 from jaxrl.core.actions import check_bound_method, map_action
 from jaxrl.core.tree import all_finite, tree_select
-from jaxrl.networks import ACTIVATIONS, check_activation, stable_apply
+from jaxrl.networks import check_activation, stable_apply
 from jaxrl.spaces import SpaceSpec, describe_space
 
 Schedule = Callable[[jax.Array], jax.Array]
@@ -71,28 +74,6 @@ def check_int_field(owner: str, name: str, value: Any, low: int, allow_none: boo
         raise ValueError(f"{owner}.{name} must be >= {low}, got {value!r}")
 
 
-@dataclasses.dataclass(frozen=True)
-class CommandLine:
-    """How the command line and a run's ``config.json`` spell a hyperparameter whose Python
-    value is an object (a schedule, a noise process) or one of a few names.
-
-    Attributes:
-      type: the command-line type (a ``Literal`` of names, ``str``...).
-      default: the command-line default.
-      parse: ``(value, num_updates) -> field value``: the command-line value as the
-        algorithm takes it; ``num_updates`` is the run's count of agent updates (the length
-        of a schedule, :meth:`jaxrl.config.settings.RunLayout.agent_updates`). Raises
-        ``ValueError("must be ..., got ...")`` for a value it cannot read (the caller names
-        the field).
-      help: the command line's help where it differs from the field's.
-    """
-
-    type: Any
-    default: Any
-    parse: Callable[[Any, int], Any] = lambda value, num_updates: value
-    help: str | None = None
-
-
 @functools.cache
 def linear_schedule(num_updates: int) -> Schedule:
     """Learning-rate multiplier decaying linearly from 1 to 0 over ``num_updates`` updates
@@ -102,40 +83,49 @@ def linear_schedule(num_updates: int) -> Schedule:
     return lambda count: jnp.maximum(0.0, 1.0 - count / total)
 
 
-def schedule_option(which: str) -> CommandLine:
-    """The command line's spelling of a learning-rate schedule field: ``constant`` (None) or
-    ``linear`` (:func:`linear_schedule` over the run's updates)."""
-
-    def parse(kind: Any, num_updates: int) -> Schedule | None:
-        if kind not in ("constant", "linear"):
-            raise ValueError(f"must be 'constant' or 'linear', got {kind!r}")
-        return linear_schedule(num_updates) if kind == "linear" else None
-
-    help_text = f"{which} learning-rate schedule: constant, or linear decay to 0 over the run"
-    return CommandLine(Literal["constant", "linear"], "constant", parse, help_text)
-
-
-def activation_option(default: str) -> CommandLine:
-    """The command line's spelling of an activation field: one of the known names."""
-    return CommandLine(Literal[tuple(sorted(ACTIVATIONS))], default)
-
-
 def hyperparameter(
     default: Any,
     help: str,
     *,
     static: bool = False,
-    command_line: CommandLine | None = None,
-    cli: bool = True,
+    low: float | None = None,
+    high: float = math.inf,
+    low_open: bool = False,
+    high_open: bool = False,
 ) -> Any:
     """An algorithm's hyperparameter field: a pytree leaf (``jax.vmap`` can sweep it) unless
     ``static`` (it fixes shapes or control flow); ``help`` describes it in a sentence or two,
-    read by :func:`document_fields` and the command line (:func:`jaxrl.config.hyperparameters`,
-    whose help is its first sentence). ``command_line`` spells a field whose value is an
-    object (``CommandLine``); ``cli=False`` keeps a field (a custom network) off the
-    command line."""
-    metadata = {"help": help, "command_line": command_line, "cli": cli}
+    read by :func:`document_fields` (and by the command line, whose help is its first
+    sentence: :func:`jaxrl.config.hyperparameters`). ``low`` and ``high`` bound its value,
+    excluded where ``low_open``, ``high_open`` (:func:`check_bounds`; a field typed ``int``
+    must be an int ``>= low``)."""
+    metadata: dict[str, Any] = {"help": help}
+    if low is not None:
+        metadata["bounds"] = (low, high, low_open, high_open)
     return struct.field(pytree_node=not static, default=default, metadata=metadata)
+
+
+def check_bounds(algorithm: Any) -> None:
+    """Raise ``ValueError`` (``TypeError`` for a value of the wrong kind) naming
+    ``Class.field`` where a concrete field value is outside the bounds its
+    :func:`hyperparameter` declares; a field typed ``int`` (or ``int | None``) must be an int
+    (or None)."""
+    owner, hints = type(algorithm).__name__, _type_hints(type(algorithm))
+    for field in dataclasses.fields(algorithm):
+        if "bounds" not in field.metadata:
+            continue
+        low, high, low_open, high_open = field.metadata["bounds"]
+        value, hint = getattr(algorithm, field.name), hints[field.name]
+        members = typing.get_args(hint) if typing.get_origin(hint) in _UNIONS else (hint,)
+        if int in members:
+            allow_none = type(None) in members
+            check_int_field(owner, field.name, value, low, allow_none=allow_none)
+        else:
+            check_field(owner, field.name, value, low, high, low_open=low_open, high_open=high_open)
+
+
+_UNIONS = (typing.Union, types.UnionType)
+_type_hints = functools.cache(typing.get_type_hints)
 
 
 def field_help(field: dataclasses.Field) -> str:

@@ -42,20 +42,18 @@ from jaxrl.algorithms._common import (
     Schedule,
     accept_aliases,
     action_bounds,
-    activation_option,
-    check_field,
+    check_bounds,
     check_int_field,
     check_spaces,
     check_structure,
     document_fields,
     hyperparameter,
     new_train_state,
-    schedule_option,
     to_env_action,
 )
-from jaxrl.algorithms.noise import NOISE_OPTION, GaussianNoise, Noise, OUNoise
+from jaxrl.algorithms.noise import GaussianNoise, Noise, OUNoise
 from jaxrl.algorithms.protocol import ActionSample, LearningMode
-from jaxrl.networks import DeterministicActor, QCritic
+from jaxrl.networks import Activation, DeterministicActor, QCritic
 from jaxrl.replay import NStepBatch, ReplayBuffer, Transition
 from jaxrl.spaces import SpaceSpec
 
@@ -142,34 +140,39 @@ class DDPG(struct.PyTreeNode):
     batches_seeds_on_cpu: ClassVar[bool] = True  # small loop-free updates batch well
 
     tau: float | Array = hyperparameter(
-        0.005, "soft-update weight of the target networks, in [0, 1]"
+        0.005, "soft-update weight of the target networks, in [0, 1]", low=0.0, high=1.0
     )
-    gamma: float | Array = hyperparameter(0.99, "discount factor in [0, 1]")
-    actor_lr: float | Array = hyperparameter(1e-4, "actor Adam learning rate (Tianshou test: 1e-4)")
+    gamma: float | Array = hyperparameter(0.99, "discount factor in [0, 1]", low=0.0, high=1.0)
+    actor_lr: float | Array = hyperparameter(
+        1e-4, "actor Adam learning rate (Tianshou test: 1e-4)", low=0.0
+    )
     critic_lr: float | Array = hyperparameter(
-        1e-3, "critic Adam learning rate (Tianshou test: 1e-3)"
+        1e-3, "critic Adam learning rate (Tianshou test: 1e-3)", low=0.0
     )
     exploration_noise: Noise | Literal["default"] | None = hyperparameter(
         "default",
         '"default" (GaussianNoise(sigma=0.1), Tianshou 1.x), a GaussianNoise, an OUNoise, or '
         "None (no noise). Its parameters are leaves; the noise is added in [-1, 1]-action space",
-        command_line=NOISE_OPTION,
     )
     n_step_return_horizon: int = hyperparameter(
-        1, "n of the n-step critic targets (Tianshou estimation_step)", static=True
+        1, "n of the n-step critic targets (Tianshou estimation_step)", static=True, low=1
     )
-    batch_size: int = hyperparameter(128, "transitions per update (sample_batch)", static=True)
+    batch_size: int = hyperparameter(
+        128, "transitions per update (sample_batch)", static=True, low=1
+    )
     buffer_size: int = hyperparameter(
         20000,
         "total replay capacity over all environments (Tianshou's "
         "VectorReplayBuffer(buffer_size, num_envs); init_buffer)",
         static=True,
+        low=1,
     )
     warmup_steps: int = hyperparameter(
         0,
         "environment steps (over all envs) of uniformly random actions before the policy acts "
         "(Tianshou's start_timesteps; 0 in its Pendulum test); see explore",
         static=True,
+        low=0,
     )
     update_per_step: float = hyperparameter(
         0.125,
@@ -191,45 +194,35 @@ class DDPG(struct.PyTreeNode):
         "optional update_count -> multiplier of actor_lr (Tianshou's lr_scheduler, stepped "
         "once per update)",
         static=True,
-        command_line=schedule_option("actor"),
     )
     critic_lr_schedule: Schedule | None = hyperparameter(
         None,
         "optional update_count -> multiplier of critic_lr (Tianshou's lr_scheduler, stepped "
         "once per update)",
         static=True,
-        command_line=schedule_option("critic"),
     )
     hidden_sizes: Sequence[int] = hyperparameter(
         (128, 128),
         "hidden layer sizes of the actor and critic MLPs (Tianshou's Net: [128, 128])",
         static=True,
     )
-    activation: str = hyperparameter(
+    activation: Activation = hyperparameter(
         "relu",
         "activation of the hidden layers",
         static=True,
-        command_line=activation_option("relu"),
     )
     actor_network: nn.Module | None = hyperparameter(
-        None, "optional Flax module (obs -> action in [-1, 1]) used instead", static=True, cli=False
+        None, "optional Flax module (obs -> action in [-1, 1]) used instead", static=True
     )
     critic_network: nn.Module | None = hyperparameter(
-        None, "optional Flax module ((obs, action) -> Q) used instead", static=True, cli=False
+        None, "optional Flax module ((obs, action) -> Q) used instead", static=True
     )
 
     # ------------------------------------------------------------------ validation
     def __post_init__(self) -> None:
         owner = type(self).__name__
         object.__setattr__(self, "exploration_noise", _resolve_noise(self.exploration_noise))
-        check_field(owner, "tau", self.tau, 0.0, 1.0)
-        check_field(owner, "gamma", self.gamma, 0.0, 1.0)
-        check_field(owner, "actor_lr", self.actor_lr, 0.0, math.inf)
-        check_field(owner, "critic_lr", self.critic_lr, 0.0, math.inf)
-        check_int_field(owner, "n_step_return_horizon", self.n_step_return_horizon, 1)
-        check_int_field(owner, "batch_size", self.batch_size, 1)
-        check_int_field(owner, "buffer_size", self.buffer_size, 1)
-        check_int_field(owner, "warmup_steps", self.warmup_steps, 0)
+        check_bounds(self)
         if isinstance(self.update_per_step, bool) or not isinstance(
             self.update_per_step, int | float | np.integer | np.floating
         ):

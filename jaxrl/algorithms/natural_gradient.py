@@ -27,15 +27,12 @@ from jaxrl.algorithms import natural_step, on_policy
 from jaxrl.algorithms._common import (
     Schedule,
     action_bounds,
-    activation_option,
-    check_field,
-    check_int_field,
+    check_bounds,
     check_spaces,
     check_structure,
     document_fields,
     hyperparameter,
     new_train_state,
-    schedule_option,
     scheduled_learning_rate,
     set_learning_rate,
     to_env_action,
@@ -46,7 +43,7 @@ from jaxrl.algorithms.protocol import ActionSample, LearningMode
 from jaxrl.core import distributions
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.core.stats import SummaryStats
-from jaxrl.networks import CategoricalActor, GaussianActor, ValueCritic
+from jaxrl.networks import Activation, CategoricalActor, GaussianActor, ValueCritic
 from jaxrl.rollout import Rollout
 from jaxrl.spaces import SpaceSpec
 
@@ -77,13 +74,15 @@ class NaturalGradient(struct.PyTreeNode):
     evaluates_both_modes: ClassVar[bool] = True  # sampled and deterministic actions
     batches_seeds_on_cpu: ClassVar[bool] = False  # CG and line-search loops batch badly
 
-    gamma: float = hyperparameter(0.99, "discount factor in [0, 1]")
-    gae_lambda: float = hyperparameter(0.95, "GAE lambda in [0, 1]")
-    lr: float = hyperparameter(1e-3, "critic Adam learning rate")
+    gamma: float = hyperparameter(0.99, "discount factor in [0, 1]", low=0.0, high=1.0)
+    gae_lambda: float = hyperparameter(0.95, "GAE lambda in [0, 1]", low=0.0, high=1.0)
+    lr: float = hyperparameter(1e-3, "critic Adam learning rate", low=0.0)
     damping: float = hyperparameter(
-        0.1, "Fisher damping added in Fisher-vector products (Tianshou: 0.1)"
+        0.1, "Fisher damping added in Fisher-vector products (Tianshou: 0.1)", low=0.0
     )
-    optim_critic_iters: int = hyperparameter(5, "critic Adam steps per minibatch", static=True)
+    optim_critic_iters: int = hyperparameter(
+        5, "critic Adam steps per minibatch", static=True, low=0
+    )
     advantage_normalization: bool = hyperparameter(
         True, "normalize advantages over the whole collected batch", static=True
     )
@@ -93,15 +92,19 @@ class NaturalGradient(struct.PyTreeNode):
         "default: 256); None computes them in one batched pass (the default here: the same "
         "values up to float rounding, cheaper to run and to compile)",
         static=True,
+        low=1,
     )
     return_scaling: bool = hyperparameter(
         False, "scale critic targets by a running std of the returns", static=True
     )
     batch_size: int | None = hyperparameter(
-        None, "minibatch size (None: the whole batch, Tianshou's full-batch setting)", static=True
+        None,
+        "minibatch size (None: the whole batch, Tianshou's full-batch setting)",
+        static=True,
+        low=1,
     )
     repeat: int = hyperparameter(
-        1, "passes over the batch per update (Tianshou's repeat_per_collect)", static=True
+        1, "passes over the batch per update (Tianshou's repeat_per_collect)", static=True, low=1
     )
     deterministic_eval: bool = hyperparameter(
         False, "evaluate with the policy's mode instead of sampling", static=True
@@ -117,16 +120,14 @@ class NaturalGradient(struct.PyTreeNode):
         "optional update_count -> multiplier of lr (Tianshou's LambdaLR lr_scheduler), e.g. "
         "lambda n: 1 - n / num_updates for linear decay",
         static=True,
-        command_line=schedule_option("critic"),
     )
     hidden_sizes: Sequence[int] = hyperparameter(
         (64, 64), "hidden layer sizes of the actor and critic MLPs", static=True
     )
-    activation: str = hyperparameter(
+    activation: Activation = hyperparameter(
         "tanh",
         "activation of the hidden layers",
         static=True,
-        command_line=activation_option("tanh"),
     )
     init_gain: float = hyperparameter(
         1.0, "orthogonal-initialization gain of the hidden layers", static=True
@@ -141,10 +142,9 @@ class NaturalGradient(struct.PyTreeNode):
         None,
         "optional custom Flax module (obs -> DistributionParams) used instead",
         static=True,
-        cli=False,
     )
     critic_network: nn.Module | None = hyperparameter(
-        None, "optional custom Flax module (obs -> V(s)) used instead", static=True, cli=False
+        None, "optional custom Flax module (obs -> V(s)) used instead", static=True
     )
     critic_batch_size: int | None = hyperparameter(
         None,
@@ -153,13 +153,17 @@ class NaturalGradient(struct.PyTreeNode):
         "each (sb3-contrib's n_critic_updates and batch_size); None: optim_critic_iters steps "
         "on the actor's minibatch (Tianshou)",
         static=True,
+        low=1,
     )
-    cg_iters: int = hyperparameter(10, "conjugate-gradient iterations (Tianshou: 10)", static=True)
+    cg_iters: int = hyperparameter(
+        10, "conjugate-gradient iterations (Tianshou: 10)", static=True, low=1
+    )
     fvp_batch_size: int | None = hyperparameter(
         None,
         "if set, Fisher-vector products use a random subsample of this many minibatch samples "
         "(cheaper CG); None uses the whole minibatch (beyond Tianshou)",
         static=True,
+        low=1,
     )
 
     def update_loops(self, batch: int) -> dict[str, int]:
@@ -177,16 +181,8 @@ class NaturalGradient(struct.PyTreeNode):
         }
 
     def __post_init__(self) -> None:
-        owner = type(self).__name__
         check_structure(self)
-        check_field(owner, "gamma", self.gamma, 0.0, 1.0)
-        check_field(owner, "gae_lambda", self.gae_lambda, 0.0, 1.0)
-        check_field(owner, "lr", self.lr, 0.0, math.inf)
-        check_field(owner, "damping", self.damping, 0.0, math.inf)
-        for name, low in (("optim_critic_iters", 0), ("repeat", 1), ("cg_iters", 1)):
-            check_int_field(owner, name, getattr(self, name), low)
-        for name in ("batch_size", "critic_batch_size", "max_batchsize", "fvp_batch_size"):
-            check_int_field(owner, name, getattr(self, name), 1, allow_none=True)
+        check_bounds(self)
 
     def actor_rule(self) -> ActorRule:
         """The surrogate and the step along the natural-gradient direction: the algorithm's

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jaxrl.algorithms._common import CommandLine, check_field
+from jaxrl.algorithms._common import check_field
 
 Array = jax.Array
 
@@ -77,34 +77,3 @@ class OUNoise(struct.PyTreeNode):
 
 
 Noise = GaussianNoise | OUNoise
-
-
-def parse_noise(spec: str) -> GaussianNoise | OUNoise | None:
-    """``"gaussian[:SIGMA]"``, ``"ou[:SIGMA]"``, ``"none"`` (or ``"default"``) as noise: the
-    command line's spelling of an exploration noise.
-
-    Raises:
-      ValueError: ``"must be gaussian[:SIGMA], ou[:SIGMA] or none, got ..."``.
-    """
-    kind, _, sigma = str(spec).strip().lower().partition(":")
-    try:
-        value = float(sigma) if sigma else None
-    except ValueError:
-        value = math.nan
-    if kind in ("none", "") and not sigma:
-        return None
-    if kind == "default" and not sigma:
-        return GaussianNoise(sigma=0.1)
-    if kind in ("gaussian", "ou") and (value is None or math.isfinite(value)):
-        noise = GaussianNoise if kind == "gaussian" else OUNoise
-        return noise() if value is None else noise(sigma=value)
-    raise ValueError(f"must be gaussian[:SIGMA], ou[:SIGMA] or none, got {spec!r}")
-
-
-NOISE_OPTION = CommandLine(
-    str,
-    "gaussian:0.1",
-    lambda spec, num_updates: parse_noise(spec),
-    "exploration noise: gaussian[:SIGMA], ou[:SIGMA] (Ornstein-Uhlenbeck) or none",
-)
-"""The command line's spelling of an exploration-noise field (:func:`parse_noise`)."""

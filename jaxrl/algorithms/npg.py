@@ -8,12 +8,10 @@ NPG is the :class:`jaxrl.algorithms.natural_gradient.NaturalGradient` update wit
 
 from __future__ import annotations
 
-import math
-
 import jax.numpy as jnp
 from optax import tree_utils as otu
 
-from jaxrl.algorithms._common import accept_aliases, check_field, document_fields, hyperparameter
+from jaxrl.algorithms._common import accept_aliases, document_fields, hyperparameter
 from jaxrl.algorithms.natural_gradient import TIANSHOU_1X_ALIASES, NaturalGradient
 from jaxrl.algorithms.natural_step import (
     ActorRule,
@@ -49,7 +47,10 @@ class NPG(NaturalGradient):
     """
 
     trust_region_size: float = hyperparameter(
-        0.5, "natural-gradient step multiplier (Tianshou: theta += size * d)"
+        0.5,
+        "natural-gradient step multiplier (Tianshou: theta += size * d)",
+        low=0.0,
+        low_open=True,
     )
     normalize_step: bool = hyperparameter(
         False,
@@ -57,12 +58,6 @@ class NPG(NaturalGradient):
         "trust_region_size a KL bound, as Tianshou's docstring describes (beyond Tianshou)",
         static=True,
     )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_field(
-            "NPG", "trust_region_size", self.trust_region_size, 0.0, math.inf, low_open=True
-        )
 
     def actor_rule(self) -> ActorRule:
         """:func:`~jaxrl.algorithms.npg_rule` with this object's step size."""

@@ -9,15 +9,11 @@ lower surrogate, and restores the parameters when none is accepted (Tianshou 2.x
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
 
 from jaxrl.algorithms._common import (
     accept_aliases,
-    check_field,
-    check_int_field,
     document_fields,
     hyperparameter,
 )
@@ -80,17 +76,11 @@ class TRPO(NaturalGradient):
     ``line_search_failures``. ``kl`` is measured at the parameters kept after the step.
     """
 
-    max_kl: float = hyperparameter(0.01, "KL bound of each actor step")
-    backtrack_coeff: float = hyperparameter(0.8, "line-search shrink factor in (0, 1]")
-    max_backtracks: int = hyperparameter(10, "number of line-search candidates", static=True)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_field(type(self).__name__, "max_kl", self.max_kl, 0.0, math.inf, low_open=True)
-        check_field(
-            type(self).__name__, "backtrack_coeff", self.backtrack_coeff, 0.0, 1.0, low_open=True
-        )
-        check_int_field(type(self).__name__, "max_backtracks", self.max_backtracks, 1)
+    max_kl: float = hyperparameter(0.01, "KL bound of each actor step", low=0.0, low_open=True)
+    backtrack_coeff: float = hyperparameter(
+        0.8, "line-search shrink factor in (0, 1]", low=0.0, high=1.0, low_open=True
+    )
+    max_backtracks: int = hyperparameter(10, "number of line-search candidates", static=True, low=1)
 
     def update_loops(self, batch: int) -> dict[str, int]:
         """The natural-gradient update's loop bounds and the line search's candidates."""

@@ -62,7 +62,7 @@ def command_registry(preset: str, env: str | None = None) -> tyro.constructors.C
     """How tyro reads :class:`TrainingCommand` and the algorithms' classes: a command's
     options are its run settings (with ``preset``'s defaults), its own fields and the
     algorithm's class; an algorithm's are its command-line hyperparameters
-    (:func:`jaxrl.config.run_config.hyperparameters`: ``preset``'s defaults on ``env``'s task, the
+    (:func:`jaxrl.config.spellings.hyperparameters`: ``preset``'s defaults on ``env``'s task, the
     Tianshou 1.x names in the help). Each is read into a dict by field name."""
     rules = tyro.constructors.ConstructorRegistry()
     spec = tyro.constructors.StructConstructorSpec
@@ -99,7 +99,7 @@ def command_registry(preset: str, env: str | None = None) -> tyro.constructors.C
     def algorithm(info: tyro.constructors.StructTypeInfo) -> Any:
         if info.type not in algo_of:
             return None
-        from jaxrl.config.run_config import hyperparameters
+        from jaxrl.config.spellings import hyperparameters
 
         fields = []
         for h in hyperparameters(algo_of[info.type], preset, env):
@@ -190,7 +190,7 @@ def command_spec(argv: list[str], preset: str) -> CommandSpec:
     errors; :mod:`jaxrl.cli.usage`)."""
     head = argv[0] if argv else ""
     if head in TRAINING and len(argv) >= 2 and argv[1] in algorithm_names():
-        from jaxrl.config.run_config import hyperparameters
+        from jaxrl.config.spellings import hyperparameters
 
         options = {option_flag(f[0]): f[1] for f in _run_fields(argv[1], preset, head)}
         options.update({option_flag(h.name): h.type for h in hyperparameters(argv[1], preset)})
@@ -242,7 +242,7 @@ def rewrite_aliases(argv: list[str]) -> list[str]:
     """Tianshou 1.x option names (``--discount-factor``) to their 2.x fields (``--gamma``)."""
     if len(argv) < 2 or argv[0] not in TRAINING or argv[1] not in algorithm_names():
         return argv
-    from jaxrl.config.run_config import hyperparameters
+    from jaxrl.config.spellings import hyperparameters
 
     aliases = {}
     for spec in hyperparameters(argv[1]):

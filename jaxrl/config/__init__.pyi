@@ -4,4 +4,4 @@ The package imports each on first use (lazy_loader reads this file).
 
 from .files import DamagedFile as DamagedFile
 from .run_config import RunConfig as RunConfig
-from .run_config import hyperparameters as hyperparameters
+from .spellings import hyperparameters as hyperparameters

@@ -3,11 +3,11 @@ resolved configuration of a run (saved as ``config.json`` in its run directory).
 
 Every hyperparameter of an algorithm is a field of its dataclass (:class:`jaxrl.NPG`,
 :class:`jaxrl.TRPO`, :class:`jaxrl.DDPG`); :func:`hyperparameters` lists the ones that can be
-given on the command line, with a command-line type, the default and a help text, all read
-from the field's metadata (:func:`jaxrl.algorithms._common.hyperparameter`). A field that
-holds a Python object is spelled as its metadata says (``command_line``): exploration noise
-as ``"gaussian:0.1"``, ``"ou:0.3"``, ``"none"``; learning-rate schedules as ``"constant"`` or
-``"linear"`` (decay to zero over the run). Custom networks (``cli=False``) are for Python
+given on the command line, with a command-line type, the default and a help text, read from
+the field's type and metadata (:func:`jaxrl.algorithms._common.hyperparameter`). A field that
+holds a Python object is spelled as its type says (:mod:`jaxrl.config.spellings`):
+exploration noise as ``"gaussian:0.1"``, ``"ou:0.3"``, ``"none"``; learning-rate schedules as
+``"constant"`` or ``"linear"`` (decay to zero over the run). Custom networks are for Python
 code only. The run settings are declared in :mod:`jaxrl.config.settings`.
 """
 
@@ -15,17 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
-import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from jaxrl.algorithms import registry
-from jaxrl.algorithms._common import field_help
 from jaxrl.algorithms._common import linear_schedule as linear_schedule  # re-exported
-from jaxrl.algorithms.noise import parse_noise as parse_noise  # re-exported
 from jaxrl.config.files import RUN_REMEDY, DamagedFile, read_json, write_text
 from jaxrl.config.presets import get_preset, presets_help
 from jaxrl.config.settings import (
@@ -35,54 +31,9 @@ from jaxrl.config.settings import (
     setting,
     settings_fields,
 )
+from jaxrl.config.spellings import DEFAULT_PRESET, hyperparameters, spelling
 
 Backend = Literal["jax", "gymnasium"]
-
-# Defaults come from presets (:mod:`jaxrl.config.presets`); the environment picks one.
-DEFAULT_PRESET = "pendulum"
-
-
-@dataclasses.dataclass(frozen=True)
-class Hyperparameter:
-    """One algorithm field as the command line sees it.
-
-    Attributes:
-      name: the field name (Tianshou 2.x), ``--name-with-dashes`` on the command line.
-      type: the command-line type (float, int, bool, ``int | None``, a Literal, ...).
-      default: the default of the command (Tianshou's tuned value where it has one).
-      help: one line of help.
-      aliases: Tianshou 1.x names accepted for it.
-    """
-
-    name: str
-    type: Any
-    default: Any
-    help: str
-    aliases: tuple[str, ...] = ()
-
-
-def _first_sentence(text: str) -> str:
-    text = re.sub(r":(?:meth|class|func):`([^`]*)`", r"\1", text)
-    return re.split(r"(?<=[a-z)])\. ", text, maxsplit=1)[0].rstrip(".")
-
-
-def _cli_type(hint: Any) -> Any:
-    """The command-line type of a dataclass field's type hint."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint in (bool, int, float, str):
-        return hint
-    if origin is Literal:
-        return hint
-    if origin in (typing.Union, types.UnionType):
-        members = [a for a in args if a is not type(None)]
-        if float in members:  # "float | Array": a number on the command line
-            return float
-        if len(members) == 1:
-            inner = _cli_type(members[0])
-            return inner | None if len(members) < len(args) else inner
-    if origin in (Sequence, tuple, list) and args and args[0] is int:
-        return tuple[int, ...]
-    raise TypeError(f"no command-line type for {hint!r}")
 
 
 def run_defaults(algo: str, preset: str = DEFAULT_PRESET, env: str | None = None) -> dict[str, Any]:
@@ -90,36 +41,6 @@ def run_defaults(algo: str, preset: str = DEFAULT_PRESET, env: str | None = None
     ``total_steps``, ``eval_every``, ``eval_episodes``, ``normalize_obs``)."""
     info = registry.get(algo)
     return get_preset(preset).for_algo(algo, info.run_shape_like, info.presets_like, env)[1]
-
-
-def hyperparameters(
-    algo: str, preset: str = DEFAULT_PRESET, env: str | None = None
-) -> list[Hyperparameter]:
-    """The command-line hyperparameters of ``algo`` (``"npg"``, ``"trpo"``, ``"ddpg"``), with
-    the defaults of ``preset`` (:mod:`jaxrl.config.presets`) on ``env``'s task."""
-    info = registry.get(algo)
-    cls = info.cls
-    hints = typing.get_type_hints(cls)
-    aliases: dict[str, list[str]] = {}
-    for old, new in getattr(cls, "ALIASES", {}).items():
-        aliases.setdefault(new, []).append(old)
-    defaults = get_preset(preset).for_algo(algo, info.run_shape_like, info.presets_like, env)[0]
-    defaults.update(info.presets.get(preset, {}))
-    result = []
-    for field in dataclasses.fields(cls):
-        name = field.name
-        if not field.metadata.get("cli", True) or name in info.ignored_fields:
-            continue
-        spelling = field.metadata.get("command_line")
-        if spelling is not None:
-            kind, default = spelling.type, spelling.default
-        else:
-            kind, default = _cli_type(hints[name]), field.default
-        default = defaults.get(name, default)
-        help_text = info.help.get(name) or (spelling and spelling.help)
-        help_text = help_text or _first_sentence(field_help(field))
-        result.append(Hyperparameter(name, kind, default, help_text, tuple(aliases.get(name, ()))))
-    return result
 
 
 def _preset_hyperparameters(algo: str, preset: str, env: str) -> dict[str, Any]:
@@ -336,20 +257,20 @@ class RunConfig(RunSettings):
 
     def make_agent(self) -> Any:
         """The algorithm object: each hyperparameter's command-line value read by its field's
-        spelling (:class:`jaxrl.algorithms._common.CommandLine`; a schedule sized by
+        spelling (:func:`jaxrl.config.spellings.spelling`; a schedule sized by
         :meth:`num_agent_updates`), JSON lists as tuples.
 
         Raises:
           ValueError, TypeError: an invalid value, naming the field.
         """
         cls = registry.get(self.algo).cls
-        fields = {f.name: f for f in dataclasses.fields(cls)}
+        hints = typing.get_type_hints(cls)
         kwargs = {}
         for name, value in self.hyperparameters.items():
-            spelling = fields[name].metadata.get("command_line") if name in fields else None
-            if spelling is not None:
+            spelled = spelling(name, hints[name]) if name in hints else None
+            if spelled is not None:
                 try:
-                    value = spelling.parse(value, self.num_agent_updates())
+                    value = spelled.parse(value, self.num_agent_updates())
                 except ValueError as error:
                     raise ValueError(f"{cls.__name__}.{name} {error}") from None
             kwargs[name] = tuple(value) if isinstance(value, list) else value

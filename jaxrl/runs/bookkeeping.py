@@ -1,5 +1,6 @@
 """What a training call of :mod:`jaxrl.runs.runner` writes to a run directory as it goes
-(:class:`~jaxrl.runs.bookkeeping.RunBook`: metrics, checkpoints, the progress bar, the plot, the
+(:class:`~jaxrl.runs.bookkeeping.RunBook`, the period loop's recorder,
+:class:`jaxrl.training.run.Recorder`: metrics, checkpoints, the progress bar, the plot, the
 final evaluation) and what it returns (:class:`TrainResult`)."""
 
 from __future__ import annotations
@@ -54,6 +55,29 @@ class TrainResult:
     def finished(self) -> bool:
         """Whether the run reached its last period."""
         return self.period >= self.num_periods
+
+
+def update_columns(
+    metrics: dict[str, np.ndarray],
+    period: int,
+    steps_offset: int = 0,
+    first_update: int | None = None,
+) -> Columns:
+    """The rows of a period's per-update metrics ``[S, U]``, one per seed and update
+    (seed-major), as :data:`jaxrl.runs.metrics.Columns`; ``steps_offset`` is added to
+    ``env_steps`` (the backends count from the run's start); ``first_update`` numbers the
+    period's first collection (default: whole periods of ``U`` before it)."""
+    per_update = {k: np.asarray(v) for k, v in metrics.items() if not k.startswith("eval/")}
+    num_seeds, updates = per_update["env_steps"].shape
+    first = (period - 1) * updates + 1 if first_update is None else first_update
+    columns = {name: value.reshape(-1) for name, value in per_update.items()}
+    columns.update(
+        seed=np.repeat(np.arange(num_seeds), updates),
+        period=np.full(num_seeds * updates, period),
+        update=np.tile(np.arange(first, first + updates), num_seeds),
+        env_steps=columns["env_steps"].astype(np.int64) + steps_offset,
+    )
+    return columns
 
 
 class _NoMetrics:
@@ -126,18 +150,23 @@ class RunBook:
     def wall_time(self) -> float:
         return self.elapsed0 + time.perf_counter() - self.started
 
-    def finish(self, final: FinalEvaluation) -> None:
+    def finish(
+        self, episodes: int, deterministic: np.ndarray, stochastic: np.ndarray | None
+    ) -> None:
         """After the last period: keep the final policy's evaluation (``final_eval.json``)."""
+        final = FinalEvaluation(episodes, self.env_steps, deterministic, stochastic)
         self.final = final
         if self.primary:
             final.save(self.run_dir.final_eval)
         self.tracker.log_final(final)
 
-    def end_period(self, updates: Columns, eval_returns: np.ndarray, env_steps: int) -> None:
-        """Log one evaluation period (``self.period`` already advanced): its ``updates``
-        rows and its evaluation."""
-        self.env_steps = env_steps
-        self.eval_returns = np.asarray(eval_returns, np.float64)
+    def end_period(self, metrics: dict[str, np.ndarray], first_update: int) -> None:
+        """Log one more evaluation period (:meth:`jaxrl.training.run.Recorder.end_period`):
+        its rows of ``updates.csv`` and its evaluation."""
+        self.period += 1
+        updates = update_columns(metrics, self.period, first_update=first_update)
+        env_steps = self.env_steps = int(metrics["eval/env_steps"][0])
+        self.eval_returns = np.asarray(metrics["eval/return"], np.float64)
         self.metrics.log_updates(updates)
         self.tracker.log_updates(updates)
         self.log_evals(self.eval_returns, env_steps)

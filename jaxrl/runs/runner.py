@@ -1,13 +1,13 @@
 """Training, resuming and evaluating runs kept in a run directory (:mod:`jaxrl.runs.run_dir`).
 
-One loop for both drivers: the runner drives a :class:`jaxrl.training.loop.Loop`
-(:func:`make_loop`: the jitted :class:`jaxrl.training.jax_loop.JaxLoop` or the host
-:class:`jaxrl.training.gymnasium_driver.HostLoop`), which gives a fresh or restored carry and
-its ``run_period``; after each evaluation period the runner writes the metrics, updates the
-progress bar and, every ``checkpoint_every`` periods and at the end, checkpoints what the loop
-keeps (the jitted driver's whole ``TrainCarry``, bit-identical on resume; the host driver's
-``HostCarry``, resumed on fresh environments with a seed offset). A sweep group
-(:func:`train_group`) is the same loop over several settings, each with its run directory.
+The runner opens a run directory's books (:class:`~jaxrl.runs.bookkeeping.RunBook`: where
+the run stands, from its newest checkpoint that restores) and hands them to the period loop,
+:func:`jaxrl.training.run.run_periods`, as its recorders: after each evaluation period they
+write the metrics, update the progress bar and, every ``checkpoint_every`` periods and at the
+end, checkpoint what the loop keeps (the jitted driver's whole ``TrainCarry``, bit-identical
+on resume; the host driver's ``HostCarry``, resumed on fresh environments with a seed
+offset). A sweep group (:func:`train_group`) is the same loop over several settings, each
+with its run directory.
 
 In a job of several processes (:func:`jaxrl.training.initialize_distributed`) every process
 runs this loop on its share of the seeds; each period's metrics, the evaluations and the
@@ -29,16 +29,13 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
-from jaxrl.algorithms.protocol import evaluates_both_modes
 from jaxrl.config.run_config import RunConfig
 from jaxrl.runs.bookkeeping import RunBook, TrainResult
 from jaxrl.runs.checkpoints import CheckpointError, CheckpointStore
-from jaxrl.runs.metrics import Columns
-from jaxrl.runs.report import FinalEvaluation
 from jaxrl.runs.run_dir import RunDir
 from jaxrl.runs.tracking import DEFAULT_TRACKING, Tracking
 from jaxrl.training.loop import Loop
-from jaxrl.training.periods import drive
+from jaxrl.training.run import make_loop, run_periods
 from jaxrl.training.sharding import SeedPlacement, barrier, is_primary, several_processes
 
 if TYPE_CHECKING:
@@ -127,7 +124,17 @@ def train_run(
 
     try:
         with run.progress:
-            _drive(loop, [run], carry, start_steps, done, stop_after_periods, stop, report)
+            run_periods(
+                loop,
+                [run],
+                carry,
+                start_steps,
+                done,
+                config.eval_episodes,
+                stop_after_periods,
+                stop,
+                report,
+            )
         run.plot()
     finally:
         run.close()
@@ -179,7 +186,8 @@ def train_group(
             f"resuming at period {first.period}/{first.num_periods} ({first.env_steps:,} env steps)"
         )
     try:
-        _drive(loop, runs, carry, start_steps, done, stop=stop, on_period=on_period)
+        episodes = configs[0].eval_episodes
+        run_periods(loop, runs, carry, start_steps, done, episodes, stop=stop, on_period=on_period)
         for run in runs:
             run.plot()
     finally:
@@ -246,118 +254,6 @@ def _join(*parts: Any) -> Any:
     return jax.numpy.concatenate(parts)
 
 
-def make_loop(config: RunConfig, agent: Any) -> Loop:
-    """The :class:`jaxrl.training.loop.Loop` that trains ``config`` (``config.backend``) with
-    ``agent``.
-
-    Raises:
-      ValueError: a host-driver run in a job of several processes.
-    """
-    if config.backend == "jax":
-        from jaxrl.training.jax_loop import JaxLoop
-
-        return JaxLoop([agent], config.env, [config], SeedPlacement.for_job())
-    if several_processes():
-        raise ValueError(
-            f"several processes need the jitted driver (a gymnax or Brax id): {config.env} "
-            "runs on the host driver"
-        )
-    from jaxrl.training.gymnasium_driver import HostLoop
-
-    return HostLoop(agent, config.env, config)
-
-
-def _drive(
-    loop: Loop,
-    runs: Sequence[RunBook],
-    carry: Any,
-    start_steps: int,
-    done: int,
-    stop_after_periods: int | None = None,
-    stop: Callable[[], bool] | None = None,
-    on_period: Callable[[int, int, list[np.ndarray]], bool] | None = None,
-) -> Any:
-    """Train the ``runs`` (one per setting of ``loop``) from ``carry``, after ``start_steps``
-    env steps and ``done`` collections per seed: the initial policy's evaluation at period 0,
-    the periods left (:func:`_train_periods`), the final policy's evaluation after the last
-    one. Returns the last carry."""
-    carry = loop.start(carry, start_steps)
-    try:
-        first = runs[0]
-        if first.period == 0:  # the learning curve's first point
-            episodes = first.config.eval_episodes
-            deterministic = loop.agent.evaluates_deterministically
-            returns = loop.evaluate(carry.state, carry.obs_stats, episodes, 0, deterministic)
-            for g, run in enumerate(runs):
-                run.log_evals(loop.part(returns, g), 0)
-        periods = loop.layout.periods_after(done)
-        carry = _train_periods(
-            loop, runs, carry, periods, done, stop_after_periods, stop, on_period
-        )
-        if first.period >= first.num_periods:
-            episodes = first.config.eval_episodes
-            finals = _final_evaluations(loop, carry.state, carry.obs_stats, episodes)
-            for run, (deterministic, stochastic) in zip(runs, finals, strict=True):
-                run.finish(FinalEvaluation(episodes, run.env_steps, deterministic, stochastic))
-    finally:
-        loop.close()
-    return carry
-
-
-def _train_periods(
-    loop: Loop,
-    runs: Sequence[RunBook],
-    carry: Any,
-    periods: Sequence[int],
-    done: int,
-    stop_after_periods: int | None,
-    stop: Callable[[], bool] | None,
-    on_period: Callable[[int, int, list[np.ndarray]], bool] | None,
-) -> Any:
-    """The evaluation periods of one call (``periods``: the collections of each; ``done``:
-    collections before them), driven by :func:`jaxrl.training.periods.drive`: after each,
-    each setting's share of its metrics logged to its run, and checkpointed when due or when
-    ``stop`` ends the call there (``on_period`` returning True ends it without that
-    checkpoint: pruned). Returns the carry after the last period trained."""
-    first = runs[0]
-
-    def after(carry: Any, metrics: dict[str, Any]) -> bool:
-        nonlocal done
-        for g, run in enumerate(runs):
-            own = loop.part(metrics, g)
-            run.period += 1
-            updates = update_columns(own, run.period, first_update=done + 1)
-            run.end_period(updates, own["eval/return"], int(own["eval/env_steps"][0]))
-        done += np.shape(metrics["env_steps"])[1]  # the period's collections
-        pruned = on_period is not None and on_period(
-            first.period, first.env_steps, [run.eval_returns for run in runs]
-        )
-        stopping = not pruned and first.period < first.num_periods and stop is not None and stop()
-        due = [g for g, run in enumerate(runs) if run.checkpoint_due() or stopping]
-        whole = loop.to_checkpoint(carry) if due else None  # gathered by every process
-        for g in due:
-            runs[g].save(loop.part(whole, g))
-        return stopping or pruned
-
-    return drive(loop.run_period, carry, periods[:stop_after_periods], after)
-
-
-def _final_evaluations(
-    loop: Loop, state: Any, obs_stats: Any, episodes: int
-) -> list[tuple[np.ndarray, np.ndarray | None]]:
-    """Per setting of ``loop``, ``(deterministic [S], stochastic [S] or None)``: the final
-    policy evaluated deterministically and (NPG/TRPO) stochastically, ``episodes`` episodes
-    per seed and mode, on evaluation seed 0."""
-    deterministic = loop.evaluate(state, obs_stats, episodes, 0, True)
-    stochastic = None
-    if evaluates_both_modes(loop.agent):
-        stochastic = loop.evaluate(state, obs_stats, episodes, 0, False)
-    return [
-        (loop.part(deterministic, g), None if stochastic is None else loop.part(stochastic, g))
-        for g in range(loop.num_settings)
-    ]
-
-
 def check_config(config: RunConfig) -> None:
     """Build what the run needs (agent, environment, driver) without training.
 
@@ -382,29 +278,6 @@ def _resume_point(
     if is_primary():
         store.prune_after(meta["period"] if meta else 0)
     return tree, meta
-
-
-def update_columns(
-    metrics: dict[str, np.ndarray],
-    period: int,
-    steps_offset: int = 0,
-    first_update: int | None = None,
-) -> Columns:
-    """The rows of a period's per-update metrics ``[S, U]``, one per seed and update
-    (seed-major), as :data:`jaxrl.runs.metrics.Columns`; ``steps_offset`` is added to
-    ``env_steps`` (the backends count from the run's start); ``first_update`` numbers the
-    period's first collection (default: whole periods of ``U`` before it)."""
-    per_update = {k: np.asarray(v) for k, v in metrics.items() if not k.startswith("eval/")}
-    num_seeds, updates = per_update["env_steps"].shape
-    first = (period - 1) * updates + 1 if first_update is None else first_update
-    columns = {name: value.reshape(-1) for name, value in per_update.items()}
-    columns.update(
-        seed=np.repeat(np.arange(num_seeds), updates),
-        period=np.full(num_seeds * updates, period),
-        update=np.tile(np.arange(first, first + updates), num_seeds),
-        env_steps=columns["env_steps"].astype(np.int64) + steps_offset,
-    )
-    return columns
 
 
 def _setup_message(run: RunBook) -> str:

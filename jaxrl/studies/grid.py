@@ -10,8 +10,9 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from jaxrl.config.run_config import RunConfig, hyperparameters
+from jaxrl.config.run_config import RunConfig
 from jaxrl.config.settings import command_line_options, launch_settings, settings_fields
+from jaxrl.config.spellings import hyperparameters
 
 NOT_SWEPT = {
     "seed": "the seeds are the sweep's other axis: use num_seeds and seed",

@@ -15,6 +15,7 @@ arrays, so a run resumes with any process layout.
 
 from __future__ import annotations
 
+import collections
 import functools
 import time
 from collections.abc import Callable, Sequence
@@ -32,6 +33,21 @@ from jaxrl.training.evaluation import jax_evaluation_program
 from jaxrl.training.jax_driver import TrainLoop, make_train_loop
 from jaxrl.training.seeds import over_seeds, resolve_seed_axis, seed_keys
 from jaxrl.training.sharding import SeedPlacement
+
+# Compiled programs every JaxLoop shares, by what they are compiled from and for (the least
+# recently used beyond the limit dropped): the runs of a sweep's groups, of a tuning study's
+# batches, or of a process that trains one run after another compile each program once.
+_PROGRAMS: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+_PROGRAMS_KEPT = 32
+
+
+def _signature(args: Any) -> Any:
+    """What a compiled program is specialized to: the tree of ``args`` and each leaf's
+    shape, dtype and weak type."""
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    return tree, tuple(
+        (np.shape(x), str(x.dtype), bool(getattr(x, "weak_type", False))) for x in leaves
+    )
 
 
 class JaxLoop:
@@ -60,7 +76,8 @@ class JaxLoop:
 
     Attributes:
       layout: the runs' collections and periods (one for all).
-      compile_seconds: time spent lowering and compiling the period programs.
+      compile_seconds: time spent lowering and compiling the programs (0 for those another
+        loop of the same programs compiled in this process: they are shared).
     """
 
     def __init__(
@@ -158,7 +175,8 @@ class JaxLoop:
     def init(self) -> Any:
         keys = self.keys()
         keys = self.placement.put(keys) if self.placement.mesh is not None else keys
-        return self.placement.put(self.init_program(self.leaves, keys))
+        program = self._compiled("init", lambda: self.init_program, (self.leaves, keys))
+        return self.placement.put(program(self.leaves, keys))
 
     def to_checkpoint(self, carry: Any) -> Any:
         return carry if self.placement.mesh is None else self.placement.gather(carry)
@@ -176,17 +194,38 @@ class JaxLoop:
         return self._jit(self._over(lambda loop, c: loop.period(collections)(c)))
 
     def run_period(self, carry: Any, collections: int) -> tuple[Any, dict[str, Any]]:
-        """One period of ``collections`` collections of every setting and seed (its program
-        compiled at its first call, the time added to ``compile_seconds``)."""
+        """One period of ``collections`` collections of every setting and seed."""
         if collections not in self._periods:
-            start = time.perf_counter()
-            program = self.period_program(collections)
-            if self.placement.mesh is None:
-                program = program.lower(self.leaves, carry).compile()
-                self.compile_seconds += time.perf_counter() - start
-            self._periods[collections] = program
+            build = functools.partial(self.period_program, collections)
+            self._periods[collections] = self._compiled(
+                ("period", collections), build, (self.leaves, carry)
+            )
         carry, metrics = self._periods[collections](self.leaves, carry)
         return self.placement.put(carry), self.placement.gather(metrics)
+
+    def _compiled(self, name: Any, build: Callable[[], Any], args: Any) -> Callable:
+        """The program ``name`` (``build()`` jitted) compiled for ``args``: shared with every
+        loop of the same agent structure, environment and driver settings in this process
+        (:data:`_PROGRAMS`), else lowered and compiled now, its time added to
+        ``compile_seconds``. Split over several processes' devices, the jitted program
+        (each device compiles its block at the first call)."""
+        if self.placement.mesh is not None:
+            return build()
+        first = self.settings[0]
+        key = (
+            name, self.structure, self.env_id, self.driver_settings, first.brax_backend,
+            self.solver, self.how, _signature(args),
+        )  # fmt: skip
+        if key in _PROGRAMS:
+            _PROGRAMS.move_to_end(key)
+            return _PROGRAMS[key]
+        start = time.perf_counter()
+        program = build().lower(*args).compile()
+        self.compile_seconds += time.perf_counter() - start
+        _PROGRAMS[key] = program
+        while len(_PROGRAMS) > _PROGRAMS_KEPT:
+            _PROGRAMS.popitem(last=False)
+        return program
 
     def evaluate(
         self, state: Any, obs_stats: Any, episodes: int, seed: int, deterministic: bool

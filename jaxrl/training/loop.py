@@ -4,7 +4,7 @@ evaluations.
 Two classes implement it: :class:`jaxrl.training.jax_loop.JaxLoop` (JAX environments: the
 jitted driver, one program over every seed, or over the settings x seeds of a sweep group)
 and :class:`jaxrl.training.gymnasium_driver.HostLoop` (gymnasium and EnvPool environments on
-the host). :mod:`jaxrl.runs.runner` drives either the same way::
+the host). :func:`jaxrl.training.run.run_periods` drives either the same way::
 
     carry = loop.init()                        # or loop.from_checkpoint(restored tree)
     carry = loop.start(carry, start_steps)     # ready to train from there

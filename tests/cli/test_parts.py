@@ -4,6 +4,7 @@ errors, the run configuration, checkpoints that survive interrupted saves."""
 from __future__ import annotations
 
 import dataclasses
+import typing
 
 import jax
 import jax.numpy as jnp
@@ -14,7 +15,7 @@ import jaxrl
 from jaxrl import cli
 from jaxrl.algorithms import registry
 from jaxrl.config import RunConfig, hyperparameters
-from jaxrl.config.run_config import parse_noise
+from jaxrl.config.spellings import PYTHON_ONLY, parse_noise, spelling
 from jaxrl.runs import CheckpointError, CheckpointStore
 
 from .helpers import error_line, leaves_equal, make_config
@@ -28,8 +29,10 @@ from .helpers import error_line, leaves_equal, make_config
 def test_every_hyperparameter_is_an_option(algo):
     cls = registry.get(algo).cls
     names = {spec.name for spec in hyperparameters(algo)}
-    # Every field but the Python-only ones (custom networks: metadata cli=False).
-    fields = {f.name for f in dataclasses.fields(cls) if f.metadata.get("cli", True)}
+    # Every field but the Python-only ones (custom networks: Flax modules).
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    fields -= {name for name in fields if spelling(name, hints[name]) is PYTHON_ONLY}
     assert {"actor_network", "critic_network"}.isdisjoint(fields)
     ignored = {"trust_region_size", "normalize_step"} if algo == "trpo" else set()
     assert names == fields - ignored

@@ -13,7 +13,8 @@ import pytest
 from jaxrl.algorithms import registry
 from jaxrl.cli import main, parse, preset_in_force
 from jaxrl.config.presets import PRESETS, get_preset, is_mujoco_id, preset_for_env
-from jaxrl.config.run_config import RunConfig, hyperparameters, parse_noise, run_defaults
+from jaxrl.config.run_config import RunConfig, run_defaults
+from jaxrl.config.spellings import hyperparameters, parse_noise
 
 from .helpers import make_config
 
