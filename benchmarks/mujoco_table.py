@@ -1,4 +1,4 @@
-"""Tianshou's MuJoCo benchmark table, resumable: TRPO/NPG x 7 tasks x 10 seeds, DDPG x 3 tasks.
+"""Tianshou's MuJoCo benchmark table, resumable: TRPO/NPG x 7 tasks x 10 seeds, DDPG x 7 tasks.
 
 Runs a named set of cells (algorithm x task x seeds x budget) with jaxrl's ``mujoco`` preset
 (Tianshou's ``examples/mujoco/mujoco_{trpo,npg,ddpg}.py`` settings) on the host driver, many
@@ -90,10 +90,9 @@ except ImportError:  # not on Windows: appends there are not locked
 
 RESULTS_FILE = "mujoco_table.jsonl"
 ON_POLICY = ("trpo", "npg")
-DDPG_TASKS = ("Hopper", "HalfCheetah", "Walker2d")
 CELL_SETS: dict[str, tuple[tuple[str, str], ...]] = {
     "trpo-npg": tuple((a, f"{t}-v5") for t in published_tasks() for a in ON_POLICY),
-    "ddpg": tuple(("ddpg", f"{t}-v5") for t in DDPG_TASKS),
+    "ddpg": tuple(("ddpg", f"{t}-v5") for t in published_tasks()),
 }
 CELL_SETS["all"] = CELL_SETS["trpo-npg"] + CELL_SETS["ddpg"]
 DEFAULT_SEEDS = {"trpo": 10, "npg": 10, "ddpg": 3}

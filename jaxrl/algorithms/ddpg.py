@@ -206,11 +206,7 @@ class DDPG(struct.PyTreeNode):
         "hidden layer sizes of the actor and critic MLPs (Tianshou's Net: [128, 128])",
         static=True,
     )
-    activation: Activation = hyperparameter(
-        "relu",
-        "activation of the hidden layers",
-        static=True,
-    )
+    activation: Activation = hyperparameter("relu", "activation of the hidden layers", static=True)
     actor_network: nn.Module | None = hyperparameter(
         None, "optional Flax module (obs -> action in [-1, 1]) used instead", static=True
     )

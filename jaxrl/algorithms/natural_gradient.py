@@ -37,12 +37,11 @@ from jaxrl.algorithms._common import (
     set_learning_rate,
     to_env_action,
 )
-from jaxrl.algorithms.natural_step import TRUST_REGION_PRECISION, ActorRule
+from jaxrl.algorithms.natural_step import TRUST_REGION_PRECISION, ActorRule, summarize_steps
 from jaxrl.algorithms.on_policy import OnPolicyBatch, OnPolicyState, minibatch_layout
 from jaxrl.algorithms.protocol import ActionSample, LearningMode
 from jaxrl.core import distributions
 from jaxrl.core.normalization import RunningMeanStd
-from jaxrl.core.stats import SummaryStats
 from jaxrl.networks import Activation, CategoricalActor, GaussianActor, ValueCritic
 from jaxrl.rollout import Rollout
 from jaxrl.spaces import SpaceSpec
@@ -124,11 +123,7 @@ class NaturalGradient(struct.PyTreeNode):
     hidden_sizes: Sequence[int] = hyperparameter(
         (64, 64), "hidden layer sizes of the actor and critic MLPs", static=True
     )
-    activation: Activation = hyperparameter(
-        "tanh",
-        "activation of the hidden layers",
-        static=True,
-    )
+    activation: Activation = hyperparameter("tanh", "activation of the hidden layers", static=True)
     init_gain: float = hyperparameter(
         1.0, "orthogonal-initialization gain of the hidden layers", static=True
     )
@@ -316,7 +311,7 @@ class NaturalGradient(struct.PyTreeNode):
             return_rms=return_rms,
             num_updates=state.num_updates + 1,
         )
-        return new_state, _summarize(per_step)
+        return new_state, summarize_steps(per_step)
 
     def prepare_batch(
         self, state: OnPolicyState, rollout: Rollout
@@ -398,19 +393,3 @@ class NaturalGradient(struct.PyTreeNode):
         )
         per_step = jax.tree_util.tree_map(lambda x: x.reshape(-1), per_step)
         return actor_params, critic, per_step
-
-
-def _summarize(per_step: dict[str, Array]) -> dict[str, Any]:
-    """An update's stats from its actor steps' ``[K]``: SummaryStats of the losses, KL and
-    CG's work, totals of the refusals and, after a line search, its step sizes, backtracks
-    and failures."""
-    stats: dict[str, Any] = {
-        name: SummaryStats.from_sequence(per_step[name])
-        for name in ("actor_loss", "vf_loss", "kl", "cg_residual", "cg_iterations")
-    }
-    stats["rejected_steps"] = jnp.sum(per_step["rejected"])
-    if "step_size" in per_step:
-        stats["step_size"] = SummaryStats.from_sequence(per_step["step_size"])
-        stats["backtracks"] = jnp.sum(per_step["backtracks"])
-        stats["line_search_failures"] = jnp.sum(per_step["line_search_failed"])
-    return stats

@@ -20,6 +20,7 @@ from optax import tree_utils as otu
 
 from jaxrl.algorithms.on_policy import OnPolicyBatch, weighted_mean
 from jaxrl.core import distributions
+from jaxrl.core.stats import SummaryStats
 from jaxrl.core.tree import all_finite, tree_select
 from jaxrl.core.trust_region import (
     ConjugateGradientResult,
@@ -286,3 +287,19 @@ def guard_step(
         stats["backtracks"] = jnp.where(search.accepted, search.index, 0)
         stats["line_search_failed"] = (~search.accepted).astype(jnp.int32)
     return new_params, stats
+
+
+def summarize_steps(per_step: dict[str, Array]) -> dict[str, Any]:
+    """An update's stats from its actor steps' ``[K]``: SummaryStats of the losses, KL and
+    CG's work, totals of the refusals and, after a line search, its step sizes, backtracks
+    and failures."""
+    stats: dict[str, Any] = {
+        name: SummaryStats.from_sequence(per_step[name])
+        for name in ("actor_loss", "vf_loss", "kl", "cg_residual", "cg_iterations")
+    }
+    stats["rejected_steps"] = jnp.sum(per_step["rejected"])
+    if "step_size" in per_step:
+        stats["step_size"] = SummaryStats.from_sequence(per_step["step_size"])
+        stats["backtracks"] = jnp.sum(per_step["backtracks"])
+        stats["line_search_failures"] = jnp.sum(per_step["line_search_failed"])
+    return stats

@@ -97,7 +97,7 @@ def ranking(rows: Sequence[dict[str, Any]], fields: Sequence[str]) -> list[dict[
 
 def write_summary(path: Path, settings: Sequence[Any], fields: Sequence[str]) -> SweepResult:
     """``sweep.csv``, ``sweep.md`` and ``sweep.png`` of the finished ``settings``
-    (:class:`jaxrl.studies.sweeps.Setting`)."""
+    (:class:`jaxrl.studies.grid.Setting`)."""
     rows: list[dict[str, Any]] = []
     curves = {}
     for setting in settings:

@@ -26,8 +26,6 @@ the sweep directory: which settings remain is what it finds there.
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
 import json
 import shutil
 import time
@@ -35,76 +33,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import jax
 import numpy as np
 
 from jaxrl.config.files import read_json, write_text
 from jaxrl.config.run_config import RunConfig
-from jaxrl.config.settings import settings_fields
 from jaxrl.runs.run_dir import RunDir
 from jaxrl.runs.tracking import DEFAULT_TRACKING, Tracking
-from jaxrl.studies.grid import SweepError, cell
+from jaxrl.studies.grid import Setting, SweepError, groups, resolve_settings
 from jaxrl.studies.sweep_report import SweepResult, finished, write_summary
-
-
-@dataclasses.dataclass(frozen=True)
-class Setting:
-    """One point of the grid: its ``values`` (field -> value), its directory name and its
-    resolved run configuration."""
-
-    name: str
-    values: dict[str, Any]
-    config: RunConfig
-
-
-def _setting_name(values: Mapping[str, Any]) -> str:
-    return ",".join(f"{name}={cell(value)}" for name, value in values.items())
-
-
-def resolve_settings(base: RunConfig, grid: Mapping[str, Sequence[Any]]) -> list[Setting]:
-    """Every combination of ``grid``'s values over the run ``base`` (its seeds, its other
-    settings and hyperparameters), each checked by building its agent.
-
-    Raises:
-      SweepError: a combination that is not a valid run, naming the field and the value.
-    """
-    settings = []
-    for combination in itertools.product(*grid.values()):
-        values = dict(zip(grid, combination, strict=True))
-        settings.append(make_setting(base, values, _setting_name(values), "--sweep setting"))
-    return settings
-
-
-def make_setting(base: RunConfig, values: Mapping[str, Any], name: str, what: str) -> Setting:
-    """The setting ``name``: the run ``base`` with ``values`` (hyperparameters and run
-    settings, by field name), checked by building its agent.
-
-    Raises:
-      SweepError: ``values`` are not a valid run (``what`` and ``name`` name the setting).
-    """
-    run_names = {f.name for f in settings_fields()}
-    run = {k: v for k, v in values.items() if k in run_names}
-    hyper = {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
-    hyper = {k: v for k, v in hyper.items() if k not in run_names}
-    try:
-        config = dataclasses.replace(base, hyperparameters={**base.hyperparameters, **hyper}, **run)
-        config.make_agent()
-    except (ValueError, TypeError) as error:
-        raise SweepError(f"{what} {name}", error) from None
-    return Setting(name, dict(values), config)
-
-
-def groups(settings: Sequence[Setting]) -> list[list[Setting]]:
-    """The settings in groups that one program trains: equal run settings as the drivers
-    take them, equal algorithm structure (class and static fields); in grid order."""
-    found: dict[Any, list[Setting]] = {}
-    for setting in settings:
-        config = setting.config
-        structure = jax.tree_util.tree_structure(config.make_agent())
-        key = (config.driver_settings, config.backend, config.env_backend, structure)
-        found.setdefault(key, []).append(setting)
-    return list(found.values())
-
 
 # ---------------------------------------------------------------------------------------------
 # Training

@@ -44,9 +44,9 @@ from jaxrl.config.run_config import RunConfig
 from jaxrl.runs.metrics import read_csv
 from jaxrl.runs.run_dir import RunDir
 from jaxrl.runs.tracking import DEFAULT_TRACKING, Tracking
-from jaxrl.studies.grid import SweepError
+from jaxrl.studies.grid import Setting, SweepError, groups, make_setting
 from jaxrl.studies.search_space import Dimension, TuneError, label
-from jaxrl.studies.sweeps import Setting, groups, make_setting, resumed_only
+from jaxrl.studies.sweeps import resumed_only
 from jaxrl.studies.tuning_report import TuneResult, write_summary
 from jaxrl.studies.tuning_study import (
     base_values,

@@ -19,9 +19,8 @@ from typing import Any
 
 from jaxrl.config.files import DamagedFile, drop_cut_short, read_json, read_jsonl, write_text
 from jaxrl.config.run_config import RunConfig
-from jaxrl.studies.grid import SweepError
+from jaxrl.studies.grid import Setting, SweepError, make_setting
 from jaxrl.studies.search_space import Dimension, TuneError, label
-from jaxrl.studies.sweeps import Setting, make_setting
 from jaxrl.studies.tuning_report import objective_text, values_of
 
 SAMPLERS = {

@@ -11,16 +11,15 @@ up to float rounding, to the seed trained alone). They differ in cost:
   every carried value masked at every iteration, and the batched program takes longer to
   trace and to compile.
 - ``"map"`` runs the seeds one after another inside the one compiled program, each with the
-  single-seed program's operations. Measured on a 2-core CPU (``docs/benchmarks/scaling.md``,
-  "Seeds on a CPU"): 16 TRPO seeds on Pendulum (245,760 env steps each) compiled in 7.4 s instead
-  of 13.3 s and ran in 51.7 s instead of 81.5 s. DDPG's update has no loops and tiny
-  operations, whose per-call overhead a batch amortizes: 4 mapped seeds compiled in 6.7 s
-  instead of 11.0 s but ran 15% slower, so batching wins on runs of DDPG's usual length.
+  single-seed program's operations: on a CPU it compiles faster, and runs NPG/TRPO faster;
+  DDPG's update (no loops, tiny operations whose per-call overhead a batch amortizes) runs
+  faster batched.
 - ``"auto"`` (the default of the drivers): ``"vmap"`` on accelerators; on a CPU ``"map"``
   for on-policy agents (NPG, TRPO) and ``"vmap"`` for the others, and for environments that
   say they batch seeds better (a true ``batches_seeds`` attribute: Brax's, whose physics
-  steps are many small operations; 16 TRPO seeds on Brax's inverted_pendulum ran 1.5x slower
-  mapped).
+  steps are many small operations).
+
+The figures behind these choices: ``docs/benchmarks/scaling.md``, "Seeds on a CPU".
 """
 
 from __future__ import annotations

@@ -14,8 +14,7 @@ reads) describe. From then on ``jax.devices()`` lists every process's devices, a
   :func:`jaxrl.training.over_seeds`), and no device talks to another. So each seed's numbers
   are bitwise those of a single-process run with the same per-device batch (an XLA program
   partitioned over several devices, ``jax.shard_map``, compiles with other float
-  simplifications: its results differ in the last bits, and training amplifies them). The
-  ``jaxrl`` command's jitted backend uses it.
+  simplifications: its results differ in the last bits, and training amplifies them).
 - :func:`gather_seeds` brings such arrays, whose shards live in several processes, to every
   process as NumPy arrays (``jax.experimental.multihost_utils.process_allgather``;
   ``jax.device_get`` reads only this process's shards).
@@ -24,11 +23,10 @@ reads) describe. From then on ``jax.devices()`` lists every process's devices, a
   directory; :func:`is_primary`).
 
 On a CPU the processes exchange data through JAX's CPU collectives (gloo), so the same code
-runs, and is tested, as several processes on one machine. ``train_sharded(train, keys)``
-trains a whole ``train`` function's seeds over every device of a mesh as one program
-(``jax.shard_map``, compiled once), each device its block of seeds: in one process, this is
-how several GPUs, or a CPU made several devices (``jax_num_cpu_devices``), train a run's
-seeds at once.
+runs as several processes on one machine. :func:`train_sharded` trains a whole ``train``
+function's seeds over every device of a mesh as one program (``jax.shard_map``), each device
+its block of seeds: several GPUs of one process, or a CPU made several devices
+(``jax_num_cpu_devices``).
 """
 
 from __future__ import annotations
