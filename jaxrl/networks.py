@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from jaxrl.core.distributions import CategoricalParams, GaussianParams
 
 Activation = Literal["elu", "gelu", "relu", "silu", "tanh"]
-"""The names of the hidden layers' activations (:data:`ACTIVATIONS`)."""
+"""The names of the hidden layers' activations (the keys of ``ACTIVATIONS``)."""
 
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "tanh": jnp.tanh,

@@ -97,8 +97,8 @@ def hyperparameter(
     ``static`` (it fixes shapes or control flow); ``help`` describes it in a sentence or two,
     read by :func:`document_fields` (and by the command line, whose help is its first
     sentence: :func:`jaxrl.config.hyperparameters`). ``low`` and ``high`` bound its value,
-    excluded where ``low_open``, ``high_open`` (:func:`check_bounds`; a field typed ``int``
-    must be an int ``>= low``)."""
+    excluded where ``low_open``, ``high_open`` (:func:`~jaxrl.algorithms.check_bounds`; a
+    field typed ``int`` must be an int ``>= low``)."""
     metadata: dict[str, Any] = {"help": help}
     if low is not None:
         metadata["bounds"] = (low, high, low_open, high_open)

@@ -2,10 +2,11 @@
 resolved configuration of a run (saved as ``config.json`` in its run directory).
 
 Every hyperparameter of an algorithm is a field of its dataclass (:class:`jaxrl.NPG`,
-:class:`jaxrl.TRPO`, :class:`jaxrl.DDPG`); :func:`hyperparameters` lists the ones that can be
-given on the command line, with a command-line type, the default and a help text, read from
-the field's type and metadata (:func:`jaxrl.algorithms._common.hyperparameter`). A field that
-holds a Python object is spelled as its type says (:mod:`jaxrl.config.spellings`):
+:class:`jaxrl.TRPO`, :class:`jaxrl.DDPG`); :func:`~jaxrl.config.hyperparameters` lists the
+ones that can be given on the command line, with a command-line type, the default and a
+help text, read from the field's type and metadata
+(:func:`jaxrl.algorithms._common.hyperparameter`). A field that holds a Python object is
+spelled as its type says (:mod:`jaxrl.config.spellings`):
 exploration noise as ``"gaussian:0.1"``, ``"ou:0.3"``, ``"none"``; learning-rate schedules as
 ``"constant"`` or ``"linear"`` (decay to zero over the run). Custom networks are for Python
 code only. The run settings are declared in :mod:`jaxrl.config.settings`.

@@ -5,7 +5,7 @@ field's type: the algorithms declare typed fields and know no command line.
 - A number, a bool, a string, a ``Literal`` of names (an activation, an action-bound
   method) or a tuple of ints is spelled as itself.
 - A learning-rate schedule (``Schedule | None``) as ``constant`` (None) or ``linear``
-  (:func:`jaxrl.algorithms.linear_schedule` over the run's agent updates).
+  (a linear decay over the run's agent updates, ``linear_schedule``).
 - An exploration noise (``GaussianNoise | OUNoise``) as ``gaussian[:SIGMA]``,
   ``ou[:SIGMA]`` or ``none`` (:func:`parse_noise`).
 - A Flax module (a custom network) is for Python code only: it has no spelling.
@@ -54,7 +54,7 @@ class Spelling:
 
 
 PYTHON_ONLY = Spelling(None, None, lambda value, num_updates: value, "")
-"""The spelling of a field only Python code sets (a custom network): none."""
+"""No spelling, for a field only Python code sets (a custom network)."""
 
 
 def parse_noise(spec: str) -> GaussianNoise | OUNoise | None:

@@ -1,7 +1,8 @@
 """The grid of a study (:mod:`jaxrl.studies.sweeps`, :mod:`jaxrl.studies.tuning`): which fields of a
 run a study can vary, their values as written (``--sweep max_kl=0.005,0.01``) parsed to
-their command-line types, and the settings they make (:class:`Setting`), in the groups that
-one program trains (:func:`groups`)."""
+their command-line types, and the settings they make
+(:class:`~jaxrl.studies.grid.Setting`), in the groups that one program trains
+(:func:`~jaxrl.studies.grid.groups`)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,6 @@ frozen.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -98,7 +97,6 @@ def evaluate(
     return jnp.mean(returns)
 
 
-@functools.lru_cache(maxsize=8)
 def jax_evaluation_program(
     structure: Any,
     env_id: str,

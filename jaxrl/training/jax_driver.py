@@ -48,6 +48,7 @@ from jaxrl.training.agent_steps import (
 from jaxrl.training.env_step import make_jax_step, reset_jax_envs
 from jaxrl.training.evaluation import evaluate
 from jaxrl.training.periods import train_watched
+from jaxrl.training.programs import _PROGRAMS, compiled
 from jaxrl.training.seeds import over_seeds, resolve_seed_axis, split_seed_key
 
 Array = jax.Array
@@ -452,17 +453,37 @@ def seed_programs(
     return _seed_programs(loop, resolve_seed_axis(seed_axis, loop.agent, loop.env), placement)
 
 
-@functools.lru_cache(maxsize=16)
 def _seed_programs(loop: TrainLoop, how: str, placement: Any) -> tuple[Callable, Callable]:
     jit = jax.jit if placement is None else placement.jit
-    whole = loop.layout.collections_per_period
-    programs = {whole: jit(over_seeds(loop.run_period, how))}
 
-    def run_period(carry: Any, collections: int | None = None) -> tuple[Any, dict[str, Any]]:
+    def program(name: Any, fn: Callable, *args: Any) -> Any:
+        """``fn`` over the seed axis, compiled for ``args`` (from the cache) and run."""
+        build = lambda: jit(over_seeds(fn, how))  # noqa: E731
+        if placement is not None:  # each device compiles its block at the first call
+            return compiled((name, loop, how, placement), build)[0](*args)
+        return compiled((name, loop, how), build, args)[0](*args)
+
+    return functools.partial(program, "init", loop.init), _SeedPeriods(loop, how, program)
+
+
+@dataclasses.dataclass(frozen=True)
+class _SeedPeriods:
+    """``run_period(carry, collections=None)`` of :func:`seed_programs`."""
+
+    loop: TrainLoop
+    how: str
+    program: Callable
+
+    def __call__(self, carry: Any, collections: int | None = None) -> tuple[Any, dict[str, Any]]:
+        whole = self.loop.layout.collections_per_period
         length = whole if collections is None else int(collections)
-        if length not in programs:
-            programs[length] = jit(over_seeds(loop.period(length), how))
-        return programs[length](carry)
+        return self.program(("period", length), self.loop.period(length), carry)
 
-    run_period.programs = programs  # the jitted period programs by length (for inspection)
-    return jit(over_seeds(loop.init, how)), run_period
+    @property
+    def programs(self) -> dict[int, Any]:
+        """The compiled period programs of the loop in the cache, by period length."""
+        return {
+            key[0][0][1]: program
+            for key, program in _PROGRAMS.items()
+            if key[0][0][0] == "period" and key[0][1:] == (self.loop, self.how)
+        }

@@ -15,9 +15,7 @@ arrays, so a run resumes with any process layout.
 
 from __future__ import annotations
 
-import collections
 import functools
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,23 +29,9 @@ from jaxrl.envs.brax_env import Solver
 from jaxrl.envs.jax_envs import make_env
 from jaxrl.training.evaluation import jax_evaluation_program
 from jaxrl.training.jax_driver import TrainLoop, make_train_loop
+from jaxrl.training.programs import compiled
 from jaxrl.training.seeds import over_seeds, resolve_seed_axis, seed_keys
 from jaxrl.training.sharding import SeedPlacement
-
-# Compiled programs every JaxLoop shares, by what they are compiled from and for (the least
-# recently used beyond the limit dropped): the runs of a sweep's groups, of a tuning study's
-# batches, or of a process that trains one run after another compile each program once.
-_PROGRAMS: collections.OrderedDict[Any, Any] = collections.OrderedDict()
-_PROGRAMS_KEPT = 32
-
-
-def _signature(args: Any) -> Any:
-    """What a compiled program is specialized to: the tree of ``args`` and each leaf's
-    shape, dtype and weak type."""
-    leaves, tree = jax.tree_util.tree_flatten(args)
-    return tree, tuple(
-        (np.shape(x), str(x.dtype), bool(getattr(x, "weak_type", False))) for x in leaves
-    )
 
 
 class JaxLoop:
@@ -98,7 +82,6 @@ class JaxLoop:
             same = setting.driver_settings == self.driver_settings
             if jax.tree_util.tree_structure(agent) != self.structure or not same:
                 raise ValueError("the runs of a group must differ only in numeric hyperparameters")
-        self._periods: dict[int, Callable] = {}
         self.compile_seconds = 0.0
 
     # -- what the programs are built from ------------------------------------------------------
@@ -195,36 +178,26 @@ class JaxLoop:
 
     def run_period(self, carry: Any, collections: int) -> tuple[Any, dict[str, Any]]:
         """One period of ``collections`` collections of every setting and seed."""
-        if collections not in self._periods:
-            build = functools.partial(self.period_program, collections)
-            self._periods[collections] = self._compiled(
-                ("period", collections), build, (self.leaves, carry)
-            )
-        carry, metrics = self._periods[collections](self.leaves, carry)
+        build = functools.partial(self.period_program, collections)
+        program = self._compiled(("period", collections), build, (self.leaves, carry))
+        carry, metrics = program(self.leaves, carry)
         return self.placement.put(carry), self.placement.gather(metrics)
 
     def _compiled(self, name: Any, build: Callable[[], Any], args: Any) -> Callable:
-        """The program ``name`` (``build()`` jitted) compiled for ``args``: shared with every
-        loop of the same agent structure, environment and driver settings in this process
-        (:data:`_PROGRAMS`), else lowered and compiled now, its time added to
-        ``compile_seconds``. Split over several processes' devices, the jitted program
-        (each device compiles its block at the first call)."""
-        if self.placement.mesh is not None:
-            return build()
+        """The program ``name`` (``build()`` jitted) compiled for ``args``, from the jitted
+        driver's cache (:func:`jaxrl.training.programs.compiled`: shared with every loop
+        of the same agent structure, environment and driver settings in this process), its
+        compile time added to ``compile_seconds``. Split over several processes' devices,
+        the jitted program (each device compiles its block at the first call)."""
         first = self.settings[0]
         key = (
             name, self.structure, self.env_id, self.driver_settings, first.brax_backend,
-            self.solver, self.how, _signature(args),
+            self.solver, self.how,
         )  # fmt: skip
-        if key in _PROGRAMS:
-            _PROGRAMS.move_to_end(key)
-            return _PROGRAMS[key]
-        start = time.perf_counter()
-        program = build().lower(*args).compile()
-        self.compile_seconds += time.perf_counter() - start
-        _PROGRAMS[key] = program
-        while len(_PROGRAMS) > _PROGRAMS_KEPT:
-            _PROGRAMS.popitem(last=False)
+        if self.placement.mesh is not None:
+            return compiled((key, self.placement), build)[0]
+        program, seconds = compiled(key, build, args)
+        self.compile_seconds += seconds
         return program
 
     def evaluate(
@@ -234,7 +207,8 @@ class JaxLoop:
         # DDPG only without noise (its OU noise state cannot take a traced flag).
         static = None if evaluates_both_modes(self.agent) else bool(deterministic)
         placement = self.placement if self.placement.mesh is not None else None
-        program = jax_evaluation_program(
+        build = functools.partial(
+            jax_evaluation_program,
             self.structure,
             self.env_id,
             self.settings[0].brax_backend,
@@ -252,13 +226,14 @@ class JaxLoop:
             part = lambda tree, g: self.placement.put(self.part(tree, g))  # noqa: E731
         returns = []
         for g, agent in enumerate(self.agents):
-            own = program(
+            args = (
                 jax.tree_util.tree_leaves(agent),
                 part(state, g),
                 part(obs_stats, g),
                 keys,
                 np.asarray(bool(deterministic)),
             )
+            own = self._compiled(("evaluate", episodes, static), build, args)(*args)
             returns.append(np.asarray(self.placement.gather(own), np.float64))
         return returns[0] if self.num_settings == 1 else np.concatenate(returns)
 

@@ -1,7 +1,8 @@
 """A run's period loop: the :class:`~jaxrl.training.loop.Loop` for a configuration
-(:func:`make_loop`), and the loop that drives it (:func:`run_periods`): the initial policy's
-evaluation, the evaluation periods left, the final policy's evaluation, each reported to one
-:class:`Recorder` per setting of the loop.
+(:func:`~jaxrl.training.run.make_loop`), and the loop that drives it
+(:func:`~jaxrl.training.run.run_periods`): the initial policy's evaluation, the evaluation
+periods left, the final policy's evaluation, each reported to one
+:class:`~jaxrl.training.run.Recorder` per setting of the loop.
 
 :func:`jaxrl.runs.train_run` drives it with a recorder that writes a run directory
 (:class:`jaxrl.runs.bookkeeping.RunBook`); research code may pass its own::

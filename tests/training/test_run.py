@@ -71,9 +71,9 @@ def test_loops_of_the_same_programs_share_them_compiled():
     """A second loop of the same agent structure, environment and driver settings (a sweep's
     next group, a tuning study's next batch) reuses the compiled programs, with the same
     numbers; another structure compiles its own."""
-    from jaxrl.training import jax_loop
+    from jaxrl.training import programs
 
-    jax_loop._PROGRAMS.clear()
+    programs._PROGRAMS.clear()
 
     def period(hidden_sizes: tuple[int, ...], lr: float) -> tuple[Any, dict[str, np.ndarray]]:
         config = RunConfig(
