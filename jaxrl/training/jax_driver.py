@@ -481,9 +481,11 @@ class _SeedPeriods:
 
     @property
     def programs(self) -> dict[int, Any]:
-        """The compiled period programs of the loop in the cache, by period length."""
-        return {
-            key[0][0][1]: program
-            for key, program in _PROGRAMS.items()
-            if key[0][0][0] == "period" and key[0][1:] == (self.loop, self.how)
-        }
+        """The compiled period programs of the loop in the cache, by period length (the
+        cache's keys: ``((("period", length), loop, how), tree, avals)``)."""
+        found = {}
+        for key, program in _PROGRAMS.items():
+            match key:
+                case ((("period", int(length)), *owner), _, _) if owner == [self.loop, self.how]:
+                    found[length] = program
+        return found
