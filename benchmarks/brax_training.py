@@ -51,8 +51,8 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
 
     from jaxrl.algorithms import registry
     from jaxrl.config import RunConfig
+    from jaxrl.runs import make_loop
     from jaxrl.training import over_seeds, resolve_seed_axis
-    from jaxrl.training.run import make_loop
     from jaxrl.training.seeds import seed_keys
 
     run = {"total_steps": args.total_steps, "num_seeds": args.num_seeds, "seed": args.seed}

@@ -305,8 +305,8 @@ def _cli_program() -> dict[str, Any]:
     import jax
 
     from jaxrl.config import RunConfig
+    from jaxrl.runs import make_loop
     from jaxrl.training.evaluation import jax_evaluation_program
-    from jaxrl.training.run import make_loop
 
     config = RunConfig.from_preset("trpo", "Pendulum-v1", backend="jax")
     agent = config.make_agent()

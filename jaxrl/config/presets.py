@@ -227,6 +227,21 @@ _MUJOCO_ON_POLICY_RUN = {
     "normalize_obs": True,
 }
 
+# The mujoco run on an accelerator, where sequential steps set the pace: 4x the environments
+# and a quarter of the steps per collection (the same updates of the same batch), periods of
+# 122 collections (1,952 vector steps: more than a 1,000-step episode) whose evaluation
+# episodes step alongside the training, so that only the final policy's evaluation takes
+# steps of its own (6% of a 1M-step run's sequential steps; `jaxrl train --plan`).
+_ACCELERATOR_RUN = {
+    "num_envs": 64,
+    "num_steps": 16,
+    "total_steps": 1_000_000,
+    "eval_every": 124_928,
+    "eval_episodes": 10,
+    "normalize_obs": True,
+    "eval_alongside": True,
+}
+
 # rl-baselines3-zoo's TRPO settings for MuJoCo (hyperparams/trpo.yml; sb3-contrib's TRPO):
 # 2 envs x 1,024 steps, the actor's natural-gradient step on the whole batch, then 20 critic
 # passes in minibatches of 128 at Adam 1e-3, GAE 0.95, CG 25 steps with damping 0.1, KL 0.01,
@@ -421,6 +436,18 @@ PRESETS: dict[str, Preset] = {
                 },
             }
         ),
+    ),
+    "accelerator": Preset(
+        "accelerator",
+        "the mujoco preset's NPG and TRPO shaped for a GPU or TPU: 64 envs x 16 steps per seed "
+        "(its 1,024 env steps per update), 8 evaluations a run alongside training",
+        _frozen(
+            {
+                "npg": {**_MUJOCO_ON_POLICY, "trust_region_size": 0.1},
+                "trpo": {**_MUJOCO_ON_POLICY, "max_kl": 0.01},
+            }
+        ),
+        _frozen({"npg": _ACCELERATOR_RUN, "trpo": _ACCELERATOR_RUN}),
     ),
     "rl-zoo": Preset(
         "rl-zoo",

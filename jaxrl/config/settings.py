@@ -151,6 +151,12 @@ class RunSettings:
         evaluates after its last collection (a shorter last period where the interval does
         not divide the run).
       eval_episodes: evaluation episodes (run in parallel).
+      eval_alongside: the jitted driver evaluates the policy each period starts with while
+        the period trains: its ``eval_episodes`` episodes take one step with every vector
+        step of training (a wider batch, no evaluation steps of their own), so the first
+        period reports the initial policy and the final policy is evaluated after the last
+        period (deterministically only). In a period shorter than an episode's horizon the
+        episodes take the steps left after its training steps.
       check_finite: checked mode of the jitted driver: every env step verifies that
         observations and rewards are finite (``jax.experimental.checkify``); run the train
         function through :func:`jaxrl.training.checked_call`, which raises naming the field
@@ -201,6 +207,13 @@ class RunSettings:
         50_000, "env steps between evaluations (one period)", minimum=1, preset=True, driver=True
     )
     eval_episodes: int = setting(10, "episodes per evaluation", minimum=1, preset=True, driver=True)
+    eval_alongside: bool = setting(
+        False,
+        "JAX environments: evaluate the policy each period starts with alongside the period's "
+        "training steps (no evaluation steps of its own; the accelerator preset's)",
+        preset=True,
+        driver=True,
+    )
     check_finite: bool = setting(
         False, "check every env step's observations and rewards are finite", driver=True, cli=False
     )
@@ -375,7 +388,7 @@ def command_line_options(
         if not meta.get("cli", False):
             continue
         if meta["preset"]:
-            default = preset_defaults[field.name]
+            default = preset_defaults.get(field.name, field.default)
         elif meta["cli_default"] is not _NO_DEFAULT:
             default = meta["cli_default"]
         else:

@@ -15,5 +15,6 @@ from .runner import LoadedRun as LoadedRun
 from .runner import check_config as check_config
 from .runner import evaluate_run as evaluate_run
 from .runner import load_run as load_run
+from .runner import make_loop as make_loop
 from .runner import train_run as train_run
 from .tracking import Tracking as Tracking

@@ -165,13 +165,14 @@ class RunBook:
         its rows of ``updates.csv`` and its evaluation."""
         self.period += 1
         updates = update_columns(metrics, self.period, first_update=first_update)
-        env_steps = self.env_steps = int(metrics["eval/env_steps"][0])
+        self.env_steps = int(metrics["env_steps"][0, -1])
         self.eval_returns = np.asarray(metrics["eval/return"], np.float64)
         self.metrics.log_updates(updates)
         self.tracker.log_updates(updates)
-        self.log_evals(self.eval_returns, env_steps)
+        # The policy evaluated: the period's last (or, evaluated alongside, its first).
+        self.log_evals(self.eval_returns, int(metrics["eval/env_steps"][0]))
         returns = self.eval_returns
-        self.progress.update(env_steps, float(np.mean(returns)), float(np.std(returns)))
+        self.progress.update(self.env_steps, float(np.mean(returns)), float(np.std(returns)))
 
     def log_evals(self, returns: np.ndarray, env_steps: int) -> None:
         """Log each seed's evaluation ``returns [S]`` after ``env_steps`` env steps."""

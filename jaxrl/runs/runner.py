@@ -29,17 +29,40 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
+from jaxrl.algorithms.protocol import Agent
 from jaxrl.config.run_config import RunConfig
 from jaxrl.runs.bookkeeping import RunBook, TrainResult
 from jaxrl.runs.checkpoints import CheckpointError, CheckpointStore
 from jaxrl.runs.run_dir import RunDir
 from jaxrl.runs.tracking import DEFAULT_TRACKING, Tracking
 from jaxrl.training.loop import Loop
-from jaxrl.training.run import make_loop, run_periods
+from jaxrl.training.run import run_periods
 from jaxrl.training.sharding import SeedPlacement, barrier, is_primary, several_processes
 
 if TYPE_CHECKING:
     from jaxrl.training.jax_loop import JaxLoop
+
+
+def make_loop(config: RunConfig, agent: Agent) -> Loop:
+    """The :class:`jaxrl.training.loop.Loop` that trains ``config`` (``config.backend``) with
+    ``agent``: :class:`~jaxrl.training.jax_loop.JaxLoop` on JAX environments,
+    :class:`~jaxrl.training.gymnasium_driver.HostLoop` on gymnasium and EnvPool.
+
+    Raises:
+      ValueError: a host-driver run in a job of several processes.
+    """
+    if config.backend == "jax":
+        from jaxrl.training.jax_loop import JaxLoop
+
+        return JaxLoop([agent], config.env, [config], SeedPlacement.for_job())
+    if several_processes():
+        raise ValueError(
+            f"several processes need the jitted driver (a gymnax or Brax id): {config.env} "
+            "runs on the host driver"
+        )
+    from jaxrl.training.gymnasium_driver import HostLoop
+
+    return HostLoop(agent, config.env, config)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +79,7 @@ class LoadedRun:
     """
 
     config: RunConfig
-    agent: Any
+    agent: Agent
     state: Any
     carry: Any
     metadata: dict[str, Any]
@@ -322,7 +345,7 @@ def load_run(run_dir: str | Path | RunDir, step: int | None = None) -> LoadedRun
 
 def evaluate_policy(
     config: RunConfig,
-    agent: Any,
+    agent: Agent,
     state: Any,
     obs_stats: Any,
     episodes: int,

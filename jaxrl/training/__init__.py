@@ -20,9 +20,8 @@ from jaxrl.training.jax_driver import (
     make_env,
     make_train,
     make_train_loop,
-    train_until,
 )
-from jaxrl.training.jax_loop import JaxLoop
+from jaxrl.training.jax_loop import JaxLoop, train_until
 from jaxrl.training.loop import Loop
 from jaxrl.training.seeds import SeedAxis, over_seeds, resolve_seed_axis
 from jaxrl.training.sharding import (

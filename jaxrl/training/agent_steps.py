@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxrl.algorithms.protocol import Agent
 from jaxrl.core.stats import SummaryStats
 from jaxrl.core.tree import apply_if
 from jaxrl.replay import ReplayBuffer
@@ -17,7 +18,7 @@ from jaxrl.replay import ReplayBuffer
 Array = jax.Array
 
 
-def updates_per_collect(agent: Any, env_steps_per_collect: int) -> int:
+def updates_per_collect(agent: Agent, env_steps_per_collect: int) -> int:
     """Off-policy updates after each collection: ``update_per_step * env steps collected``."""
     updates = agent.update_per_step * env_steps_per_collect
     if updates < 1 or not float(updates).is_integer():
@@ -38,7 +39,7 @@ def mean_stats(stats: dict[str, Any]) -> dict[str, Array]:
     }
 
 
-def updates_take_effect(agent: Any, env_steps: Any) -> Any:
+def updates_take_effect(agent: Agent, env_steps: Any) -> Any:
     """Whether off-policy updates after a collection that started at ``env_steps`` take
     effect: not inside the random warm-up (Tianshou's ``start_timesteps``). Works on Python
     ints (the host driver skips those updates) and on traced counts (the jitted driver masks
@@ -47,7 +48,7 @@ def updates_take_effect(agent: Any, env_steps: Any) -> Any:
 
 
 def off_policy_updates(
-    agent: Any,
+    agent: Agent,
     state: Any,
     buffer: ReplayBuffer,
     key: Array,

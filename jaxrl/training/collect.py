@@ -62,7 +62,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxrl.algorithms.protocol import learns_from_replay
+from jaxrl.algorithms.protocol import Agent, learns_from_replay
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.envs.host import EnvPoolVectorEnv, GymnasiumVectorEnv, host_vector_env, is_envpool
 from jaxrl.envs.jax_envs import make_env
@@ -181,7 +181,7 @@ class JaxCollector(NamedTuple):
 
 
 def _make_jax_collector(
-    agent: Any, env: Any, num_steps: int, num_envs: int, env_params: Any, normalize_obs: bool
+    agent: Agent, env: Any, num_steps: int, num_envs: int, env_params: Any, normalize_obs: bool
 ) -> JaxCollector:
     env, env_params = make_env(env, env_params)
     with jax.ensure_compile_time_eval():
@@ -246,7 +246,7 @@ class HostCollector:
       action_space: its action space.
     """
 
-    def __init__(self, agent: Any, env: Any, num_steps: int, normalize_obs: bool) -> None:
+    def __init__(self, agent: Agent, env: Any, num_steps: int, normalize_obs: bool) -> None:
         self.env = host_vector_env(env)
         self.agent, self.num_steps, self.normalize_obs = agent, num_steps, normalize_obs
         self.num_envs = self.env.num_envs
@@ -342,7 +342,7 @@ class HostCollector:
 
 
 def make_collector(
-    agent: Any,
+    agent: Agent,
     env: Any,
     num_steps: int,
     *,

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import checkify
 
+from jaxrl.algorithms.protocol import Agent
 from jaxrl.core.normalization import RunningMeanStd, normalize_observations
 from jaxrl.core.tree import strong_types
 from jaxrl.envs.host import HostVectorEnv, checked_step
@@ -79,7 +80,7 @@ class JaxEnvStep(NamedTuple):
 
 
 def make_jax_step(
-    agent: Any, env: Any, env_params: Any, num_envs: int, check_finite: bool = False
+    agent: Agent, env: Any, env_params: Any, num_envs: int, check_finite: bool = False
 ) -> Callable[..., JaxEnvStep]:
     """One vector step of ``num_envs`` JAX environments with the agent's exploration, for
     :class:`~jaxrl.training.collect.JaxCollector` and the jitted driver alike.
@@ -146,7 +147,7 @@ def make_jax_step(
 
 
 def observe_and_act(
-    agent: Any,
+    agent: Agent,
     agent_state: Any,
     obs_stats: RunningMeanStd | None,
     raw_obs: Array,

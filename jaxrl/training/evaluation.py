@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxrl.algorithms.protocol import Agent
 from jaxrl.core.normalization import RunningMeanStd, normalize_observations
 from jaxrl.core.prng import bucketed_keys
 from jaxrl.core.tree import strong_types
 from jaxrl.envs.host import HostVectorEnv, checked_step, make_host_env
-from jaxrl.envs.jax_envs import make_env
+from jaxrl.training.programs import compiled
 
 Array = jax.Array
 
@@ -54,8 +55,60 @@ def _step_without_reset(env: Any) -> Callable:
     return step
 
 
+class Episodes(NamedTuple):
+    """``E`` evaluation episodes under way (leaves ``[E, ...]``): their observations,
+    environment states, returns so far and whether each is still running (an episode counts
+    until its first end)."""
+
+    obs: Array
+    env_state: Any
+    returns: Array
+    running: Array
+
+
+def start_episodes(
+    env: Any, env_params: Any, key: Array, num_episodes: int
+) -> tuple[Episodes, Array]:
+    """``num_episodes`` fresh episodes from ``key``, and the ``[horizon]`` keys of their
+    steps (``horizon = env_params.max_steps_in_episode``: every episode has ended by then)."""
+    reset_key, run_key = jax.random.split(key)
+    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
+        jax.random.split(reset_key, num_episodes), env_params
+    )
+    episodes = Episodes(
+        obs, strong_types(env_state), jnp.zeros(num_episodes), jnp.ones(num_episodes, bool)
+    )
+    return episodes, jax.random.split(run_key, int(env_params.max_steps_in_episode))
+
+
+def step_episodes(
+    agent: Agent,
+    state: Any,
+    env: Any,
+    env_params: Any,
+    obs_stats: RunningMeanStd | None,
+    deterministic: bool | Array,
+    episodes: Episodes,
+    step_key: Array,
+) -> Episodes:
+    """The episodes one step on, the policy (``state``) acting on observations normalized by
+    the frozen ``obs_stats``; an ended episode's return stays as it was."""
+    num_episodes = episodes.returns.shape[0]
+    act_key, env_key = jax.random.split(step_key)
+    obs = episodes.obs
+    if obs_stats is not None:
+        obs = normalize_observations(obs_stats, obs, update=False)[1]
+    action = agent.policy(state, obs, act_key, deterministic)
+    obs, env_state, reward, terminated, truncated = jax.vmap(
+        _step_without_reset(env), in_axes=(0, 0, 0, None)
+    )(jax.random.split(env_key, num_episodes), episodes.env_state, action, env_params)
+    returns = episodes.returns + jnp.where(episodes.running, reward, 0.0)
+    running = episodes.running & ~(terminated | truncated)
+    return Episodes(obs, env_state, returns, running)
+
+
 def evaluate(
-    agent: Any,
+    agent: Agent,
     state: Any,
     env: Any,
     env_params: Any,
@@ -72,36 +125,16 @@ def evaluate(
     observations normalized by those (frozen) statistics."""
     if deterministic is None:
         deterministic = agent.evaluates_deterministically
-    env_step = _step_without_reset(env)
-    reset_key, run_key = jax.random.split(key)
-    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
-        jax.random.split(reset_key, num_episodes), env_params
-    )
-
-    def step(carry: tuple, step_key: Array) -> tuple[tuple, None]:
-        obs, env_state, returns, running = carry
-        act_key, env_key = jax.random.split(step_key)
-        if obs_stats is not None:
-            obs = normalize_observations(obs_stats, obs, update=False)[1]
-        action = agent.policy(state, obs, act_key, deterministic)
-        obs, env_state, reward, terminated, truncated = jax.vmap(env_step, in_axes=(0, 0, 0, None))(
-            jax.random.split(env_key, num_episodes), env_state, action, env_params
-        )
-        returns = returns + jnp.where(running, reward, 0.0)
-        running = running & ~(terminated | truncated)
-        return (obs, env_state, returns, running), None
-
-    init = (obs, strong_types(env_state), jnp.zeros(num_episodes), jnp.ones(num_episodes, bool))
-    horizon = int(env_params.max_steps_in_episode)
-    (_, _, returns, _), _ = lax.scan(step, init, jax.random.split(run_key, horizon))
-    return jnp.mean(returns)
+    episodes, step_keys = start_episodes(env, env_params, key, num_episodes)
+    policy = (agent, state, env, env_params, obs_stats, deterministic)
+    episodes, _ = lax.scan(lambda e, k: (step_episodes(*policy, e, k), None), episodes, step_keys)
+    return jnp.mean(episodes.returns)
 
 
 def jax_evaluation_program(
     structure: Any,
-    env_id: str,
-    brax_backend: str | None,
-    brax_solver: Any,
+    env: Any,
+    env_params: Any,
     episodes: int,
     static: bool | None,
     placement: Any = None,
@@ -115,8 +148,8 @@ def jax_evaluation_program(
     the stochastic evaluations (the step-0 and the final ones) share one compiled program;
     otherwise the policy acts as ``static`` says and the argument is ignored. ``placement``
     (a :class:`jaxrl.training.sharding.SeedPlacement`) splits the seeds over the devices
-    of a job of several processes; ``brax_solver``: :func:`jaxrl.envs.make_env`'s."""
-    env, env_params = make_env(env_id, brax_backend=brax_backend, brax_solver=brax_solver)
+    of a job of several processes; ``env``, ``env_params``: resolved by
+    :func:`jaxrl.envs.make_env`."""
 
     def one(
         leaves: list, state: Any, stats: Any, key: jax.Array, deterministic: jax.Array
@@ -162,7 +195,7 @@ def join_seeds(x: Any) -> np.ndarray:
 
 
 def evaluate_gymnasium(
-    agent: Any,
+    agent: Agent,
     state: Any,
     env_id: str,
     normalizer: ObservationNormalizer | RunningMeanStd | None,
@@ -205,24 +238,20 @@ def evaluate_gymnasium(
     return means if stacked else float(means[0])
 
 
-_EVALUATION_CACHE: dict[Any, Callable] = {}
-
-
-def _evaluation_programs(agent: Any, deterministic: bool) -> Callable:
+def _evaluation_programs(agent: Agent, deterministic: bool) -> Callable:
     """The jitted evaluation policy of ``agent``, built once per agent and mode (not per
-    evaluation)."""
-    if (agent, deterministic) not in _EVALUATION_CACHE:
+    evaluation), kept in the drivers' cache (:func:`jaxrl.training.programs.compiled`)."""
 
-        def actions(state, stats, raw, keys, step):
-            def one_seed(state, stats, raw, key):
-                _, obs = normalize_observations(stats, raw, update=False)
-                key = jax.random.fold_in(key, step)
-                return agent.policy(state, obs, key, deterministic)
+    def actions(state, stats, raw, keys, step):
+        def one_seed(state, stats, raw, key):
+            _, obs = normalize_observations(stats, raw, update=False)
+            key = jax.random.fold_in(key, step)
+            return agent.policy(state, obs, key, deterministic)
 
-            return jax.vmap(one_seed)(state, stats, raw, keys)
+        return jax.vmap(one_seed)(state, stats, raw, keys)
 
-        _EVALUATION_CACHE[agent, deterministic] = jax.jit(bucketed_keys(actions))
-    return _EVALUATION_CACHE[agent, deterministic]
+    build = lambda: jax.jit(bucketed_keys(actions))  # noqa: E731
+    return compiled(("host evaluation", agent, deterministic), build)[0]
 
 
 def _run_evaluation(

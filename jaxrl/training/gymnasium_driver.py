@@ -35,8 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl.algorithms.protocol import learns_from_replay
-from jaxrl.config.settings import RunSettings
+from jaxrl.algorithms.protocol import Agent, learns_from_replay
+from jaxrl.config.settings import RunSettings, SettingError
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.core.prng import bucketed_keys
 from jaxrl.envs.host import EnvironmentError_, make_host_env, seed_block
@@ -52,7 +52,7 @@ from jaxrl.training.agent_steps import (
 from jaxrl.training.env_step import host_step, observe, observe_and_act, stack_steps
 from jaxrl.training.evaluation import ObservationNormalizer, evaluate_gymnasium, split_seeds
 from jaxrl.training.jax_driver import TrainConfig
-from jaxrl.training.periods import join_periods, train_watched
+from jaxrl.training.run import Watch, join_periods, train_periods
 from jaxrl.training.seeds import host_seed_keys
 from jaxrl.training.sharding import SeedPlacement
 
@@ -86,7 +86,7 @@ class HostCarry(NamedTuple):
 
 
 def init_host_carry(
-    agent: Any,
+    agent: Agent,
     seeds: list[int],
     observation_space: Any,
     action_space: Any,
@@ -126,7 +126,7 @@ class _Programs:
     observations with the updated policy (so every action comes from the policy the last
     update left, as in Tianshou and the jitted driver)."""
 
-    def __init__(self, agent: Any, seeds: list[int], num_updates: int, num_steps: int) -> None:
+    def __init__(self, agent: Agent, seeds: list[int], num_updates: int, num_steps: int) -> None:
         _, self._explore_keys, self._learn_keys = host_seed_keys(seeds)
         self.agent, self.num_updates = agent, num_updates
         self.stack_on_host = num_steps > STACK_ON_HOST_AFTER
@@ -209,7 +209,7 @@ _SHAPE_FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig))
 
 
 def train_gymnasium(
-    agent: Any,
+    agent: Agent,
     env_id: str,
     config: TrainConfig | None = None,
     *,
@@ -246,7 +246,7 @@ def train_gymnasium(
       initial: a :class:`HostCarry` (seed axis first) to start from instead of a fresh
         initialization: a resumed run's agent state, replay buffer and statistics.
       progress: optional callback after each evaluation, with the payload of
-        :func:`jaxrl.training.periods.train_watched` (as :func:`jaxrl.training.train_until`):
+        :class:`jaxrl.training.run.Watch` (as :func:`jaxrl.training.train_until`):
         ``env_steps``, ``eval_return`` (mean over seeds), ``eval_returns`` (``[S]``),
         ``seconds``, ``state`` (as returned), ``carry`` (the :class:`HostCarry`) and
         ``metrics`` (the period's per-collection metrics, ``[S, collections]``).
@@ -276,11 +276,9 @@ def train_gymnasium(
     )  # fmt: skip
     with HostLoop(agent, env_id, settings, env_kwargs) as loop:
         carry = loop.start(loop.init() if initial is None else initial, 0)
-        periods, single = loop.layout.period_collections, num_seeds is None
-        carry, metrics = train_watched(
-            loop.run_period, carry, periods, stop=stop, progress=progress, single=single
-        )
-    state = carry.state
+        watch = Watch(loop, stop, progress, single=num_seeds is None)
+        carry = train_periods(loop, [watch], carry, 0, on_period=watch.stops)
+    state, metrics = carry.state, watch.metrics()
     if num_seeds is None:
         state = jax.tree_util.tree_map(lambda x: x[0], state)
         metrics = {name: value[0] for name, value in metrics.items()}
@@ -309,10 +307,14 @@ class HostLoop:
     """
 
     num_settings = 1
+    evaluates_alongside = False
 
     def __init__(
-        self, agent: Any, env_id: str, settings: RunSettings, env_kwargs: dict | None = None
+        self, agent: Agent, env_id: str, settings: RunSettings, env_kwargs: dict | None = None
     ) -> None:
+        if settings.eval_alongside:
+            expected = "False on host environments (it is for gymnax and brax: ids)"
+            raise SettingError("RunSettings", "eval_alongside", expected, True)
         self.agent, self.env_id, self.settings = agent, env_id, settings
         self.env_kwargs = env_kwargs
         self.layout = settings.driver_settings.layout

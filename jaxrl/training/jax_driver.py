@@ -30,11 +30,10 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 from jax.experimental import checkify
 
-from jaxrl.algorithms.protocol import learns_from_replay
+from jaxrl.algorithms.protocol import Agent, learns_from_replay
 from jaxrl.config.settings import RunLayout, RunSettings
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.envs.jax_envs import make_env
@@ -46,10 +45,8 @@ from jaxrl.training.agent_steps import (
     updates_per_collect,
 )
 from jaxrl.training.env_step import make_jax_step, reset_jax_envs
-from jaxrl.training.evaluation import evaluate
-from jaxrl.training.periods import train_watched
-from jaxrl.training.programs import _PROGRAMS, compiled
-from jaxrl.training.seeds import over_seeds, resolve_seed_axis, split_seed_key
+from jaxrl.training.evaluation import evaluate, start_episodes, step_episodes
+from jaxrl.training.seeds import split_seed_key
 
 Array = jax.Array
 
@@ -104,22 +101,25 @@ class TrainLoop(NamedTuple):
       layout: the run's collections and periods (:class:`jaxrl.config.settings.RunLayout`).
       period: ``collections -> run_period`` of that many collections (a static length; the
         shorter last period of a run uses it).
+      config: the run's settings, and env_params: the environment's parameters.
     """
 
     init: Callable[[Array], TrainCarry]
     run_period: Callable[[TrainCarry], tuple[TrainCarry, dict[str, Array]]]
     num_periods: int
     train: Callable[[Array], tuple[Any, dict[str, Array]]]
-    agent: Any = None
+    agent: Agent | None = None
     env: Any = None
     layout: RunLayout | None = None
     period: Callable[[int], Callable[[TrainCarry], tuple[TrainCarry, dict[str, Array]]]] | None = (
         None
     )
+    config: RunSettings | None = None
+    env_params: Any = None
 
 
 def make_train(
-    agent: Any,
+    agent: Agent,
     env: Any,
     config: TrainConfig = RunSettings(),
     env_params: Any = None,
@@ -134,7 +134,7 @@ def make_train(
 
 
 def make_train_loop(
-    agent: Any,
+    agent: Agent,
     env: Any,
     config: TrainConfig = RunSettings(),
     env_params: Any = None,
@@ -172,6 +172,8 @@ def make_train_loop(
         env=env,
         layout=run.layout,
         period=run.period,
+        config=config,
+        env_params=env_params,
     )
 
 
@@ -204,7 +206,7 @@ class _JittedRun:
       num_updates: off-policy updates per collection; None for an on-policy agent.
     """
 
-    agent: Any
+    agent: Agent
     env: Any
     env_params: Any
     config: TrainConfig
@@ -218,7 +220,7 @@ class _JittedRun:
     @classmethod
     def build(
         cls,
-        agent: Any,
+        agent: Agent,
         env: Any,
         env_params: Any,
         config: TrainConfig,
@@ -278,67 +280,110 @@ class _JittedRun:
 
     def period(self, collections: int) -> RunPeriod:
         """``run_period(carry) -> (carry, metrics)``: ``collections`` (static) of
-        :meth:`update_step`, then one evaluation of the agent, reported to ``progress``. The
-        metrics: the collections', ``[collections]`` each, and the scalars
-        ``eval/env_steps`` and ``eval/return``."""
+        :meth:`update_step`, then one evaluation of the agent, reported to ``progress``
+        (with ``eval_alongside``, the evaluation of the policy the period started with,
+        stepped along with the training steps, :meth:`update_alongside`, and on its own for
+        the steps an episode has left after a period shorter than it). The metrics: the
+        collections', ``[collections]`` each, and the scalars ``eval/env_steps`` (the env
+        steps of the policy evaluated) and ``eval/return``."""
 
         def run_period(carry: TrainCarry) -> tuple[TrainCarry, Metrics]:
             next_key, learn_key, eval_key = jax.random.split(carry.key, 3)
-            carry, metrics = lax.scan(
-                self.update_step,
-                carry._replace(key=next_key),
-                jax.random.split(learn_key, collections),
-            )
-            eval_return = evaluate(
-                self.agent,
-                carry.state,
-                self.env,
-                self.env_params,
-                eval_key,
-                self.config.eval_episodes,
-                carry.obs_stats,
-            )
+            learn_keys = jax.random.split(learn_key, collections)
+            carry = carry._replace(key=next_key)
+            if self.config.eval_alongside:
+                evaluated, episodes = carry.env_steps, self.config.eval_episodes
+                evaluated_state, evaluated_stats = carry.state, carry.obs_stats
+                episodes, step_keys = start_episodes(self.env, self.env_params, eval_key, episodes)
+                update = functools.partial(
+                    self.update_alongside, evaluated_state, evaluated_stats, step_keys
+                )
+                both = (carry, (episodes, jnp.zeros((), jnp.int32)))
+                (carry, (episodes, _)), metrics = lax.scan(update, both, learn_keys)
+                # A period shorter than an episode: the episodes' steps left, on their own.
+                policy = (self.agent, evaluated_state, self.env, self.env_params, evaluated_stats)
+                policy += (self.agent.evaluates_deterministically,)
+                left = step_keys[collections * self.config.num_steps :]
+                episodes, _ = lax.scan(
+                    lambda e, k: (step_episodes(*policy, e, k), None), episodes, left
+                )
+                eval_return = jnp.mean(episodes.returns)
+            else:
+                carry, metrics = lax.scan(self.update_step, carry, learn_keys)
+                evaluated = carry.env_steps
+                eval_return = evaluate(
+                    self.agent,
+                    carry.state,
+                    self.env,
+                    self.env_params,
+                    eval_key,
+                    self.config.eval_episodes,
+                    carry.obs_stats,
+                )
             if self.progress is not None:
-                _report_progress(self.progress, carry.env_steps, eval_return)
-            return carry, {**metrics, "eval/env_steps": carry.env_steps, "eval/return": eval_return}
+                _report_progress(self.progress, evaluated, eval_return)
+            return carry, {**metrics, "eval/env_steps": evaluated, "eval/return": eval_return}
 
         return run_period
 
+    def env_step(self, carry: TrainCarry, step_key: Array) -> tuple[TrainCarry, tuple]:
+        """One vector step: the carry moved on by one step of the ``N`` environments, and
+        ``(transition, (return_sum, episodes))``: the step's transition (leaves ``[N, ...]``)
+        and the summed return and count (scalars) of the episodes that ended."""
+        out = self.step(
+            carry.state,
+            carry.obs,
+            carry.env_state,
+            carry.obs_stats,
+            carry.episode_return,
+            carry.env_steps,
+            step_key,
+        )
+        finished = (jnp.sum(jnp.where(out.done, out.ended_return, 0.0)), jnp.sum(out.done))
+        carry = carry._replace(
+            state=out.agent_state,
+            obs=out.obs,
+            env_state=out.env_state,
+            episode_return=out.episode_return,
+            env_steps=out.env_steps,
+            obs_stats=out.obs_stats,
+        )
+        return carry, (out.transition, finished)
+
     def update_step(self, carry: TrainCarry, key: Array) -> tuple[TrainCarry, Metrics]:
         """One collection and its learning (a ``lax.scan`` body): ``num_steps`` of
-        ``env_step``, then :meth:`learn`. Returns the carry and the collection's scalar
+        :meth:`env_step`, then :meth:`learn`. Returns the carry and the collection's scalar
         metrics (:func:`_collection_metrics`)."""
-
-        def env_step(carry: TrainCarry, step_key: Array) -> tuple[TrainCarry, tuple]:
-            """One vector step: the carry moved on by one step of the ``N`` environments, and
-            ``(transition, (return_sum, episodes))``: the step's transition (leaves
-            ``[N, ...]``) and the summed return and count (scalars) of the episodes that
-            ended."""
-            out = self.step(
-                carry.state,
-                carry.obs,
-                carry.env_state,
-                carry.obs_stats,
-                carry.episode_return,
-                carry.env_steps,
-                step_key,
-            )
-            finished = (jnp.sum(jnp.where(out.done, out.ended_return, 0.0)), jnp.sum(out.done))
-            carry = carry._replace(
-                state=out.agent_state,
-                obs=out.obs,
-                env_state=out.env_state,
-                episode_return=out.episode_return,
-                env_steps=out.env_steps,
-                obs_stats=out.obs_stats,
-            )
-            return carry, (out.transition, finished)
-
         collect_key, learn_key = jax.random.split(key)
         step_keys = jax.random.split(collect_key, self.config.num_steps)
-        carry, (rollout, finished) = lax.scan(env_step, carry, step_keys)
+        carry, (rollout, finished) = lax.scan(self.env_step, carry, step_keys)
         carry, stats = self.learn(carry, rollout, learn_key)
         return carry, _collection_metrics(carry.env_steps, finished, stats)
+
+    def update_alongside(
+        self, state: Any, obs_stats: Any, step_keys: Array, both: tuple, key: Array
+    ) -> tuple[tuple, Metrics]:
+        """:meth:`update_step` with evaluation episodes of the policy ``state`` (its
+        observation statistics ``obs_stats`` frozen) alongside: ``both = (carry, (episodes,
+        t))``, the episodes (:class:`jaxrl.training.evaluation.Episodes`) taking their step
+        ``t`` with each vector step of training, with key ``step_keys[t]`` as
+        :func:`jaxrl.training.evaluation.evaluate` would (past the last key, every episode
+        has ended)."""
+        policy = (self.agent, state, self.env, self.env_params, obs_stats)
+        deterministic, last = self.agent.evaluates_deterministically, step_keys.shape[0] - 1
+
+        def env_step(both: tuple, step_key: Array) -> tuple[tuple, tuple]:
+            carry, (episodes, t) = both
+            carry, out = self.env_step(carry, step_key)
+            own_key = step_keys[jnp.minimum(t, last)]
+            episodes = step_episodes(*policy, deterministic, episodes, own_key)
+            return (carry, (episodes, t + 1)), out
+
+        collect_key, learn_key = jax.random.split(key)
+        step_keys_now = jax.random.split(collect_key, self.config.num_steps)
+        (carry, watched), (rollout, finished) = lax.scan(env_step, both, step_keys_now)
+        carry, stats = self.learn(carry, rollout, learn_key)
+        return (carry, watched), _collection_metrics(carry.env_steps, finished, stats)
 
     def learn(self, carry: TrainCarry, rollout: Any, key: Array) -> tuple[TrainCarry, Any]:
         """Learning after a collection (``rollout``: its transitions, leaves ``[T, N, ...]``
@@ -398,94 +443,3 @@ def _append_period(metrics: Metrics, tail: Metrics) -> Metrics:
         name: jnp.concatenate([value, tail[name][None] if name.startswith("eval/") else tail[name]])
         for name, value in metrics.items()
     }
-
-
-def train_until(
-    loop: TrainLoop,
-    keys: Array,
-    stop: Callable[[np.ndarray], bool] | None,
-    progress: Callable[[dict], None] | None = None,
-    seed_axis: str = "auto",
-) -> tuple[Any, dict[str, np.ndarray]]:
-    """Train the seeds ``keys [S]`` together, period by period, until ``stop`` says so.
-
-    Tianshou's trainers end a run as soon as ``stop_fn(test reward)`` holds. This is the same
-    for a batch of seeds: after every evaluation, ``stop(eval_returns)`` is called with the
-    evaluation returns so far, ``[S, periods_so_far]``; the run ends when it returns True or
-    the budget (``loop.num_periods``) is spent. Each period is one compiled call of
-    ``loop.run_period`` over the seeds, compiled once. The host driver
-    (:func:`jaxrl.training.gymnasium_driver.train_gymnasium`) takes the same ``stop`` and
-    ``progress`` (:func:`jaxrl.training.periods.train_watched`).
-
-    Args:
-      loop: from :func:`make_train_loop`.
-      keys: one PRNG key per seed, ``[S]``.
-      stop: ``eval_returns [S, P] -> bool``, e.g. "7 of 8 seeds have reached -250":
-        ``lambda r: (r.max(axis=1) >= -250).sum() >= 7``; None trains the whole budget.
-      progress: optional callback after each evaluation (the payload of
-        :func:`jaxrl.training.periods.train_watched`: ``env_steps``, ``eval_return``,
-        ``eval_returns``, ``seconds``, ``state``, ``carry``, ``metrics``).
-      seed_axis: how the seeds run together in each program: ``"vmap"``, ``"map"`` or
-        ``"auto"`` (:func:`jaxrl.training.over_seeds`).
-
-    Returns:
-      ``(final_states, metrics)`` as ``over_seeds(loop.train)(keys)`` returns them (seed axis
-      first), cut after the period at which ``stop`` returned True.
-    """
-    init, run_period = seed_programs(loop, seed_axis)
-    periods = loop.layout.period_collections
-    carry, metrics = train_watched(run_period, init(keys), periods, stop=stop, progress=progress)
-    return carry.state, metrics
-
-
-def seed_programs(
-    loop: TrainLoop, seed_axis: str = "auto", placement: Any = None
-) -> tuple[Callable, Callable]:
-    """Jitted ``init(keys)`` and ``run_period(carry, collections=None)`` of a loop over a
-    leading seed axis (:func:`jaxrl.training.over_seeds`), kept so that drivers that run it
-    period by period (:func:`train_until`, the ``jaxrl`` command) reuse the compiled
-    programs for the same loop. ``run_period`` compiles one program per period length: the
-    whole period (``collections`` None or ``collections_per_period``) and, for a run whose
-    last period is shorter, that one when it is first called. ``placement`` (a
-    :class:`jaxrl.training.sharding.SeedPlacement`) splits the seeds over the devices of a
-    job of several processes, each device running its block of seeds; None: plain
-    ``jax.jit``."""
-    return _seed_programs(loop, resolve_seed_axis(seed_axis, loop.agent, loop.env), placement)
-
-
-def _seed_programs(loop: TrainLoop, how: str, placement: Any) -> tuple[Callable, Callable]:
-    jit = jax.jit if placement is None else placement.jit
-
-    def program(name: Any, fn: Callable, *args: Any) -> Any:
-        """``fn`` over the seed axis, compiled for ``args`` (from the cache) and run."""
-        build = lambda: jit(over_seeds(fn, how))  # noqa: E731
-        if placement is not None:  # each device compiles its block at the first call
-            return compiled((name, loop, how, placement), build)[0](*args)
-        return compiled((name, loop, how), build, args)[0](*args)
-
-    return functools.partial(program, "init", loop.init), _SeedPeriods(loop, how, program)
-
-
-@dataclasses.dataclass(frozen=True)
-class _SeedPeriods:
-    """``run_period(carry, collections=None)`` of :func:`seed_programs`."""
-
-    loop: TrainLoop
-    how: str
-    program: Callable
-
-    def __call__(self, carry: Any, collections: int | None = None) -> tuple[Any, dict[str, Any]]:
-        whole = self.loop.layout.collections_per_period
-        length = whole if collections is None else int(collections)
-        return self.program(("period", length), self.loop.period(length), carry)
-
-    @property
-    def programs(self) -> dict[int, Any]:
-        """The compiled period programs of the loop in the cache, by period length (the
-        cache's keys: ``((("period", length), loop, how), tree, avals)``)."""
-        found = {}
-        for key, program in _PROGRAMS.items():
-            match key:
-                case ((("period", int(length)), *owner), _, _) if owner == [self.loop, self.how]:
-                    found[length] = program
-        return found

@@ -29,7 +29,8 @@ from jaxrl.envs.brax_env import Solver
 from jaxrl.envs.jax_envs import make_env
 from jaxrl.training.evaluation import jax_evaluation_program
 from jaxrl.training.jax_driver import TrainLoop, make_train_loop
-from jaxrl.training.programs import compiled
+from jaxrl.training.programs import Same, compiled
+from jaxrl.training.run import Watch, train_periods
 from jaxrl.training.seeds import over_seeds, resolve_seed_axis, seed_keys
 from jaxrl.training.sharding import SeedPlacement
 
@@ -54,9 +55,16 @@ class JaxLoop:
 
     Args:
       agents: the settings' algorithm objects.
-      env_id: the environment id (every setting's).
+      env_id: the environment id (every setting's), or an environment with the gymnax
+        interface (:func:`jaxrl.envs.jax_envs.make_env`).
       settings: the settings' run settings (their seeds, seed counts, evaluation, shape).
       placement: where the seeds live (default: this process's first device).
+      env_params: the environment's parameters (default: its own).
+      keys: ``[S]`` PRNG keys of the seeds (default: each setting's
+        :func:`~jaxrl.training.seeds.seed_keys`; with several settings, each setting's seed
+        ``s`` takes key ``s``).
+      seed_axis: how the ``[G * S]`` axis runs: ``"vmap"``, ``"map"`` or ``"auto"``
+        (:func:`jaxrl.training.resolve_seed_axis`).
 
     Attributes:
       layout: the runs' collections and periods (one for all).
@@ -67,16 +75,23 @@ class JaxLoop:
     def __init__(
         self,
         agents: Sequence[Any],
-        env_id: str,
+        env_id: str | Any,
         settings: Sequence[RunSettings],
         placement: SeedPlacement | None = None,
+        *,
+        env_params: Any = None,
+        keys: jax.Array | None = None,
+        seed_axis: str = "auto",
     ) -> None:
         self.placement = SeedPlacement() if placement is None else placement
         self.agents, self.settings, self.env_id = list(agents), list(settings), env_id
+        self.env_params, self.given_keys, self.seed_axis = env_params, keys, seed_axis
         self.agent, first = self.agents[0], self.settings[0]
-        self.num_settings, self.num_seeds = len(self.agents), first.num_seeds
+        self.num_settings = len(self.agents)
+        self.num_seeds = first.num_seeds if keys is None else int(keys.shape[0])
         self.driver_settings = first.driver_settings
         self.layout = self.driver_settings.layout
+        self.evaluates_alongside = self.driver_settings.eval_alongside
         self.structure = jax.tree_util.tree_structure(self.agent)
         for setting, agent in zip(self.settings, self.agents, strict=True):
             same = setting.driver_settings == self.driver_settings
@@ -89,6 +104,8 @@ class JaxLoop:
     @functools.cached_property
     def env(self) -> tuple[Any, Any]:
         """``(env, env_params)`` of the run's environment."""
+        if not isinstance(self.env_id, str):  # built already (a make_train_loop run's)
+            return make_env(self.env_id, self.env_params)
         brax_backend = self.settings[0].brax_backend
         return make_env(self.env_id, brax_backend=brax_backend, brax_solver=self.solver)
 
@@ -113,7 +130,7 @@ class JaxLoop:
     @functools.cached_property
     def how(self) -> str:
         """How the ``[G * S]`` axis runs: ``"vmap"`` or ``"map"``."""
-        return resolve_seed_axis("auto", self.agent, self.env[0])
+        return resolve_seed_axis(self.seed_axis, self.agent, self.env[0])
 
     @functools.cached_property
     def init_program(self) -> Callable:
@@ -137,6 +154,8 @@ class JaxLoop:
 
     def keys(self) -> jax.Array:
         """``[G * S]`` keys: each setting's seeds (:func:`jaxrl.training.seeds.seed_keys`)."""
+        if self.given_keys is not None:
+            return jnp.concatenate([self.given_keys] * self.num_settings)
         return jnp.concatenate([seed_keys(s.seed, s.num_seeds) for s in self.settings])
 
     # -- the Loop ------------------------------------------------------------------------------
@@ -190,9 +209,10 @@ class JaxLoop:
         compile time added to ``compile_seconds``. Split over several processes' devices,
         the jitted program (each device compiles its block at the first call)."""
         first = self.settings[0]
+        env = self.env_id if isinstance(self.env_id, str) else tuple(map(Same, self.env))
         key = (
-            name, self.structure, self.env_id, self.driver_settings, first.brax_backend,
-            self.solver, self.how,
+            name, self.structure, env, self.driver_settings, first.brax_backend, self.solver,
+            self.how,
         )  # fmt: skip
         if self.placement.mesh is not None:
             return compiled((key, self.placement), build)[0]
@@ -208,14 +228,7 @@ class JaxLoop:
         static = None if evaluates_both_modes(self.agent) else bool(deterministic)
         placement = self.placement if self.placement.mesh is not None else None
         build = functools.partial(
-            jax_evaluation_program,
-            self.structure,
-            self.env_id,
-            self.settings[0].brax_backend,
-            self.solver,
-            episodes,
-            static,
-            placement,
+            jax_evaluation_program, self.structure, *self.env, episodes, static, placement
         )
         keys = self.placement.put(seed_keys(seed, self.num_seeds))
         part = self.part
@@ -245,3 +258,44 @@ class JaxLoop:
 
     def close(self) -> None:
         pass
+
+
+def train_until(
+    loop: TrainLoop,
+    keys: jax.Array,
+    stop: Callable[[np.ndarray], bool] | None,
+    progress: Callable[[dict], None] | None = None,
+    seed_axis: str = "auto",
+) -> tuple[Any, dict[str, np.ndarray]]:
+    """Train the seeds ``keys [S]`` together, period by period, until ``stop`` says so.
+
+    Tianshou's trainers end a run as soon as ``stop_fn(test reward)`` holds. This is the same
+    for a batch of seeds: after every evaluation, ``stop(eval_returns)`` is called with the
+    evaluation returns so far, ``[S, periods_so_far]``; the run ends when it returns True or
+    the budget (``loop.num_periods``) is spent. The periods run as the command's do: one
+    :class:`JaxLoop` over the seeds, driven by :func:`jaxrl.training.run.train_periods`. The
+    host driver (:func:`jaxrl.training.gymnasium_driver.train_gymnasium`) takes the same
+    ``stop`` and ``progress``.
+
+    Args:
+      loop: from :func:`jaxrl.training.make_train_loop`.
+      keys: one PRNG key per seed, ``[S]``.
+      stop: ``eval_returns [S, P] -> bool``, e.g. "7 of 8 seeds have reached -250":
+        ``lambda r: (r.max(axis=1) >= -250).sum() >= 7``; None trains the whole budget.
+      progress: optional callback after each evaluation (the payload of
+        :class:`jaxrl.training.run.Watch`: ``env_steps``, ``eval_return``, ``eval_returns``,
+        ``seconds``, ``state``, ``carry``, ``metrics``).
+      seed_axis: how the seeds run together in each program: ``"vmap"``, ``"map"`` or
+        ``"auto"`` (:func:`jaxrl.training.over_seeds`).
+
+    Returns:
+      ``(final_states, metrics)`` as ``over_seeds(loop.train)(keys)`` returns them (seed axis
+      first), cut after the period at which ``stop`` returned True.
+    """
+    seeds = JaxLoop(
+        [loop.agent], loop.env, [loop.config], env_params=loop.env_params, keys=keys,
+        seed_axis=seed_axis,
+    )  # fmt: skip
+    watch = Watch(seeds, stop, progress)
+    carry = train_periods(seeds, [watch], seeds.init(), 0, on_period=watch.stops)
+    return carry.state, watch.metrics()

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from jaxrl.algorithms.protocol import Agent
 from jaxrl.config.settings import RunLayout
 
 
@@ -35,11 +36,15 @@ class Loop(Protocol):
       agent: the algorithm (of the first setting: the settings of a loop share its
         structure, so its static fields, such as how it evaluates, hold for all).
       num_settings: ``G``, the settings trained together.
+      evaluates_alongside: each period's evaluation is of the policy it started with,
+        stepped alongside its training (``RunSettings.eval_alongside``): the first period
+        reports the initial policy.
     """
 
     layout: RunLayout
-    agent: Any
+    agent: Agent
     num_settings: int
+    evaluates_alongside: bool
 
     def check(self) -> None:
         """Build what the run needs (raising on a bad configuration) without training."""

@@ -2,7 +2,7 @@
 for what it is built from (the agent's structure, the environment, the driver settings, its
 name) and the shapes of its arguments, whichever loop asks for it
 (:class:`jaxrl.training.jax_loop.JaxLoop`'s period, initialization and evaluation programs,
-:func:`jaxrl.training.jax_driver.train_until`'s)."""
+:func:`jaxrl.training.sharding.train_sharded`'s, the host evaluation's actions)."""
 
 from __future__ import annotations
 
@@ -42,3 +42,17 @@ def compiled(key: Any, build: Callable[[], Any], args: Any = None) -> tuple[Call
     while len(_PROGRAMS) > _PROGRAMS_KEPT:
         _PROGRAMS.popitem(last=False)
     return program, seconds
+
+
+class Same:
+    """A part of a program's key that stands for ``value`` by identity (an environment
+    object and its parameters need not hash); the key keeps it alive."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Same) and other.value is self.value
+
+    def __hash__(self) -> int:
+        return id(self.value)

@@ -1,31 +1,28 @@
-"""A run's period loop: the :class:`~jaxrl.training.loop.Loop` for a configuration
-(:func:`~jaxrl.training.run.make_loop`), and the loop that drives it
-(:func:`~jaxrl.training.run.run_periods`): the initial policy's evaluation, the evaluation
-periods left, the final policy's evaluation, each reported to one
+"""A run's period loop: :func:`~jaxrl.training.run.run_periods` drives a
+:class:`~jaxrl.training.loop.Loop` through the initial policy's evaluation, the evaluation
+periods left and the final policy's evaluation, each reported to one
 :class:`~jaxrl.training.run.Recorder` per setting of the loop.
 
 :func:`jaxrl.runs.train_run` drives it with a recorder that writes a run directory
-(:class:`jaxrl.runs.bookkeeping.RunBook`); research code may pass its own::
+(:class:`jaxrl.runs.bookkeeping.RunBook`); the API's drivers (:func:`jaxrl.training.train_until`,
+``train_gymnasium``) with :class:`Watch`, which keeps the metrics in memory; research code
+may pass its own::
 
-    loop = make_loop(config, config.make_agent())
+    loop = jaxrl.runs.make_loop(config, config.make_agent())
     run_periods(loop, [recorder], loop.init(), start_steps=0, done=0, eval_episodes=10)
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+import jax
 import numpy as np
 
 from jaxrl.algorithms.protocol import evaluates_both_modes
 from jaxrl.training.loop import Loop
-from jaxrl.training.periods import drive
-from jaxrl.training.sharding import SeedPlacement, several_processes
-
-if TYPE_CHECKING:
-    from jaxrl.algorithms.protocol import Agent
-    from jaxrl.config.run_config import RunConfig
 
 
 @runtime_checkable
@@ -66,27 +63,6 @@ class Recorder(Protocol):
         ``episodes`` episodes, deterministic and (NPG, TRPO) stochastic."""
 
 
-def make_loop(config: RunConfig, agent: Agent) -> Loop:
-    """The :class:`jaxrl.training.loop.Loop` that trains ``config`` (``config.backend``) with
-    ``agent``.
-
-    Raises:
-      ValueError: a host-driver run in a job of several processes.
-    """
-    if config.backend == "jax":
-        from jaxrl.training.jax_loop import JaxLoop
-
-        return JaxLoop([agent], config.env, [config], SeedPlacement.for_job())
-    if several_processes():
-        raise ValueError(
-            f"several processes need the jitted driver (a gymnax or Brax id): {config.env} "
-            "runs on the host driver"
-        )
-    from jaxrl.training.gymnasium_driver import HostLoop
-
-    return HostLoop(agent, config.env, config)
-
-
 def run_periods(
     loop: Loop,
     recorders: Sequence[Recorder],
@@ -101,7 +77,8 @@ def run_periods(
     """Train the ``recorders``' runs (one per setting of ``loop``) from ``carry``, after
     ``start_steps`` env steps and ``done`` collections per seed. Returns the last carry.
 
-    The initial policy is evaluated at period 0; then each period left (at most
+    The initial policy is evaluated at period 0 (by the first period, for a loop that
+    evaluates alongside its training); then each period left (at most
     ``stop_after_periods`` of them) trains and evaluates, each setting's share of its metrics
     goes to its recorder, and a checkpoint is taken where due; after the last period of the
     run the final policy is evaluated (``eval_episodes`` per seed and mode, evaluation seed
@@ -111,7 +88,9 @@ def run_periods(
     """
     carry = loop.start(carry, start_steps)
     try:
-        if recorders[0].period == 0:  # the learning curve's first point
+        # The learning curve's first point (the first period reports it when it evaluates
+        # alongside its training).
+        if recorders[0].period == 0 and not loop.evaluates_alongside:
             deterministic = loop.agent.evaluates_deterministically
             returns = loop.evaluate(carry.state, carry.obs_stats, eval_episodes, 0, deterministic)
             for g, recorder in enumerate(recorders):
@@ -135,7 +114,7 @@ def train_periods(
 ) -> Any:
     """The evaluation periods left after ``done`` collections per seed (at most
     ``stop_after_periods``; ``stop`` and ``on_period`` as in :func:`run_periods`), driven by
-    :func:`jaxrl.training.periods.drive`. Returns the carry after the last period trained."""
+    Returns the carry after the last period trained."""
     first = recorders[0]
 
     def after(carry: Any, metrics: dict[str, Any]) -> bool:
@@ -153,19 +132,135 @@ def train_periods(
             recorders[g].save(loop.part(whole, g))
         return stopping or pruned
 
-    periods = loop.layout.periods_after(done)
-    return drive(loop.run_period, carry, periods[:stop_after_periods], after)
+    for collections in loop.layout.periods_after(done)[:stop_after_periods]:
+        carry, metrics = loop.run_period(carry, collections)
+        if after(carry, metrics):
+            break
+    return carry
 
 
 def final_evaluations(loop: Loop, recorders: Sequence[Recorder], carry: Any, episodes: int) -> None:
-    """The final policy of each setting evaluated deterministically and (NPG, TRPO)
-    stochastically, ``episodes`` episodes per seed and mode on evaluation seed 0, told to
-    its recorder (:meth:`Recorder.finish`)."""
+    """The final policy of each setting evaluated deterministically and (NPG, TRPO, unless
+    the loop evaluates alongside its training) stochastically, ``episodes`` episodes per
+    seed and mode on evaluation seed 0, told to its recorder (:meth:`Recorder.finish`)."""
     state, stats = carry.state, carry.obs_stats
     deterministic = loop.evaluate(state, stats, episodes, 0, True)
     stochastic = None
-    if evaluates_both_modes(loop.agent):
+    if evaluates_both_modes(loop.agent) and not loop.evaluates_alongside:
         stochastic = loop.evaluate(state, stats, episodes, 0, False)
     for g, recorder in enumerate(recorders):
         own = None if stochastic is None else loop.part(stochastic, g)
         recorder.finish(episodes, loop.part(deterministic, g), own)
+
+
+class Watch:
+    """The :class:`Recorder` of the API's drivers (:func:`jaxrl.training.train_until`,
+    ``train_gymnasium``): it keeps every period's metrics in memory (:meth:`metrics` joins
+    them), asks ``stop`` after each evaluation (:meth:`stops`, :func:`train_periods`'s
+    ``on_period``) and tells ``progress``.
+
+    ``progress``, when given, is called after each evaluation with one payload for every
+    driver: ``env_steps``, ``eval_return`` (mean over seeds), ``eval_returns`` (``[S]``),
+    ``seconds`` (since the watch began), ``state`` (the agent state: unstacked with
+    ``single``), ``carry`` (the loop's carry after the period: the caller may keep it) and
+    ``metrics`` (the period's, ``[S, C]`` per collection). The carry comes as a checkpoint
+    would (:meth:`checkpoint_due` is True with ``progress``): this recorder's checkpoint is
+    the payload.
+
+    Args:
+      loop: the loop it watches (one setting).
+      stop: ``eval_returns [S, periods so far] -> bool`` (a single seed's latest return, a
+        float, with ``single``): True ends the run after that evaluation.
+      progress: the callback above.
+      single: one unbatched seed (``train_gymnasium(num_seeds=None)``).
+    """
+
+    def __init__(
+        self,
+        loop: Loop,
+        stop: Callable[[Any], Any] | None = None,
+        progress: Callable[[dict], None] | None = None,
+        single: bool = False,
+    ) -> None:
+        self.loop, self.stop, self.progress, self.single = loop, stop, progress, single
+        self.period, self.num_periods, self.env_steps = 0, loop.layout.num_periods, 0
+        self.eval_returns = np.zeros(0)
+        self.periods: list[dict[str, np.ndarray]] = []
+        self.final: tuple[np.ndarray, np.ndarray | None] | None = None
+        self._start = time.perf_counter()
+
+    def log_evals(self, returns: np.ndarray, env_steps: int) -> None:
+        self.eval_returns, self.env_steps = np.asarray(returns), env_steps
+
+    def end_period(self, metrics: dict[str, np.ndarray], first_update: int) -> None:
+        del first_update  # the periods' metrics are kept whole
+        self.periods.append(metrics)
+        self.period += 1
+        self.log_evals(metrics["eval/return"], int(np.asarray(metrics["env_steps"])[0, -1]))
+
+    def stops(self, *_: Any) -> bool:
+        """Whether ``stop`` ends the run after the latest evaluation (:func:`stop_requested`)."""
+        history = np.stack([np.asarray(p["eval/return"]) for p in self.periods], axis=1)
+        return stop_requested(self.stop, history, self.single)
+
+    def checkpoint_due(self) -> bool:
+        return self.progress is not None
+
+    def save(self, tree: Any) -> None:
+        carry = self.loop.from_checkpoint(tree)
+        state = carry.state
+        if self.single:
+            state = jax.tree_util.tree_map(lambda x: x[0], state)
+        self.progress(
+            {
+                "env_steps": self.env_steps,
+                "eval_return": float(np.mean(self.eval_returns)),
+                "eval_returns": self.eval_returns,
+                "seconds": time.perf_counter() - self._start,
+                "state": state,
+                "carry": carry,
+                "metrics": self.periods[-1],
+            }
+        )
+
+    def finish(
+        self, episodes: int, deterministic: np.ndarray, stochastic: np.ndarray | None
+    ) -> None:
+        self.final = (deterministic, stochastic)
+
+    def metrics(self) -> dict[str, np.ndarray]:
+        """The run's metrics so far: :func:`join_periods` of its periods."""
+        return join_periods(self.periods)
+
+
+def join_periods(periods: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """One run's metrics from its periods' (host arrays): per-evaluation ``eval/*`` stacked
+    to ``[S, P]``, per-collection arrays joined to ``[S, P * C]``. A name some periods lack
+    (stats of collections inside DDPG's warm-up, which run no update) is NaN there."""
+    names = dict.fromkeys(name for period in periods for name in period)
+    metrics = {}
+    for name in names:
+        if name.startswith("eval/"):
+            metrics[name] = np.stack([period[name] for period in periods], axis=1)
+            continue
+        like = next(period[name] for period in periods if name in period)
+        parts = []
+        for period in periods:
+            width = np.shape(period["env_steps"])[1]
+            value = period.get(name)
+            if value is None:
+                value = np.full((np.shape(like)[0], width), np.nan)
+            parts.append(np.asarray(value))
+        metrics[name] = np.concatenate(parts, axis=1)
+    return metrics
+
+
+def stop_requested(stop: Callable[[Any], Any] | None, returns: np.ndarray, single: bool) -> bool:
+    """Whether ``stop`` ends the run after its latest evaluation.
+
+    The one ``stop`` signature of the drivers: ``stop`` gets the evaluation returns so far,
+    ``[S, periods_so_far]``; a single unbatched seed (``num_seeds=None`` on the host driver)
+    gets its latest return as a float, as Tianshou's ``stop_fn`` does."""
+    if stop is None:
+        return False
+    return bool(stop(float(returns[0, -1]) if single else returns))

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxrl.algorithms.protocol import batches_seeds_on_cpu
+from jaxrl.algorithms.protocol import Agent, batches_seeds_on_cpu
 from jaxrl.core.prng import bucketed_keys
 
 SeedAxis = Literal["auto", "vmap", "map"]
@@ -66,7 +66,9 @@ def host_seed_keys(seeds: list[int]) -> tuple[jax.Array, jax.Array, jax.Array]:
     return jax.vmap(split_seed_key)(keys)
 
 
-def resolve_seed_axis(how: str, agent: Any = None, env: Any = None) -> Literal["vmap", "map"]:
+def resolve_seed_axis(
+    how: str, agent: Agent | None = None, env: Any = None
+) -> Literal["vmap", "map"]:
     """``"vmap"`` or ``"map"`` for ``how`` (``"auto"`` decides from the default backend, the
     agent's :func:`jaxrl.algorithms.protocol.batches_seeds_on_cpu` and the environment's
     ``batches_seeds``; see the module docstring)."""
@@ -80,7 +82,7 @@ def resolve_seed_axis(how: str, agent: Any = None, env: Any = None) -> Literal["
 
 
 def over_seeds(
-    fn: Callable[..., Any], how: str = "auto", agent: Any = None, env: Any = None
+    fn: Callable[..., Any], how: str = "auto", agent: Agent | None = None, env: Any = None
 ) -> Callable[..., Any]:
     """``fn`` over a leading seed axis of every argument, batched or one seed at a time.
 

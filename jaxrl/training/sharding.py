@@ -43,8 +43,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from jaxrl.algorithms.protocol import Agent
 from jaxrl.config.settings import SettingError
 from jaxrl.core.prng import is_key
+from jaxrl.training.programs import Same, compiled
 
 if TYPE_CHECKING:
     from jaxrl.config.settings import RunSettings
@@ -389,7 +391,7 @@ def train_sharded(
     keys: jax.Array,
     mesh: Mesh | None = None,
     seed_axis: str = "auto",
-    agent: Any = None,
+    agent: Agent | None = None,
 ) -> Any:
     """Run ``train`` on every seed of ``keys``, the seed axis split over the devices of
     ``mesh``: one program (``jax.shard_map``), compiled once, each device training its
@@ -430,7 +432,8 @@ def train_sharded(
             f"devices ({num_devices})"
         )
     typed = is_key(keys)
-    program = sharded_program(train, mesh, seed_axis, agent, typed_keys=typed)
+    build = lambda: sharded_program(train, mesh, seed_axis, agent, typed_keys=typed)  # noqa: E731
+    program = compiled(("sharded", Same(train), mesh, seed_axis, Same(agent), typed), build)[0]
     return program(shard_key_data(keys, mesh))
 
 
@@ -448,7 +451,7 @@ def sharded_program(
     train: Callable[[jax.Array], Any],
     mesh: Mesh,
     seed_axis: str = "auto",
-    agent: Any = None,
+    agent: Agent | None = None,
     typed_keys: bool = True,
 ) -> Callable[[jax.Array], Any]:
     """The jitted program of :func:`train_sharded`: ``key data [S, ...]`` split over

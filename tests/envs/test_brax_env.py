@@ -133,7 +133,7 @@ def test_trpo_learns_to_balance_the_pole_with_vmapped_seeds():
     of 4 spreads by about 160: its bar, 300, is 2.5 of those below and 15x a random
     policy's. 9 of the 10 seeds reached 300 at some evaluation: at least 2 of 4 must."""
     from jaxrl.config import RunConfig
-    from jaxrl.training.run import make_loop
+    from jaxrl.runs import make_loop
     from jaxrl.training.seeds import seed_keys
 
     config = RunConfig.from_preset(

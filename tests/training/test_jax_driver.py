@@ -13,7 +13,7 @@ import pytest
 
 import jaxrl
 from jaxrl.training import TrainConfig, make_env, make_train, make_train_loop, train_until
-from jaxrl.training.jax_driver import seed_programs
+from jaxrl.training.programs import _PROGRAMS
 
 TINY = TrainConfig(num_envs=4, num_steps=32, total_steps=256, eval_every=128, eval_episodes=2)
 TRPO = jaxrl.TRPO(gamma=0.95, max_kl=0.005, return_scaling=True, hidden_sizes=(16, 16))
@@ -72,6 +72,7 @@ def test_period_by_period_equals_whole_run():
     agent and run of the vmapped-seed test: the whole run's program compiles once.)"""
     loop = make_train_loop(WELL_CONDITIONED_TRPO, "Pendulum-v1", TINY)
     _, whole = jax.jit(loop.train)(jax.random.key(0))
+    _PROGRAMS.clear()
     _, full = train_until(loop, jax.random.key(0)[None], lambda eval_returns: False)
     assert set(full) == set(whole)
     for name in whole:
@@ -93,7 +94,17 @@ def test_period_by_period_equals_whole_run():
     ]
     np.testing.assert_array_equal(cut["eval/return"], full["eval/return"][:, :1])
     # Both calls ran the same compiled period program (the run has no shorter last period).
-    assert list(seed_programs(loop)[1].programs) == [TINY.layout.collections_per_period]
+    assert period_programs() == [TINY.layout.collections_per_period]
+
+
+def period_programs() -> list[int]:
+    """The period lengths of the compiled period programs in the jitted driver's cache (its
+    keys: ``((("period", length), ...), tree, avals)``)."""
+    return sorted(
+        key[0][0][1]
+        for key in _PROGRAMS
+        if isinstance(key[0][0], tuple) and key[0][0][0] == "period"
+    )
 
 
 def test_hyperparameter_sweep_in_one_compile():

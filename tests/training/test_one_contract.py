@@ -13,7 +13,7 @@ import pytest
 import jaxrl
 from jaxrl.training import TrainConfig, make_train_loop, train_until
 from jaxrl.training.gymnasium_driver import HostLoop, train_gymnasium
-from jaxrl.training.periods import join_periods, stop_requested
+from jaxrl.training.run import join_periods, stop_requested
 
 CONFIG = TrainConfig(num_envs=2, num_steps=16, total_steps=96, eval_every=32, eval_episodes=2)
 AGENT = jaxrl.TRPO(hidden_sizes=(16,), damping=1.0)

@@ -39,6 +39,25 @@ def test_a_gymnax_run_counts_its_sequential_steps_updates_and_programs():
     assert "62,500 sequential vector steps" in text and "line-search candidates" in text
 
 
+def test_evaluating_alongside_counts_only_the_final_evaluation_and_short_periods_steps():
+    from jaxrl.envs import make_env
+
+    env, params = make_env("Pendulum-v1")
+    # 40 collections of 16 x 16 env steps, periods of 16, 16 and 8 collections: the last
+    # period's 128 vector steps leave 72 of a 200-step episode to evaluate on their own.
+    settings = RunSettings(
+        num_envs=16, num_steps=16, total_steps=10_240, eval_every=4_096, eval_alongside=True
+    )
+    plan = run_plan(settings, jaxrl.TRPO(), env, int(params.max_steps_in_episode), 40)
+    scale = 1_000_000 / 10_240
+    assert plan.alongside == pytest.approx(3 * scale)
+    assert plan.evaluations == pytest.approx(scale)  # the final policy's, deterministic
+    assert plan.eval_steps == pytest.approx((200 + 72) * scale)
+    text = "\n".join(plan.lines())
+    assert "+ 7,031 left by periods shorter than an episode" in text
+    assert "293.0 evaluations stepped with training's steps" in text
+
+
 def test_update_loops_follow_the_minibatches_and_the_algorithm():
     from jaxrl.algorithms.protocol import update_loops
 

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from jaxrl.config.run_config import RunConfig
-from jaxrl.training.run import Recorder, make_loop, run_periods
+from jaxrl.runs import make_loop
+from jaxrl.training.run import Recorder, run_periods
 
 
 class ListRecorder:

@@ -160,7 +160,8 @@ def test_period_by_period_runs_the_shorter_last_period():
     """``train_until`` (what the command runs) takes the layout's periods: whole ones with one
     compiled program, the shorter last one with its own, and equals the whole run."""
     from jaxrl.training import TrainConfig, make_train_loop, train_until
-    from jaxrl.training.jax_driver import seed_programs
+    from jaxrl.training.programs import _PROGRAMS
+    from tests.training.test_jax_driver import period_programs
 
     config = _config("shorter last period", "jax")
     shape = TrainConfig(
@@ -171,7 +172,8 @@ def test_period_by_period_runs_the_shorter_last_period():
         eval_episodes=config.eval_episodes,
     )
     loop = make_train_loop(config.make_agent(), "Pendulum-v1", shape)
+    _PROGRAMS.clear()
     _, metrics = train_until(loop, jax.random.key(0)[None], stop=None, seed_axis="vmap")
     np.testing.assert_array_equal(metrics["eval/env_steps"][0], [48, 96, 112])
     np.testing.assert_array_equal(metrics["env_steps"][0], 16 * np.arange(1, 8))
-    assert sorted(seed_programs(loop, "vmap")[1].programs) == [1, 3]
+    assert period_programs() == [1, 3]
