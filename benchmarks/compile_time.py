@@ -39,7 +39,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -50,6 +49,7 @@ from common import (
     PENDULUM_EPOCH_STEPS,
     PENDULUM_EPOCHS,
     base_parser,
+    child_record,
     command_line,
     import_distributions,
     loadavg,
@@ -370,28 +370,10 @@ def measure_in_fresh_process(
 ) -> dict[str, Any]:
     env = {**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"}
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
-    start = time.perf_counter()
-    done = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--child",
-            name,
-            "--seed-axis",
-            seed_axis,
-            *(["--execute"] if execute else []),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=Path(__file__).parent,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{name} failed:\n{done.stdout}\n{done.stderr[-3000:]}")
-    row = json.loads(done.stdout.strip().splitlines()[-1])
-    row["process_s"] = time.perf_counter() - start
-    return row
+    command = [sys.executable, __file__, "--child", name, "--seed-axis", seed_axis]
+    command += ["--execute"] if execute else []
+    row, seconds = child_record(command, name, env=env, cwd=Path(__file__).parent)
+    return {**row, "process_s": seconds}
 
 
 def main() -> None:
