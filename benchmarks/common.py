@@ -45,6 +45,18 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     return parser
 
 
+def add_seed_axis(parser: argparse.ArgumentParser, what: str = "jaxrl's program takes") -> None:
+    """``--seed-axis`` (default ``auto``): how ``what`` its seeds, vmapped or mapped
+    (:func:`jaxrl.training.over_seeds`). Parsing imports nothing of jaxrl: a script may time
+    its imports after it."""
+    parser.add_argument(
+        "--seed-axis",
+        choices=("auto", "vmap", "map"),  # jaxrl.training.seeds.SEED_AXES
+        default="auto",
+        help=f"how {what} its seeds (jaxrl.training.over_seeds; default auto)",
+    )
+
+
 def output_dir(args: argparse.Namespace) -> Path:
     out = args.out or (QUICK_RESULTS_DIR if args.quick else RESULTS_DIR)
     out.mkdir(parents=True, exist_ok=True)
@@ -109,12 +121,13 @@ def _memory_gib() -> float:
 
 
 def installed_version(package: str) -> str | None:
-    """The installed version of ``package`` (a distribution name), None if it is not."""
-    from importlib.metadata import PackageNotFoundError, version
+    """The installed version of ``package`` (a distribution name); None if it is not
+    installed or its metadata cannot be read."""
+    from importlib.metadata import version
 
     try:
         return version(package)
-    except PackageNotFoundError:
+    except Exception:
         return None
 
 

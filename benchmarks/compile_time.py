@@ -36,6 +36,7 @@ each in its own process. The differences to ``trpo-run-1`` are the parts' shares
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -48,6 +49,7 @@ from typing import Any
 from common import (
     PENDULUM_EPOCH_STEPS,
     PENDULUM_EPOCHS,
+    add_seed_axis,
     base_parser,
     child_record,
     command_line,
@@ -379,16 +381,11 @@ def measure_in_fresh_process(
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--programs", nargs="+", choices=PROGRAMS + PARTS, default=None)
-    parser.add_argument("--child", default=None, help=argparse_hidden())
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument(
         "--execute", action="store_true", help="also run each program (twice; the faster run)"
     )
-    parser.add_argument(
-        "--seed-axis",
-        choices=("auto", "vmap", "map"),
-        default="auto",
-        help="how run programs take their seeds: jaxrl.training.over_seeds (default auto)",
-    )
+    add_seed_axis(parser, "run programs take")
     args = parser.parse_args()
     if args.child:
         global EXECUTE, SEED_AXIS
@@ -463,12 +460,6 @@ def main() -> None:
     write_json(
         out / "compile_time.json", {"machine": info, "command": command_line(), "rows": rows}
     )
-
-
-def argparse_hidden() -> str:
-    import argparse
-
-    return argparse.SUPPRESS
 
 
 if __name__ == "__main__":

@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 from common import loadavg
-
-PRESET = "mujoco"
+from host_throughput import run_config
 
 
 class PartTimer:
@@ -193,19 +192,10 @@ def breakdown(
     :func:`_probe` after the run."""
     import jax
 
-    from jaxrl.config.run_config import RunConfig
     from jaxrl.training import TrainConfig, env_step, evaluation
     from jaxrl.training import gymnasium_driver as driver
 
-    config = RunConfig.from_preset(
-        "trpo",
-        env_id,
-        PRESET,
-        total_steps=steps,
-        eval_every=eval_every,
-        num_seeds=num_seeds,
-        env_backend=backend,
-    )
+    config = run_config(env_id, backend, num_seeds, steps, eval_every)
     shape = TrainConfig(  # what train_gymnasium builds from measure()'s keywords
         num_envs=config.num_envs,
         num_steps=config.num_steps,

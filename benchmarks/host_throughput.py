@@ -69,21 +69,29 @@ from common import (
     write_json,
 )
 
+PRESET = "mujoco"
 
-def measure(env_id: str, backend: str, num_seeds: int, steps: int, eval_every: int) -> dict:
-    """One configuration, in this process."""
+
+def run_config(env_id: str, backend: str, num_seeds: int, steps: int, eval_every: int) -> Any:
+    """The run every configuration trains: the :data:`PRESET` preset's TRPO."""
     from jaxrl.config.run_config import RunConfig
-    from jaxrl.training.gymnasium_driver import train_gymnasium
 
-    config = RunConfig.from_preset(
+    return RunConfig.from_preset(
         "trpo",
         env_id,
-        "mujoco",
+        PRESET,
         total_steps=steps,
         eval_every=eval_every,
         num_seeds=num_seeds,
         env_backend=backend,
     )
+
+
+def measure(env_id: str, backend: str, num_seeds: int, steps: int, eval_every: int) -> dict:
+    """One configuration, in this process."""
+    from jaxrl.training.gymnasium_driver import train_gymnasium
+
+    config = run_config(env_id, backend, num_seeds, steps, eval_every)
     marks: list[tuple[int, float]] = []
     start = time.perf_counter()
     train_gymnasium(

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from roofline_hlo import CG_LOOP, LINE_SEARCH_LOOP
-from update_latency import spaces, synthetic
+from update_latency import as_batch, spaces, synthetic
 
 
 @dataclasses.dataclass
@@ -63,12 +63,7 @@ def on_policy_inputs(algo: str, shape: str) -> tuple[Any, Any, Any, Any]:
     obs_space, act_space = shape_spaces(shape)
     state = agent.init(jax.random.key(0), obs_space, act_space)
     data = synthetic(config.num_steps, config.num_envs, obs_space.shape[0], act_space.shape[0], 0)
-    rollout = Rollout(
-        *(
-            jnp.asarray(data[k])
-            for k in ("obs", "act", "rew", "terminated", "truncated", "obs_next")
-        )
-    )
+    rollout = as_batch(Rollout, data)
     return agent, state, rollout, config
 
 
@@ -306,12 +301,7 @@ def ddpg_programs(shape: str, capacity: int) -> list[Program]:
     state = agent.init(jax.random.key(0), obs_space, act_space, num_envs)
     buffer = agent.init_buffer(state, num_envs)
     data = synthetic(capacity // num_envs, num_envs, obs_space.shape[0], act_space.shape[0], 0)
-    segment = Transition(
-        *(
-            jnp.asarray(data[k])
-            for k in ("obs", "act", "rew", "terminated", "truncated", "obs_next")
-        )
-    )
+    segment = as_batch(Transition, data)
     buffer = jax.jit(type(buffer).extend)(buffer, segment)
 
     def sample_and_update(state: Any, buffer: Any, key: jax.Array) -> Any:
