@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 from common import (
+    add_seed_axis,
     base_parser,
     command_line,
     loadavg,
@@ -167,12 +168,7 @@ def main() -> None:
         help="Brax physics: generalized, positional, spring or mjx (for GPUs)",
     )
     parser.add_argument("--num-seeds", type=int, default=16)
-    parser.add_argument(
-        "--seed-axis",
-        choices=("auto", "vmap", "map"),
-        default="auto",
-        help="how the program takes its seeds (jaxrl.training.over_seeds; default auto)",
-    )
+    add_seed_axis(parser, "the program takes")
     parser.add_argument("--total-steps", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--preset", default=None, help="default: the one the env id picks")

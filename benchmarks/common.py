@@ -1,4 +1,5 @@
-"""Shared pieces of the benchmark scripts: machine facts, honest timing, tables, output files.
+"""Shared pieces of the benchmark scripts: machine facts, child processes, honest timing, tables,
+output files.
 
 Never imported by ``jaxrl``. Tianshou and torch are optional here: :func:`tianshou_available`
 says whether the Tianshou side of a benchmark can run (``pip install -e ".[bench]"``).
@@ -42,6 +43,18 @@ def base_parser(description: str) -> argparse.ArgumentParser:
         "--no-tianshou", action="store_true", help="skip the Tianshou side even if installed"
     )
     return parser
+
+
+def add_seed_axis(parser: argparse.ArgumentParser, what: str = "jaxrl's program takes") -> None:
+    """``--seed-axis`` (default ``auto``): how ``what`` its seeds, vmapped or mapped
+    (:func:`jaxrl.training.over_seeds`). Parsing imports nothing of jaxrl: a script may time
+    its imports after it."""
+    parser.add_argument(
+        "--seed-axis",
+        choices=("auto", "vmap", "map"),  # jaxrl.training.seeds.SEED_AXES
+        default="auto",
+        help=f"how {what} its seeds (jaxrl.training.over_seeds; default auto)",
+    )
 
 
 def output_dir(args: argparse.Namespace) -> Path:
@@ -107,13 +120,32 @@ def _memory_gib() -> float:
     return float("nan")
 
 
-def _version(module: str) -> str | None:
-    try:
-        from importlib.metadata import version
+def installed_version(package: str) -> str | None:
+    """The installed version of ``package`` (a distribution name); None if it is not
+    installed or its metadata cannot be read."""
+    from importlib.metadata import version
 
-        return version(module)
+    try:
+        return version(package)
     except Exception:
         return None
+
+
+def git_commit(paths: Sequence[str] = (), cwd: Path = BENCH_DIR) -> str | None:
+    """The commit of the checkout around ``cwd``, ``+dirty`` when a tracked file that the git
+    pathspecs ``paths`` name (default: any) differs from it; None without git or a commit."""
+
+    def git(*argv: str) -> str:
+        return subprocess.run(
+            ["git", *argv], cwd=cwd, capture_output=True, text=True, check=False
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", *paths)
+    except OSError:
+        return None
+    return (commit + ("+dirty" if dirty else "")) if commit else None
 
 
 def machine_info() -> dict[str, Any]:
@@ -124,16 +156,16 @@ def machine_info() -> dict[str, Any]:
         "cores": os.cpu_count(),
         "memory_gib": _memory_gib(),
         "python": platform.python_version(),
-        "jax": _version("jax"),
-        "jaxlib": _version("jaxlib"),
+        "jax": installed_version("jax"),
+        "jaxlib": installed_version("jaxlib"),
         "jax_backend": jax.default_backend(),
         "jax_devices": [str(d) for d in jax.devices()],
-        "torch": _version("torch"),
+        "torch": installed_version("torch"),
         "torch_threads": TORCH_THREADS if tianshou_available() else None,
-        "tianshou": _version("tianshou"),
-        "gymnasium": _version("gymnasium"),
-        "gymnax": _version("gymnax"),
-        "mujoco": _version("mujoco"),
+        "tianshou": installed_version("tianshou"),
+        "gymnasium": installed_version("gymnasium"),
+        "gymnax": installed_version("gymnax"),
+        "mujoco": installed_version("mujoco"),
         "loadavg_start": loadavg(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
@@ -149,6 +181,21 @@ def print_machine(info: dict[str, Any]) -> None:
 
 def command_line() -> str:
     return "python " + " ".join([os.path.relpath(sys.argv[0], BENCH_DIR.parent), *sys.argv[1:]])
+
+
+# ------------------------------------------------------------------------------ processes
+def child_record(command: Sequence[str], what: str, **run: Any) -> tuple[Any, float]:
+    """Run ``command``, a benchmark's child process (``run``: more keywords of
+    :func:`subprocess.run`, such as ``env`` and ``cwd``), and return its record (the JSON value
+    on the last line of its standard output) and its wall seconds from start to exit. A child
+    that fails stops the benchmark with a message naming ``what``, its exit status and the end
+    of its error output."""
+    start = time.perf_counter()
+    done = subprocess.run(list(command), capture_output=True, text=True, check=False, **run)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{what} failed (exit status {done.returncode}):\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1]), seconds
 
 
 # ------------------------------------------------------------------------------ timing
@@ -203,6 +250,21 @@ def calls_for(fn: Callable[[], Any], target_seconds: float) -> int:
     fn()
     once = max(time.perf_counter() - start, 1e-6)
     return max(1, round(target_seconds / once))
+
+
+def time_call(fn: Callable[[], Any], repetitions: int, seconds: float) -> dict[str, float]:
+    """Median (and spread) seconds per call of ``fn`` (which blocks): two warm-up calls, then
+    ``repetitions`` means of back-to-back calls lasting about ``seconds`` each."""
+    for _ in range(2):
+        fn()
+    calls = calls_for(fn, seconds)
+    samples = []
+    for _ in range(repetitions):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter() - start) / calls)
+    return {**summarize(samples), "calls_per_repetition": calls}
 
 
 # ------------------------------------------------------------------------------ output

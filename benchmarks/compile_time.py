@@ -36,10 +36,10 @@ each in its own process. The differences to ``trpo-run-1`` are the parts' shares
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -49,7 +49,9 @@ from typing import Any
 from common import (
     PENDULUM_EPOCH_STEPS,
     PENDULUM_EPOCHS,
+    add_seed_axis,
     base_parser,
+    child_record,
     command_line,
     import_distributions,
     loadavg,
@@ -370,43 +372,20 @@ def measure_in_fresh_process(
 ) -> dict[str, Any]:
     env = {**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"}
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
-    start = time.perf_counter()
-    done = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--child",
-            name,
-            "--seed-axis",
-            seed_axis,
-            *(["--execute"] if execute else []),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=Path(__file__).parent,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{name} failed:\n{done.stdout}\n{done.stderr[-3000:]}")
-    row = json.loads(done.stdout.strip().splitlines()[-1])
-    row["process_s"] = time.perf_counter() - start
-    return row
+    command = [sys.executable, __file__, "--child", name, "--seed-axis", seed_axis]
+    command += ["--execute"] if execute else []
+    row, seconds = child_record(command, name, env=env, cwd=Path(__file__).parent)
+    return {**row, "process_s": seconds}
 
 
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--programs", nargs="+", choices=PROGRAMS + PARTS, default=None)
-    parser.add_argument("--child", default=None, help=argparse_hidden())
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument(
         "--execute", action="store_true", help="also run each program (twice; the faster run)"
     )
-    parser.add_argument(
-        "--seed-axis",
-        choices=("auto", "vmap", "map"),
-        default="auto",
-        help="how run programs take their seeds: jaxrl.training.over_seeds (default auto)",
-    )
+    add_seed_axis(parser, "run programs take")
     args = parser.parse_args()
     if args.child:
         global EXECUTE, SEED_AXIS
@@ -481,12 +460,6 @@ def main() -> None:
     write_json(
         out / "compile_time.json", {"machine": info, "command": command_line(), "rows": rows}
     )
-
-
-def argparse_hidden() -> str:
-    import argparse
-
-    return argparse.SUPPRESS
 
 
 if __name__ == "__main__":

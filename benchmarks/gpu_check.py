@@ -31,6 +31,7 @@ minute on a 2-core CPU: CI's check that the script works.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -366,7 +367,7 @@ def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="toy sizes on the CPU (CI)")
     parser.add_argument("--only", nargs="+", default=None, help="run these stages only")
-    parser.add_argument("--brax-ppo", action="store_true", help=argparse_hidden())
+    parser.add_argument("--brax-ppo", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     out = (args.out or BENCH_DIR / "results" / "gpu_check").resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -403,12 +404,6 @@ def main() -> None:
     if failed:
         print(f"stages that did not finish: {', '.join(failed)}", file=sys.stderr)
         sys.exit(1)
-
-
-def argparse_hidden() -> str:
-    import argparse
-
-    return argparse.SUPPRESS
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import numpy as np
 from common import (
     PENDULUM_EPOCH_STEPS,
     PENDULUM_EPOCHS,
+    add_seed_axis,
     base_parser,
     command_line,
     loadavg,
@@ -89,12 +90,7 @@ def fmt_returns(values: list[float]) -> str:
 
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
-    parser.add_argument(
-        "--seed-axis",
-        choices=("auto", "vmap", "map"),
-        default="auto",
-        help="how jaxrl's program takes its seeds (jaxrl.training.over_seeds; default auto)",
-    )
+    add_seed_axis(parser)
     parser.add_argument("--algos", nargs="+", default=["trpo"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 16], help="jaxrl seed counts")
     parser.add_argument(

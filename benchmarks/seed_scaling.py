@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from common import (
     PENDULUM_EPOCH_STEPS,
+    add_seed_axis,
     base_parser,
     command_line,
     loadavg,
@@ -36,12 +37,7 @@ from common import (
 
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
-    parser.add_argument(
-        "--seed-axis",
-        choices=("auto", "vmap", "map"),
-        default="auto",
-        help="how jaxrl's program takes its seeds (jaxrl.training.over_seeds; default auto)",
-    )
+    add_seed_axis(parser)
     parser.add_argument("--algos", nargs="+", default=["trpo", "ddpg"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 4, 16, 64, 256])
     parser.add_argument(

@@ -102,6 +102,19 @@ def synthetic(num_steps: int, num_envs: int, obs_dim: int, act_dim: int, seed: i
     }
 
 
+def as_batch(cls: type, data: dict) -> Any:
+    """:func:`synthetic` 's transitions as a ``cls`` of device arrays: a
+    :class:`jaxrl.rollout.Rollout` or a :class:`jaxrl.replay.Transition`."""
+    return cls(
+        obs=jnp.asarray(data["obs"]),
+        action=jnp.asarray(data["act"]),
+        reward=jnp.asarray(data["rew"]),
+        terminated=jnp.asarray(data["terminated"]),
+        truncated=jnp.asarray(data["truncated"]),
+        next_obs=jnp.asarray(data["obs_next"]),
+    )
+
+
 # ------------------------------------------------------------------------------ jaxrl side
 def jaxrl_on_policy(algo: str, shape: dict[str, Any], data: dict) -> tuple[Any, float]:
     cfg = shape["on_policy"]
@@ -126,14 +139,7 @@ def jaxrl_on_policy(algo: str, shape: dict[str, Any], data: dict) -> tuple[Any, 
         agent = jaxrl.TRPO(max_kl=0.005 if not mujoco else 0.01, **common)
     obs_space, act_space = spaces(shape)
     state = agent.init(jax.random.key(0), obs_space, act_space)
-    rollout = Rollout(
-        obs=jnp.asarray(data["obs"]),
-        action=jnp.asarray(data["act"]),
-        reward=jnp.asarray(data["rew"]),
-        terminated=jnp.asarray(data["terminated"]),
-        truncated=jnp.asarray(data["truncated"]),
-        next_obs=jnp.asarray(data["obs_next"]),
-    )
+    rollout = as_batch(Rollout, data)
     update = jax.jit(agent.update)
     start = time.perf_counter()
     compiled = update.lower(state, rollout, jax.random.key(1)).compile()
@@ -163,14 +169,7 @@ def jaxrl_ddpg(shape: dict[str, Any], data: dict) -> tuple[Any, float]:
     obs_space, act_space = spaces(shape)
     state = agent.init(jax.random.key(0), obs_space, act_space, cfg["num_envs"])
     buffer = agent.init_buffer(state, cfg["num_envs"])
-    segment = Transition(
-        obs=jnp.asarray(data["obs"]),
-        action=jnp.asarray(data["act"]),
-        reward=jnp.asarray(data["rew"]),
-        terminated=jnp.asarray(data["terminated"]),
-        truncated=jnp.asarray(data["truncated"]),
-        next_obs=jnp.asarray(data["obs_next"]),
-    )
+    segment = as_batch(Transition, data)
     buffer = jax.jit(type(buffer).extend)(buffer, segment)
 
     def sample_and_update(state: Any, buffer: Any, key: jax.Array) -> tuple[Any, dict]:

@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import offpolicy
+import offpolicy_sides
 
 import jaxrl.networks as networks
 
@@ -32,7 +32,7 @@ def final_returns(form: str, seeds: int, steps: int, seed: int) -> list[float]:
             apply, stacked, *x, batched=True
         )
     try:
-        return offpolicy.jaxrl_api_child("td3", seeds, steps, seed=seed)["returns"]
+        return offpolicy_sides.jaxrl_api_child("td3", seeds, steps, seed=seed)["returns"]
     finally:
         networks.apply_copies = original
 

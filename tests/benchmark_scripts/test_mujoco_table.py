@@ -15,7 +15,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
+import common
 import mujoco_table as mt
+import mujoco_table_cells as mtc
+import mujoco_table_page as mtp
 
 
 def _row(algo, env, seed, curve, settings_id="abc", total_steps=1_000_000, **extra):
@@ -47,19 +50,19 @@ FIXTURE = [
 
 
 def test_table_reports_max_over_evaluations_of_the_mean(tmp_path, monkeypatch):
-    monkeypatch.setattr(mt, "TUNED_RESULTS", tmp_path)
+    monkeypatch.setattr(mtp, "TUNED_RESULTS", tmp_path)
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in FIXTURE))
-    rows = mt.read_rows(tmp_path / "rows.jsonl")
-    results = {r.algo: r for r in mt.cell_results(rows)}
+    rows = mtc.read_rows(tmp_path / "rows.jsonl")
+    results = {r.algo: r for r in mtp.cell_results(rows)}
     hopper = results["trpo"]
     # means over the two seeds: 150, 2000, 1950 -> the second evaluation, std there 600 (not
     # the mean of each seed's best, 2250, nor the final mean, 1950)
     assert hopper.max_of_mean == 2000.0 and hopper.std_at_max == 600.0
     assert hopper.final_mean == 1950.0 and hopper.seeds == 2
     assert hopper.minutes == 10.0  # both seeds came from one 600 s group
-    assert mt._verdict(hopper) == "within 1 std"  # Tianshou's TRPO Hopper: 2046 +- 1038
-    assert mt._verdict(results["npg"]) == "BELOW"  # -8 < -4.5 - 0.5
-    text = mt.write_table(rows, tmp_path)
+    assert mtp._verdict(hopper) == "within 1 std"  # Tianshou's TRPO Hopper: 2046 +- 1038
+    assert mtp._verdict(results["npg"]) == "BELOW"  # -8 < -4.5 - 0.5
+    text = mtp.write_table(rows, tmp_path)
     hopper_row = (
         "| TRPO | 2000.0 +- 600.0 | 2046 +- 1038 | within 1 std | 1950.0 +- 50.0 "
         "| study running | 3372 +- 215 | 2 |"  # no held-out tuned run in tmp_path
@@ -69,7 +72,7 @@ def test_table_reports_max_over_evaluations_of_the_mean(tmp_path, monkeypatch):
     assert (tmp_path / "mujoco_table.md").read_text() == text
     assert (tmp_path / "mujoco_table.png").stat().st_size > 0
     # Another results file's table is named after it and leaves the table's own alone.
-    other = mt.write_table(rows[:1], tmp_path, tmp_path / "schedule_3m.jsonl")
+    other = mtp.write_table(rows[:1], tmp_path, tmp_path / "schedule_3m.jsonl")
     assert "from `benchmarks/results/schedule_3m.jsonl`" in other
     assert (tmp_path / "schedule_3m.md").read_text() == other
     assert (tmp_path / "schedule_3m.png").exists()
@@ -86,30 +89,30 @@ def test_table_footnotes_resumed_groups_and_known_deviations(tmp_path):
         *FIXTURE,
     ]
     source = tmp_path / "rows.jsonl"
-    text = mt.write_table(rows, tmp_path, source)
+    text = mtp.write_table(rows, tmp_path, source)
     assert "| Hopper (v5; Tianshou v3) | DDPG [1] |" in text
     assert "| TRPO |" in text and "| NPG |" in text  # unmarked
     assert "[1] DDPG Hopper-v5: seeds 0, 1 resumed from a checkpoint at 350,000 env steps" in text
     assert "[2]" not in text
-    (one,) = mt._resume_notes([{"seed": 2, "resumed_at_env_steps": 900_000}])
+    (one,) = mtp._resume_notes([{"seed": 2, "resumed_at_env_steps": 900_000}])
     assert one.startswith("seed 2 resumed from a checkpoint at 900,000 env steps")
     deviation = {"algo": "ddpg", "env": "Hopper-v5", "note": "warm-up ran twice"}
     other = {"algo": "npg", "env": "Ant-v5", "note": "a cell without rows"}
     (tmp_path / "rows_deviations.json").write_text(json.dumps([deviation, other]))
-    text = mt.write_table(rows, tmp_path, source)
+    text = mtp.write_table(rows, tmp_path, source)
     assert "| DDPG [1] [2] |" in text
     assert "[1] DDPG Hopper-v5: warm-up ran twice" in text
     assert "[2] DDPG Hopper-v5: seeds 0, 1 resumed" in text
     assert "a cell without rows" not in text
     (tmp_path / "rows_deviations.json").write_text(json.dumps([{"algo": "ddpg", "env": "x"}]))
     with pytest.raises(SystemExit, match=r"rows_deviations.json: entry 0 lacks \['note'\]"):
-        mt.write_table(rows, tmp_path, source)
+        mtp.write_table(rows, tmp_path, source)
 
 
 def test_the_committed_deviations_name_cells_of_the_table():
     """Each entry of the table's own deviations file names a cell the table can have."""
-    source = Path(mt.__file__).parent / "results" / mt.RESULTS_FILE
-    entries = mt.read_deviations(source)
+    source = Path(mt.__file__).parent / "results" / mtc.RESULTS_FILE
+    entries = mtp.read_deviations(source)
     cells = {(a, e) for a, e in mt.select_cells(mt.parse_args(["--cells", "all"]))}
     assert entries and all((d["algo"], d["env"]) in cells for d in entries)
 
@@ -119,17 +122,19 @@ def test_the_learning_page_and_the_readme_show_the_table_of_the_committed_result
     show, between their marker lines, exactly what ``--table`` generates from the committed
     results file and deviations: a row added without regenerating the table, or a table
     edited by hand, fails here."""
-    source = mt.BENCH_DIR / "results" / mt.RESULTS_FILE
-    results = mt.with_deviations(mt.cell_results(mt.read_rows(source)), mt.read_deviations(source))
+    source = mt.BENCH_DIR / "results" / mtc.RESULTS_FILE
+    results = mtp.with_deviations(
+        mtp.cell_results(mtc.read_rows(source)), mtp.read_deviations(source)
+    )
     repo = mt.BENCH_DIR.parent
-    assert mt.SHOWN_IN == {
-        repo / "docs" / "benchmarks" / "learning.md": mt.table_block,
-        repo / "README.md": mt.headline_block,
+    assert mtp.SHOWN_IN == {
+        repo / "docs" / "benchmarks" / "learning.md": mtp.table_block,
+        repo / "README.md": mtp.headline_block,
     }
-    assert "| Hopper (v5; Tianshou v3) | TRPO |" in mt.table_block(results)
-    assert "| Hopper | 1851 vs 2046: within 1 std |" in mt.headline_block(results)
-    for document, make_block in mt.SHOWN_IN.items():
-        assert mt.shown_block(document) == make_block(results).strip("\n"), (
+    assert "| Hopper (v5; Tianshou v3) | TRPO |" in mtp.table_block(results)
+    assert "| Hopper | 1851 vs 2046: within 1 std |" in mtp.headline_block(results)
+    for document, make_block in mtp.SHOWN_IN.items():
+        assert mtp.shown_block(document) == make_block(results).strip("\n"), (
             f"{document} shows another table: run python benchmarks/mujoco_table.py --table"
         )
 
@@ -142,7 +147,7 @@ def test_the_headline_shows_each_task_once_with_each_algorithm_against_tianshou(
         _row("ddpg", "Hopper-v5", 0, [100.0, 900.0], resumed_at_env_steps=350_000),
         *FIXTURE,
     ]
-    block = mt.headline_block(mt.cell_results(rows))
+    block = mtp.headline_block(mtp.cell_results(rows))
     assert block.startswith("| task | TRPO | NPG | DDPG |\n|---|---|---|---|\n")
     assert "| Hopper | 2000 vs 2046: within 1 std | - | 900 vs 2197: BELOW * |" in block
     assert "| Reacher | - | -8.0 vs -4.5: BELOW | - |" in block
@@ -153,46 +158,46 @@ def test_the_table_is_rewritten_between_its_markers_only(tmp_path, capsys):
     """``write_table`` puts the table's block between a document's markers, keeps the rest of
     the document, leaves a current document as it is, and refuses a document without them."""
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in FIXTURE))
-    rows = mt.read_rows(tmp_path / "rows.jsonl")
+    rows = mtc.read_rows(tmp_path / "rows.jsonl")
     doc = tmp_path / "doc.md"
-    doc.write_text(f"# Title\n\nbefore\n\n{mt.BLOCK_BEGIN}\nold table\n{mt.BLOCK_END}\n\nafter\n")
-    mt.write_table(rows, tmp_path, tmp_path / "rows.jsonl", documents=[doc])
+    doc.write_text(f"# Title\n\nbefore\n\n{mtp.BLOCK_BEGIN}\nold table\n{mtp.BLOCK_END}\n\nafter\n")
+    mtp.write_table(rows, tmp_path, tmp_path / "rows.jsonl", documents=[doc])
     text = doc.read_text()
-    block = mt.table_block(mt.cell_results(rows))
-    assert text.startswith(f"# Title\n\nbefore\n\n{mt.BLOCK_BEGIN}\n\n| task | algo |")
-    assert text.endswith(f"Machines: Test CPU (2 cores).\n\n{mt.BLOCK_END}\n\nafter\n")
+    block = mtp.table_block(mtp.cell_results(rows))
+    assert text.startswith(f"# Title\n\nbefore\n\n{mtp.BLOCK_BEGIN}\n\n| task | algo |")
+    assert text.endswith(f"Machines: Test CPU (2 cores).\n\n{mtp.BLOCK_END}\n\nafter\n")
     assert "Commits" not in text  # the commits are in mujoco_table.md, not in the documents
     assert "Commits the rows were trained at: 0123456789." in (tmp_path / "rows.md").read_text()
-    assert "old table" not in text and mt.shown_block(doc) == block.strip("\n")
+    assert "old table" not in text and mtp.shown_block(doc) == block.strip("\n")
     assert "| Hopper (v5; Tianshou v3) | TRPO | 2000.0 +- 600.0 |" in text
     assert "updated: the table in" in capsys.readouterr().out
-    mt.write_table(rows, tmp_path, tmp_path / "rows.jsonl", documents=[doc])
+    mtp.write_table(rows, tmp_path, tmp_path / "rows.jsonl", documents=[doc])
     assert doc.read_text() == text and "unchanged: the table in" in capsys.readouterr().out
-    doc.write_text(f"no markers\n{mt.BLOCK_END}\n")
+    doc.write_text(f"no markers\n{mtp.BLOCK_END}\n")
     with pytest.raises(SystemExit, match=r"doc.md: needs the table's markers once each"):
-        mt.write_table(rows, tmp_path, tmp_path / "rows.jsonl", documents=[doc])
+        mtp.write_table(rows, tmp_path, tmp_path / "rows.jsonl", documents=[doc])
 
 
 def test_table_refuses_a_cell_of_two_settings():
     rows = [*FIXTURE, _row("trpo", "Hopper-v5", 2, [1.0, 2.0, 3.0], settings_id="other")]
     with pytest.raises(SystemExit, match="trpo on Hopper-v5: rows from 2 settings"):
-        mt.cell_results(rows)
+        mtp.cell_results(rows)
 
 
 def test_a_short_run_is_not_compared_as_a_full_one():
     row = _row("trpo", "Hopper-v5", 0, [5000.0], total_steps=2048)
     row["env_steps"] = 2048
-    (result,) = mt.cell_results([row])
-    assert mt._verdict(result) == "shorter run"
+    (result,) = mtp.cell_results([row])
+    assert mtp._verdict(result) == "shorter run"
 
 
 def test_read_rows_leaves_out_a_line_cut_short(tmp_path, capsys):
     path = tmp_path / "rows.jsonl"
     path.write_text(json.dumps(FIXTURE[0]) + "\n" + json.dumps(FIXTURE[1])[:40])
-    assert mt.read_rows(path) == [FIXTURE[0]]
+    assert mtc.read_rows(path) == [FIXTURE[0]]
     assert "not a whole JSON line" in capsys.readouterr().out
-    mt.append_rows(path, [FIXTURE[2]])  # the cut line stays on its own line
-    assert mt.read_rows(path) == [FIXTURE[0], FIXTURE[2]]
+    mtc.append_rows(path, [FIXTURE[2]])  # the cut line stays on its own line
+    assert mtc.read_rows(path) == [FIXTURE[0], FIXTURE[2]]
 
 
 @pytest.mark.parametrize(
@@ -210,7 +215,7 @@ def test_read_rows_stops_at_a_damaged_line_naming_the_file(tmp_path, line, why):
     path = tmp_path / "rows.jsonl"
     path.write_text(json.dumps(FIXTURE[0]) + "\n" + line + "\n" + json.dumps(FIXTURE[2]) + "\n")
     with pytest.raises(SystemExit) as exit_:
-        mt.read_rows(path)
+        mtc.read_rows(path)
     message = str(exit_.value.code)
     assert message.startswith(f"error: {path} is damaged ({why}")
     assert message.endswith("; restore it from a copy, or remove that line (its seeds train again)")
@@ -231,7 +236,7 @@ def _cell(algo="trpo", env="Hopper-v5", total_steps=1_000_000):
         hyperparameters={},
         lr_schedule_updates=None,
     )
-    return mt.make_cell(algo, env, total_steps, args)
+    return mtc.make_cell(algo, env, total_steps, args)
 
 
 def test_plan_skips_finished_seeds_and_refuses_other_settings():
@@ -252,16 +257,16 @@ def test_plan_skips_finished_seeds_and_refuses_other_settings():
 
 
 def test_cell_sets_cover_tianshous_table():
-    assert len(mt.CELL_SETS["trpo-npg"]) == 14 and len(mt.CELL_SETS["ddpg"]) == 7
-    assert all(mt.tianshou_mujoco(a, e) is not None for a, e in mt.CELL_SETS["all"])
+    assert len(mtc.CELL_SETS["trpo-npg"]) == 14 and len(mtc.CELL_SETS["ddpg"]) == 7
+    assert all(mtp.tianshou_mujoco(a, e) is not None for a, e in mtc.CELL_SETS["all"])
 
 
 def test_a_resized_schedule_is_a_setting_of_its_own():
     """--lr-schedule-updates: the agent's linear schedule sized for that many updates (at the
     1M run's last update, 976, Tianshou's 3,000-update schedule leaves 2/3 of the rate), and
     the cell's settings_id differs from the preset's, so its rows never join the preset's."""
-    preset = mt.make_cell("npg", "Reacher-v5", 1_000_000, mt.parse_args([]))
-    resized = mt.make_cell(
+    preset = mtc.make_cell("npg", "Reacher-v5", 1_000_000, mt.parse_args([]))
+    resized = mtc.make_cell(
         "npg", "Reacher-v5", 1_000_000, mt.parse_args(["--lr-schedule-updates", "3000"])
     )
     assert resized.settings_id != preset.settings_id
@@ -270,9 +275,9 @@ def test_a_resized_schedule_is_a_setting_of_its_own():
     np.testing.assert_allclose(float(resized.make_agent().lr_schedule(976)), 1 - 976 / 3000)
     assert float(preset.make_agent().lr_schedule(976)) == 0.0
     with pytest.raises(SystemExit, match="--lr-schedule-updates must be a positive integer"):
-        mt.make_cell("npg", "Reacher-v5", 1_000_000, mt.parse_args(["--lr-schedule-updates", "0"]))
+        mtc.make_cell("npg", "Reacher-v5", 1_000_000, mt.parse_args(["--lr-schedule-updates", "0"]))
     with pytest.raises(SystemExit, match="no linear lr_schedule"):
-        mt.make_cell("ddpg", "Hopper-v5", 1_000_000, mt.parse_args(["--lr-schedule-updates", "9"]))
+        mtc.make_cell("ddpg", "Hopper-v5", 1_000_000, mt.parse_args(["--lr-schedule-updates", "9"]))
 
 
 def test_another_task_version_is_a_cell_of_its_own_in_its_own_file(tmp_path):
@@ -280,19 +285,19 @@ def test_another_task_version_is_a_cell_of_its_own_in_its_own_file(tmp_path):
     mujoco-py 2.0); such rows, and a resized schedule's, never go into the table's file."""
     args = mt.parse_args(["--envs", "Ant-v3", "Hopper-v5", "--algos", "trpo"])
     assert sorted(mt.select_cells(args)) == [("trpo", "Ant-v3"), ("trpo", "Hopper-v5")]
-    cell = mt.make_cell("trpo", "Ant-v3", 1_000_000, args)
+    cell = mtc.make_cell("trpo", "Ant-v3", 1_000_000, args)
     assert cell.env == "Ant-v3" and cell.config.env == "Ant-v3"
-    args.results = tmp_path / mt.RESULTS_FILE
+    args.results = tmp_path / mtc.RESULTS_FILE
     with pytest.raises(SystemExit, match="--envs Ant-v3: not the table's v5 tasks"):
         mt.check_own_results_file(mt.select_cells(args), args)
     args.results = tmp_path / "ant_v3.jsonl"
     mt.check_own_results_file(mt.select_cells(args), args)  # its own file: accepted
     table = mt.parse_args(["--lr-schedule-updates", "3000"])
-    table.results = tmp_path / mt.RESULTS_FILE
+    table.results = tmp_path / mtc.RESULTS_FILE
     with pytest.raises(SystemExit, match="--lr-schedule-updates: a setting of its own"):
         mt.check_own_results_file(mt.select_cells(table), table)
     plain = mt.parse_args([])
-    plain.results = tmp_path / mt.RESULTS_FILE
+    plain.results = tmp_path / mtc.RESULTS_FILE
     mt.check_own_results_file(mt.select_cells(plain), plain)  # Tianshou's cells: accepted
 
 
@@ -312,19 +317,19 @@ def test_a_group_is_timed_by_its_cell_else_by_its_algorithms_other_tasks():
         row = _row(algo, env, 0, [1.0], settings_id=cell.settings_id, total_steps=total_steps)
         return {**row, "env_steps_per_second": rate}
 
-    assert mt.estimate_seconds(hopper, 3, []) is None
+    assert mtc.estimate_seconds(hopper, 3, []) is None
     # DDPG's rate says nothing of TRPO's, nor a run of another budget of a full one.
     others = [
         timed(hopper, "Hopper-v5", 1.0, algo="ddpg"),
         timed(hopper, "Hopper-v5", 1.0, total_steps=5),
     ]
-    assert mt.estimate_seconds(cheetah, 3, others) is None
+    assert mtc.estimate_seconds(cheetah, 3, others) is None
     rows = [timed(hopper, "Hopper-v5", 2_000.0), timed(hopper, "Hopper-v5", 4_000.0)]
-    seconds, basis = mt.estimate_seconds(cheetah, 3, rows)
+    seconds, basis = mtc.estimate_seconds(cheetah, 3, rows)
     assert seconds == pytest.approx(3 * 1_000_000 / 3_000.0)  # the median rate
     assert "other tasks" in basis
     rows.append(timed(cheetah, "HalfCheetah-v5", 10_000.0))
-    seconds, basis = mt.estimate_seconds(cheetah, 3, rows)
+    seconds, basis = mtc.estimate_seconds(cheetah, 3, rows)
     assert seconds == pytest.approx(3 * 1_000_000 / 10_000.0)  # its own cell's rate first
     assert basis == "at the rate measured so far"
 
@@ -339,12 +344,12 @@ def test_a_group_is_timed_by_groups_of_its_size_first():
         return {**row, "env_steps_per_second": rate, "seeds_in_process": seeds_in_process}
 
     rows = [timed(300.0, 3), timed(180.0, 1)]
-    seconds, basis = mt.estimate_seconds(cheetah, 1, rows)
+    seconds, basis = mtc.estimate_seconds(cheetah, 1, rows)
     assert seconds == pytest.approx(1_000_000 / 180.0)
     assert basis == "at the rate measured so far, groups of 1"
-    seconds, basis = mt.estimate_seconds(cheetah, 3, rows)
+    seconds, basis = mtc.estimate_seconds(cheetah, 3, rows)
     assert seconds == pytest.approx(3 * 1_000_000 / 300.0)
-    seconds, basis = mt.estimate_seconds(cheetah, 2, rows)  # no group of 2: all of them
+    seconds, basis = mtc.estimate_seconds(cheetah, 2, rows)  # no group of 2: all of them
     assert seconds == pytest.approx(2 * 1_000_000 / 240.0)
     assert basis == "at the rate measured so far"
 
@@ -359,18 +364,18 @@ def test_a_stopped_group_is_timed_by_its_own_recent_rate(tmp_path):
     # Two seeds, one row each per period: 1,000 env steps per second per seed in the first
     # 3 periods (a warm-up), then 100 for RATE_WINDOW periods.
     walls = [0.5 + 5.0 * p for p in range(4)]
-    walls += [walls[-1] + 50.0 * p for p in range(1, mt.RATE_WINDOW + 1)]
+    walls += [walls[-1] + 50.0 * p for p in range(1, mtc.RATE_WINDOW + 1)]
     lines = ["seed,period,env_steps,eval_return,wall_time"]
     lines += [f"{s},{p},{5000 * p},1.0,{wall}" for p, wall in enumerate(walls) for s in (0, 1)]
     (tmp_path / "evals.csv").write_text("\n".join(lines[:5]) + "\n")
-    assert mt.group_rate(tmp_path) is None  # one period after the initial evaluation
-    assert mt.estimate_seconds(cheetah, 2, rows, tmp_path)[0] == pytest.approx(200.0)
+    assert mtc.group_rate(tmp_path) is None  # one period after the initial evaluation
+    assert mtc.estimate_seconds(cheetah, 2, rows, tmp_path)[0] == pytest.approx(200.0)
     (tmp_path / "evals.csv").write_text("\n".join(lines) + "\n")
-    assert mt.group_rate(tmp_path) == (pytest.approx(100.0), 5000 * mt.RATE_WINDOW)
-    seconds, basis = mt.estimate_seconds(cheetah, 2, rows, tmp_path)
+    assert mtc.group_rate(tmp_path) == (pytest.approx(100.0), 5000 * mtc.RATE_WINDOW)
+    seconds, basis = mtc.estimate_seconds(cheetah, 2, rows, tmp_path)
     assert seconds == pytest.approx(1_000_000 / 100.0)
-    assert basis == f"at its own rate over {5000 * mt.RATE_WINDOW:,} env steps"
-    assert mt.group_rate(tmp_path / "missing") is None
+    assert basis == f"at its own rate over {5000 * mtc.RATE_WINDOW:,} env steps"
+    assert mtc.group_rate(tmp_path / "missing") is None
 
 
 @pytest.mark.parametrize("periods", ["0", "-2"])
@@ -392,7 +397,7 @@ def _plan_calls(monkeypatch, tmp_path, minutes, out_of_budget=(), jobs=1, only=N
     def train_group(cell, seeds, deadline, provenance, path, stop_after_periods, preempted=None):
         calls.append(cell.env)
         if cell.env in out_of_budget:
-            raise mt.Deadline()
+            raise mtc.Deadline()
         return None  # stopped, resumable
 
     monkeypatch.setattr(mt, "train_group", train_group)
@@ -437,7 +442,7 @@ def test_a_run_killed_after_a_groups_rows_removes_its_directory_next_time(tmp_pa
         (runs / name).mkdir(parents=True)
     rows = [_row("trpo", "InvertedPendulum-v5", s, [1.0]) for s in (0, 1)]
     rows += [_row("ddpg", "Hopper-v5", 0, [1.0])]
-    mt.remove_recorded_groups(results, rows)
+    mtc.remove_recorded_groups(results, rows)
     assert [p.name for p in runs.iterdir()] == [open_]
 
 
@@ -454,9 +459,9 @@ def test_jobs_outside_one_to_the_cpus_are_refused(extra, capsys):
 
 def test_a_row_of_a_process_with_a_share_of_the_cpus_says_so():
     machine = {"cpu": "Test CPU", "cores": 4, "accelerator": None}
-    assert mt._machine_name({**machine, "process_cpus": 2}) == "Test CPU (4 cores, 2 per process)"
-    assert mt._machine_name({**machine, "process_cpus": 4}) == "Test CPU (4 cores)"
-    assert mt._machine_name(machine) == "Test CPU (4 cores)"  # rows from before --jobs
+    assert mtp._machine_name({**machine, "process_cpus": 2}) == "Test CPU (4 cores, 2 per process)"
+    assert mtp._machine_name({**machine, "process_cpus": 4}) == "Test CPU (4 cores)"
+    assert mtp._machine_name(machine) == "Test CPU (4 cores)"  # rows from before --jobs
 
 
 def test_the_commit_is_dirty_when_the_training_code_differs_not_the_results(tmp_path, monkeypatch):
@@ -482,14 +487,17 @@ def test_the_commit_is_dirty_when_the_training_code_differs_not_the_results(tmp_
     git("init", "-q")
     git("add", ".")
     git("commit", "-qm", "fixture")
-    monkeypatch.setattr(mt, "BENCH_DIR", tmp_path / "benchmarks")
-    assert len(mt.git_commit()) == 40  # clean
+
+    def git_commit():
+        return common.git_commit(mt.TRAINING_CODE, cwd=tmp_path / "benchmarks")
+
+    assert len(git_commit()) == 40  # clean
     (tmp_path / "benchmarks/results/r.jsonl").write_text("{}\n{}\n")
     (tmp_path / "README.md").write_text("y\n")
-    assert len(mt.git_commit()) == 40  # results and other files do not count
+    assert len(git_commit()) == 40  # results and other files do not count
     for name in ("benchmarks/b.py", "jaxrl/a.py"):
         (tmp_path / name).write_text("changed = 2\n")
-        assert mt.git_commit().endswith("+dirty"), name
+        assert git_commit().endswith("+dirty"), name
         git("checkout", "--", name)
 
 
@@ -512,9 +520,9 @@ def test_the_tuned_column_is_the_held_out_runs_statistic(tmp_path):
     (tmp_path / "tuned_heldout_trpo_hopper.json").write_text(
         json.dumps({"evaluations": evaluations, "final_deterministic": [8.0, 12.0]})
     )
-    tuned = mt.tuned_result("Hopper", tmp_path)
+    tuned = mtp.tuned_result("Hopper", tmp_path)
     assert (tuned.seeds, tuned.max_of_mean, tuned.std_at_max) == (2, 30.0, 10.0)
     assert (tuned.final_mean, tuned.final_std) == (10.0, 2.0)
-    assert mt.tuned_result("Walker2d", tmp_path) is None
-    assert mt._tuned_cells("ddpg", "Hopper") == ["-", "-"]
-    assert mt._tuned_cells("trpo", "Reacher") == ["-", "-"]
+    assert mtp.tuned_result("Walker2d", tmp_path) is None
+    assert mtp._tuned_cells("ddpg", "Hopper") == ["-", "-"]
+    assert mtp._tuned_cells("trpo", "Reacher") == ["-", "-"]

@@ -1,5 +1,5 @@
-"""benchmarks/peers/offpolicy.py without its peers (no rejax or sbx environment needed):
-jaxrl's child with a tiny budget, the command lines it runs, its tables."""
+"""benchmarks/peers/offpolicy.py and its sides without the peers (no rejax or sbx environment
+needed): jaxrl's child with a tiny budget, the command lines it runs, its tables."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "peers"))
 
 import offpolicy
+import offpolicy_sides
 
 
 def test_jaxrl_api_child_trains_every_seed_to_a_finite_return():
-    got = offpolicy.jaxrl_api_child("ddpg", seeds=2, steps=300, episodes=2, warmup_steps=100)
+    got = offpolicy_sides.jaxrl_api_child("ddpg", seeds=2, steps=300, episodes=2, warmup_steps=100)
     assert len(got["returns"]) == 2 and all(math.isfinite(r) for r in got["returns"])
     assert got["env_steps"] == 300 and got["inner_s"] > 0
 
@@ -32,11 +33,11 @@ def test_command_lines_set_the_matched_settings(tmp_path, algo, host):
     assert run["seed"] == 3  # the host runs' seed is their repetition
     assert (run["num_envs"], run["num_steps"], run["total_steps"]) == (1, 1, 2000)
     assert run["eval_every"] == 2000
-    agent = offpolicy.jaxrl_agent(algo)
+    agent = offpolicy_sides.jaxrl_agent(algo)
     parsed = dict(command.hyperparameters)
     for name in ("tau", "gamma", "actor_lr", "critic_lr", "batch_size", "buffer_size"):
         assert parsed[name] == getattr(agent, name), name
-    assert parsed["warmup_steps"] == agent.warmup_steps == offpolicy.WARMUP_STEPS
+    assert parsed["warmup_steps"] == agent.warmup_steps == offpolicy_sides.WARMUP_STEPS
     assert tuple(parsed["hidden_sizes"]) == tuple(agent.hidden_sizes)
     assert parsed["exploration_noise"] == f"gaussian:{agent.exploration_noise.sigma}"
     if algo == "td3":
@@ -58,7 +59,7 @@ def test_tables_name_every_side_and_the_td3_ratio():
     assert "| jaxrl API | 11.0 | 10.0, 12.0 | -150.0 ± 20.0 (2 seeds) | 1.00 |" in table
     assert "| rejax | 25.0 |" in table and "| -120.0 ± 0.0 (1 seed) |" in table
     rows = [
-        offpolicy._update_row("jaxrl", algo, "uniform (jaxrl's)", [t, t], 1.0)
+        offpolicy_sides._update_row("jaxrl", algo, "uniform (jaxrl's)", [t, t], 1.0)
         for algo, t in (("ddpg", 0.002), ("td3", 0.0023))
     ]
     table = offpolicy.update_table(
@@ -85,7 +86,7 @@ def test_td3_learning_script_runs_the_batched_form_and_puts_the_function_back(mo
         return {"returns": [float(seed)] * seeds}
 
     monkeypatch.setattr(networks, "apply_copies", recorder)
-    monkeypatch.setattr(script.offpolicy, "jaxrl_api_child", child)
+    monkeypatch.setattr(script.offpolicy_sides, "jaxrl_api_child", child)
     assert script.final_returns("batched", 2, 10, 7) == [7.0, 7.0]
     assert script.final_returns("in turn", 1, 10, 3) == [3.0]
     assert calls == [True, False] and networks.apply_copies is recorder

@@ -15,12 +15,14 @@ from jax import lax
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-import roofline
+import roofline_hlo
+import roofline_peaks
+import roofline_programs
 
 
 def _analysis(fn, *args, dynamic=None):
     compiled = jax.jit(fn).lower(*args).compile()
-    return roofline.analyse_compiled(compiled, dynamic or {})
+    return roofline_hlo.analyse_compiled(compiled, dynamic or {})
 
 
 _W = jnp.full((64, 64), 0.01, jnp.float32)
@@ -69,13 +71,13 @@ def test_a_device_without_a_cost_model_is_costed_by_the_host_cpus():
     text = jax.jit(_scanned).lower(jnp.ones((64, 64), jnp.float32), 3).compile().as_text()
     cpu = jax.devices("cpu")[0].client
     dynamic = {"_scanned": 3.0}
-    own = roofline.HloAnalysis(text, cpu).analyse(dynamic)
-    borrowed = roofline.HloAnalysis(text, _NoCostModel(), cpu).analyse(dynamic)
+    own = roofline_hlo.HloAnalysis(text, cpu).analyse(dynamic)
+    borrowed = roofline_hlo.HloAnalysis(text, _NoCostModel(), cpu).analyse(dynamic)
     assert own["loop_correction"] == "xla per body"
     assert borrowed["loop_correction"].startswith("xla per body, the host CPU's cost model")
     assert borrowed["bytes"] == own["bytes"] > 3 * 2 * 64 * 64 * 4  # three trips' products
     assert borrowed["flops"] == pytest.approx(30 * _ONE_PRODUCT, rel=0.05)
-    alone = roofline.HloAnalysis(text, _NoCostModel()).analyse(dynamic)
+    alone = roofline_hlo.HloAnalysis(text, _NoCostModel()).analyse(dynamic)
     assert alone["loop_correction"].startswith("unavailable")  # nothing to borrow: flagged
 
 
@@ -99,12 +101,12 @@ def test_a_library_products_bytes_are_its_operands_and_result():
     its two operands and writes its result (its workspace is scratch), 2 x 2048 x 64 x 64
     FLOPs; the script adds them to that model's cost."""
     moved, flops = 4 * (2048 * 64 + 64 * 64 + 2048 * 64), 2 * 2048 * 64 * 64
-    analysis = roofline.HloAnalysis(_CUBLAS_HLO, None)
+    analysis = roofline_hlo.HloAnalysis(_CUBLAS_HLO, None)
     assert analysis.library_call_bytes({}) == moved
     assert analysis.dot_flops({}) == flops
     # Costed by the host CPU's model, which counts a custom call as -1 byte and -1 FLOP.
     cpu = jax.devices("cpu")[0].client
-    borrowed = roofline.HloAnalysis(_CUBLAS_HLO, _NoCostModel(), cpu).analyse({})
+    borrowed = roofline_hlo.HloAnalysis(_CUBLAS_HLO, _NoCostModel(), cpu).analyse({})
     assert borrowed["bytes"] == pytest.approx(moved, abs=1) and borrowed["flops"] == flops
 
 
@@ -114,7 +116,7 @@ def test_roofline_quick(tmp_path, run_quick):
     backend = jax.default_backend()
     data = json.loads((tmp_path / f"roofline_{backend}.json").read_text())
     assert [row["program"] for row in data["rows"]] == [
-        *roofline.QUICK_PROGRAMS[:-1],
+        *roofline_programs.QUICK_PROGRAMS[:-1],
         "ddpg-host-step",
         "ddpg-host-observe",
         "ddpg-host-learn",
@@ -122,7 +124,9 @@ def test_roofline_quick(tmp_path, run_quick):
     peaks = data["peaks"]
     assert peaks["matmul_gflops_highest"] > 0 and peaks["bandwidth_gbs"] > 0
     # One product at each layer shape, measured before and after the programs.
-    assert [r["name"] for r in peaks["layer_products"]] == [n for n, *_ in roofline.LAYER_PRODUCTS]
+    assert [r["name"] for r in peaks["layer_products"]] == [
+        n for n, *_ in roofline_peaks.LAYER_PRODUCTS
+    ]
     assert all(r["gflops"] > 0 for r in peaks["layer_products"])
     for row in data["rows"]:
         assert row["time_median_s"] > 0 and row["bytes"] > 0 and row["ops"] > 0
@@ -148,10 +152,10 @@ def test_a_program_over_seeds_does_each_seeds_work():
     """``--seeds N``: the program vmapped over N seeds does N seeds' matrix products, each
     seed computes what the program computes alone (the inputs are repeated), its loops run as
     one seed's, and a typed key is split so that each seed draws its own numbers."""
-    (cg,) = roofline.build("trpo-cg-pendulum", quick=True)
-    many = roofline.over_seeds(cg, 3)
+    (cg,) = roofline_programs.build("trpo-cg-pendulum", quick=True)
+    many = roofline_programs.over_seeds(cg, 3)
     assert many.name == "trpo-cg-pendulum-x3" and many.num_seeds == 3
-    assert roofline.over_seeds(cg, 1) is cg
+    assert roofline_programs.over_seeds(cg, 1) is cg
     one_out = jax.jit(cg.fn)(*cg.args)
     many_out = jax.jit(many.fn)(*many.args)
     for seed in (0, 2):
@@ -170,10 +174,14 @@ def test_a_program_over_seeds_does_each_seeds_work():
     def scaled_draw(x, key):
         return x * jax.random.normal(key, ())
 
-    draws = roofline.Program(
+    draws = roofline_programs.Program(
         "draw", "part", "trpo", "pendulum", "", scaled_draw, (jnp.ones(2), jax.random.key(0))
     )
-    out = np.asarray(jax.jit(roofline.over_seeds(draws, 4).fn)(*roofline.over_seeds(draws, 4).args))
+    out = np.asarray(
+        jax.jit(roofline_programs.over_seeds(draws, 4).fn)(
+            *roofline_programs.over_seeds(draws, 4).args
+        )
+    )
     assert out.shape == (4, 2) and len(np.unique(out[:, 0])) == 4
     np.testing.assert_array_equal(out[:, 0], out[:, 1])  # x repeated, one draw per seed
 

@@ -16,7 +16,7 @@ sys.path.insert(0, str(BENCH / "tuning"))
 sys.path.insert(0, str(BENCH))
 
 import heldout  # noqa: E402
-import mujoco_table  # noqa: E402
+import mujoco_table_page  # noqa: E402
 
 from jaxrl import cli  # noqa: E402
 from jaxrl.runs import read_csv  # noqa: E402
@@ -76,7 +76,7 @@ def test_held_out_runs_are_gathered_seed_by_seed_as_the_table_reads_them(runs, t
             expected += list(table["eval_return"][at][np.argsort(table["seed"][at])])
         assert returns == expected
     # The table's tuned column reads it: Tianshou's statistic and the final policy.
-    tuned = mujoco_table.tuned_result("Pendulum", tmp_path)
+    tuned = mujoco_table_page.tuned_result("Pendulum", tmp_path)
     curves = np.array([result["evaluations"][s] for s in sorted(result["evaluations"], key=int)])
     assert tuned.seeds == 3 and tuned.max_of_mean == pytest.approx(curves.mean(axis=1).max())
     assert tuned.final_mean == pytest.approx(np.mean(result["final_deterministic"]))
