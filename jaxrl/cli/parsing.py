@@ -38,9 +38,9 @@ _HYPERPARAMETERS_HELP = "{name} hyperparameters: Tianshou 2.x names, defaults of
 def _run_settings(algo: str, preset: str) -> list[tuple[str, Any, Any, str]]:
     """``(name, type, default, help)`` of the fields of :class:`jaxrl.config.RunConfig` offered
     on the command line, read from their metadata
-    (:func:`jaxrl.config.settings.command_line_options`) with ``preset``'s defaults."""
+    (:func:`jaxrl.config.spellings.command_line_options`) with ``preset``'s defaults."""
     from jaxrl.config.run_config import RunConfig, run_defaults
-    from jaxrl.config.settings import command_line_options
+    from jaxrl.config.spellings import command_line_options
 
     return command_line_options(RunConfig, run_defaults(algo, preset), preset)
 

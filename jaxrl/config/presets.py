@@ -26,6 +26,11 @@ this unless ``--preset`` names one); every value can still be overridden.
   updates).
 - ``tianshou-pendulum``: Tianshou's tuned Pendulum-v1 test settings
   (``test/continuous/test_*.py``), tuned to pass a best-return bar with early stopping.
+- ``accelerator``: ``mujoco``'s NPG and TRPO for a GPU or TPU, where sequential steps set the
+  pace: 64 envs x 16 steps per seed (the same 1,024 env steps per update, a quarter of the
+  sequential steps) and periods of 122 collections (1,952 vector steps, more than a 1,000-step
+  episode) evaluated alongside training (``eval_alongside``), so that only the final policy's
+  evaluation takes steps of its own: 6% of a 1M-step run's (``jaxrl train --plan``).
 - ``rl-zoo``: rl-baselines3-zoo's TRPO settings for MuJoCo (``hyperparams/trpo.yml``), where
   the tuning studies start.
 - ``mujoco-tuned``: TRPO and NPG tuned per task by ``jaxrl tune`` from ``rl-zoo`` (TRPO: Ant,
@@ -43,6 +48,8 @@ import difflib
 from types import MappingProxyType
 from typing import Any
 
+from jaxrl.config.tuned import TUNED_NPG as _TUNED_NPG
+from jaxrl.config.tuned import TUNED_TRPO as _TUNED_TRPO
 from jaxrl.tasks import BRAX_MUJOCO_TASKS, is_mujoco_id
 
 
@@ -227,11 +234,7 @@ _MUJOCO_ON_POLICY_RUN = {
     "normalize_obs": True,
 }
 
-# The mujoco run on an accelerator, where sequential steps set the pace: 4x the environments
-# and a quarter of the steps per collection (the same updates of the same batch), periods of
-# 122 collections (1,952 vector steps: more than a 1,000-step episode) whose evaluation
-# episodes step alongside the training, so that only the final policy's evaluation takes
-# steps of its own (6% of a 1M-step run's sequential steps; `jaxrl train --plan`).
+# The mujoco run on an accelerator (module docstring).
 _ACCELERATOR_RUN = {
     "num_envs": 64,
     "num_steps": 16,
@@ -272,86 +275,6 @@ _RL_ZOO_ON_POLICY = {
 }
 # 2 envs x 1,024 steps: 488 updates in 1M env steps (999,424), 61 evaluations of 8 updates
 # (16,384 env steps; the zoo evaluates every 25,000) of 5 episodes (the zoo's).
-# The best trial of each task's study (benchmarks/tuning/, docs/benchmarks/tuning.md: 3 search
-# seeds at 1M env steps, the search space in trpo_mujoco.search), over rl-zoo's settings; each
-# retrained on 10 held-out seeds (benchmarks/results/tuned_heldout_trpo_TASK.json).
-_TUNED_TRPO = {
-    "Ant": {  # study trpo-Ant-v5, trial 11
-        "max_kl": 0.008556859838486242,
-        "gae_lambda": 0.9401355613066866,
-        "gamma": 0.98,
-        "lr": 0.0003024178290266885,
-        "optim_critic_iters": 30,
-        "critic_batch_size": 256,
-        "log_std_init": -0.7692790298706962,
-        "num_steps": 512,
-    },
-    "HalfCheetah": {  # study trpo-HalfCheetah-v5, trial 13
-        "max_kl": 0.007644753580315356,
-        "gae_lambda": 0.9513605374694833,
-        "gamma": 0.99,
-        "lr": 0.0001314220531997731,
-        "optim_critic_iters": 30,
-        "critic_batch_size": 64,
-        "log_std_init": -0.9429810108877161,
-        "num_steps": 1024,
-    },
-    "Hopper": {  # study trpo-Hopper-v5, trial 7
-        "max_kl": 0.005960439631423121,
-        "gae_lambda": 0.9701926913016103,
-        "gamma": 0.995,
-        "lr": 0.00012776981339382372,
-        "optim_critic_iters": 30,
-        "critic_batch_size": 64,
-        "log_std_init": -0.06879398031097828,
-        "num_steps": 512,
-    },
-    "Swimmer": {  # study trpo-Swimmer-v5, trial 11
-        "max_kl": 0.01645589083949001,
-        "gae_lambda": 0.976514442392818,
-        "gamma": 0.999,
-        "lr": 0.0025381927205140225,
-        "optim_critic_iters": 5,
-        "critic_batch_size": 64,
-        "log_std_init": -0.29617020094680047,
-        "num_steps": 2048,
-    },
-    "Walker2d": {  # study trpo-Walker2d-v5, trial 13
-        "max_kl": 0.041078494289031896,
-        "gae_lambda": 0.9788546576403608,
-        "gamma": 0.995,
-        "lr": 0.0001412944787040992,
-        "optim_critic_iters": 30,
-        "critic_batch_size": 256,
-        "log_std_init": -0.3614564440914571,
-        "num_steps": 2048,
-    },
-}
-# NPG's study (npg_mujoco.search, the same protocol) over rl-zoo's settings with NPG's step
-# size 0.1; retrained on 10 held-out seeds (benchmarks/results/tuned_heldout_npg_TASK.json).
-_TUNED_NPG = {
-    "HalfCheetah": {  # study npg-HalfCheetah-v5, trial 4
-        "trust_region_size": 0.04519771306320705,
-        "gae_lambda": 0.9419679695570675,
-        "gamma": 0.999,
-        "lr": 0.00019515333830126354,
-        "optim_critic_iters": 30,
-        "critic_batch_size": 128,
-        "log_std_init": -0.9608122077456793,
-        "num_steps": 512,
-    },
-    "Hopper": {},  # study npg-Hopper-v5, trial 0: rl-zoo's values, no trial beat them
-    "Swimmer": {  # study npg-Swimmer-v5, trial 1
-        "trust_region_size": 0.11701414134690252,
-        "gae_lambda": 0.9643670429735177,
-        "gamma": 0.999,
-        "lr": 0.00207614104200153,
-        "optim_critic_iters": 5,
-        "critic_batch_size": 128,
-        "log_std_init": -0.22184324905014952,
-        "num_steps": 2048,
-    },
-}
 _RL_ZOO_RUN = {
     "num_envs": 2,
     "num_steps": 1024,

@@ -370,34 +370,6 @@ def _rules(cls: type) -> dict[str, tuple[Callable[[Any], bool], str]]:
     }
 
 
-def command_line_options(
-    cls: type, preset_defaults: Mapping[str, Any], preset: str
-) -> list[tuple[str, Any, Any, str]]:
-    """``(name, type, default, help)`` of each field of ``cls`` (:class:`RunSettings` or a
-    subclass) that its :func:`setting` metadata offers on the command line: the command-line
-    type (``cli_type``, else the field's), the default (``preset_defaults``' for a preset
-    setting, else ``cli_default``, else the field's) and one line of help (a callable help
-    gets the name of the ``preset`` in force). A subclass' own fields (what the run trains)
-    come first."""
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in settings_fields()}
-    own = [f for f in dataclasses.fields(cls) if f.name not in names]
-    options = []
-    for field in own + list(settings_fields()):
-        meta = field.metadata
-        if not meta.get("cli", False):
-            continue
-        if meta["preset"]:
-            default = preset_defaults.get(field.name, field.default)
-        elif meta["cli_default"] is not _NO_DEFAULT:
-            default = meta["cli_default"]
-        else:
-            default = field.default
-        help_text = meta["help"](preset) if callable(meta["help"]) else meta["help"]
-        options.append((field.name, meta["cli_type"] or hints[field.name], default, help_text))
-    return options
-
-
 def evaluation_interval(
     total_steps: int, steps_per_collect: int, default_total: int, default_eval_every: int
 ) -> int:

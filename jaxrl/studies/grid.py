@@ -16,8 +16,8 @@ from typing import Any, Literal
 import jax
 
 from jaxrl.config.run_config import RunConfig
-from jaxrl.config.settings import command_line_options, launch_settings, settings_fields
-from jaxrl.config.spellings import hyperparameters
+from jaxrl.config.settings import launch_settings, settings_fields
+from jaxrl.config.spellings import command_line_options, hyperparameters
 
 NOT_SWEPT = {
     "seed": "the seeds are the sweep's other axis: use num_seeds and seed",

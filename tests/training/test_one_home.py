@@ -15,13 +15,8 @@ import pytest
 import jaxrl
 from jaxrl.cli.parsing import _run_fields
 from jaxrl.config.run_config import RunConfig
-from jaxrl.config.settings import (
-    RunSettings,
-    SettingError,
-    command_line_options,
-    setting,
-    settings_fields,
-)
+from jaxrl.config.settings import RunSettings, SettingError, setting, settings_fields
+from jaxrl.config.spellings import command_line_options
 from jaxrl.training import TrainConfig
 
 PACKAGE = Path(jaxrl.__file__).parent
