@@ -18,7 +18,8 @@ across seeds), and draws the learning curves.
 
 MJX's solver settings: ``--solver newton --solver-iterations 1 --solver-ls-iterations 4`` (the
 accelerator setting). Each row also times one evaluation alone (``evaluation_s``) and
-apportions the run's time to its evaluations (``evaluation_share_of_run``).
+apportions the run's time to its evaluations (``evaluation_share_of_run``; None where they
+ran alongside training, ``--preset accelerator``).
 
 Partial results are written after every period (``brax_training.partial.json``); a run that
 must survive interruptions belongs in ``jaxrl train ... --resume``.
@@ -96,18 +97,20 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
     )
     start = time.perf_counter()
     carry = init(keys)
-    steps, returns = [], []
+    steps, returns, trained = [], [], 0
     for period, collections in enumerate(loop.layout.period_collections):
         if collections != loop.layout.collections_per_period:  # a shorter last period
             carry, metrics = jax.jit(over(loop.period(collections)))(carry)
         else:
             carry, metrics = run_period(carry)
         metrics = jax.device_get(metrics)
+        trained = int(metrics["env_steps"][0, -1])
+        # The policy evaluated: the period's last (evaluated alongside, its first).
         steps.append(int(metrics["eval/env_steps"][0]))
         returns.append(np.asarray(metrics["eval/return"], np.float64))
         elapsed = time.perf_counter() - start
         print(
-            f"  period {period + 1}/{loop.num_periods}: {steps[-1]:,} env steps/seed, "
+            f"  period {period + 1}/{loop.num_periods}: {trained:,} env steps/seed, "
             f"eval return {returns[-1].mean():.1f} +- {returns[-1].std():.1f}, "
             f"{elapsed:.1f}s",
             flush=True,
@@ -129,14 +132,17 @@ def _run(args: Any, algo: str, env_name: str) -> dict[str, Any]:
         "seed_axis": resolve_seed_axis(args.seed_axis, agent, loop.env),
         "run": config.to_dict()["run"],
         "hyperparameters": config.hyperparameters,
-        "env_steps_per_seed": steps[-1],
+        "env_steps_per_seed": trained,
         "compile_s": compile_s,
         "run_s": run_s,
         "total_s": compile_s + run_s,
-        "env_steps_per_s": config.num_seeds * steps[-1] / run_s,
+        "env_steps_per_s": config.num_seeds * trained / run_s,
         "evaluation_s": one_eval_s,
         "evaluations": len(steps),
-        "evaluation_share_of_run": min(1.0, len(steps) * one_eval_s / run_s),
+        # Evaluated alongside training, evaluation takes no time of its own to apportion.
+        "evaluation_share_of_run": (
+            None if config.eval_alongside else min(1.0, len(steps) * one_eval_s / run_s)
+        ),
         "eval_env_steps": steps,
         "eval_mean": curve.mean(axis=0).tolist(),
         "eval_std": curve.std(axis=0).tolist(),
