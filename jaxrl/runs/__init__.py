@@ -1,8 +1,7 @@
 """One run and its directory: training a run into it (:func:`train_run`), resuming it,
-loading its policy back (:func:`load`) and evaluating it (:func:`evaluate_policy`), and
-everything written there
-(``config.json``, orbax checkpoints, metrics as CSV and TensorBoard, tracking, progress,
-preemption, plots, the end-of-run report, videos)::
+loading its policy back (:func:`jaxrl.load`) and evaluating it (:func:`jaxrl.evaluate_policy`),
+and everything written there (``config.json``, orbax checkpoints, metrics as CSV and
+TensorBoard, tracking, progress, preemption, plots, the end-of-run report, videos)::
 
     from jaxrl.runs import RunDir, evaluate_policy, load, make_config, train_run
 

@@ -1,6 +1,7 @@
-"""A trained policy in your hands: :func:`load` a run directory's checkpoint as a
-:class:`Policy` that acts on plain NumPy observations, and :func:`evaluate_policy` it (the
-one evaluation of ``jaxrl evaluate``, for gymnax, Brax and gymnasium environments alike).
+"""A trained policy in your hands: :func:`jaxrl.load` a run directory's checkpoint as a
+:class:`jaxrl.Policy` that acts on plain NumPy observations, and
+:func:`jaxrl.evaluate_policy` it (the one evaluation of ``jaxrl evaluate``, for gymnax, Brax
+and gymnasium environments alike).
 
 A :class:`Policy` folds in what the run's evaluations do around the network: the run's
 observation normalization (its statistics, frozen at the checkpoint) before the network,
@@ -113,7 +114,9 @@ _act = jax.jit(_actions, static_argnums=(0, 1))
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
-def _act_seeds(agent: Any, deterministic: bool, state: Any, stats: Any, obs: jax.Array, key: Any):
+def _act_seeds(
+    agent: Any, deterministic: bool, state: Any, stats: Any, obs: jax.Array, key: Any
+) -> jax.Array:
     def one(state: Any, stats: Any) -> jax.Array:
         return _actions(agent, deterministic, state, stats, obs, key)
 
@@ -121,17 +124,22 @@ def _act_seeds(agent: Any, deterministic: bool, state: Any, stats: Any, obs: jax
 
 
 def _open(run_dir: str | Path | RunDir) -> RunDir:
-    """The run directory ``run_dir``; for a sweep's or a tune's directory, an error naming
-    some of its runs."""
+    """The run directory ``run_dir``; for a sweep's or a tune's directory (its runs one or
+    two levels below), an error naming some of its runs."""
     if isinstance(run_dir, RunDir):
         return run_dir
     path = Path(run_dir)
     if path.is_dir() and not (path / "config.json").is_file():
-        runs = sorted(p.name for p in path.iterdir() if (p / "config.json").is_file())
+        runs = sorted(
+            str(config.parent.relative_to(path))
+            for pattern in ("*/config.json", "*/*/config.json")
+            for config in path.glob(pattern)
+        )
         if runs:
             shown = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
             raise RunDirError(
-                f"{str(path)!r} holds several runs (a sweep or a tune): load one of them ({shown})"
+                f"{str(path)!r} holds {len(runs)} runs (a sweep or a tune): load one of them, "
+                f"{shown}"
             )
     return RunDir.open(path)
 

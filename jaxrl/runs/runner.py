@@ -286,7 +286,7 @@ def make_config(
     command resolves them (``backend=``, ``env_backend=``, ``brax_backend=`` choose).
 
     Its :meth:`~jaxrl.config.RunConfig.make_agent` is the command's agent (a learning-rate
-    schedule sized by the run's updates); :func:`train_run` trains it.
+    schedule sized by the run's updates); :func:`jaxrl.runs.train_run` trains it.
 
     Raises:
       ValueError, TypeError: an unknown algorithm, preset, environment id or setting, or a

@@ -117,6 +117,8 @@ def test_a_new_user_loads_acts_evaluates_and_exports(
     np.testing.assert_array_equal(every(obs).shape, (2, 5, 1))
     np.testing.assert_array_equal(every(obs)[0], batch)
     assert not np.array_equal(every(obs)[1], batch)  # the other seed's policy
+    with pytest.raises(ValueError, match=r"observations must have shape \[3\] or \[B, 3\]"):
+        policy(obs[:, :2])
 
     # evaluate_policy: the numbers of jaxrl evaluate, every seed, and each seed alone.
     for run_dir in (pendulum, hopper_run):
