@@ -138,8 +138,8 @@ def _open(run_dir: str | Path | RunDir) -> RunDir:
         if runs:
             shown = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
             raise RunDirError(
-                f"{str(path)!r} holds {len(runs)} runs (a sweep or a tune): load one of them, "
-                f"{shown}"
+                f"{str(path)!r} holds {len(runs)} run{'s' if len(runs) != 1 else ''} (a sweep "
+                f"or a tune): load one of them, {shown}"
             )
     return RunDir.open(path)
 

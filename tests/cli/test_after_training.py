@@ -34,7 +34,7 @@ from jaxrl.config import RunConfig
 from jaxrl.core import RunningMeanStd
 from jaxrl.runs import CheckpointError
 
-from .helpers import TINY, Result
+from .helpers import TINY, Result, single_error_line
 
 HOPPER_RUN = ["train", "npg", "--env", "Hopper-v5", *TINY, "--total-steps", "256"]
 
@@ -238,7 +238,7 @@ CASES = [
 ]
 
 
-# Cost: ~15 s of CPU, ~30 s on a busy 2-core machine (6 initial policies, 12 exports,
+# Cost: ~12-16 s on a 2-core CPU (6 initial policies, 12 exports,
 # 1 process reading them).
 def test_the_export_of_each_algorithm_acts_as_its_policy(tmp_path):
     jobs, wanted = [], []
@@ -262,3 +262,23 @@ def test_onnx_export_names_a_primitive_it_cannot_translate():
     example = jax.ShapeDtypeStruct((3, 4), np.float32)
     with pytest.raises(UnsupportedPrimitive, match="'cumsum'"):
         to_onnx(lambda x: jax.numpy.cumsum(x, axis=1), example)
+
+
+# Cost: <1 s (every error comes before a checkpoint is restored).
+def test_export_errors_are_one_line(trpo_run, jaxrl, tmp_path):
+    run_dir, _ = trpo_run
+    (tmp_path / "sweep" / "runs").mkdir(parents=True)
+    shutil.copy(run_dir / "config.json", tmp_path / "sweep" / "runs")
+    cases = [
+        ([run_dir, "--checkpoint", "first"], "--checkpoint must be last, best or an evaluation"),
+        (
+            [run_dir, "--checkpoint", "3"],
+            "no finished checkpoint at period 3 (its checkpoints: 2, 4)",
+        ),
+        ([run_dir, "--seed-index", "2"], "--seed-index: seed must be one of the run's 2 seeds"),
+        ([tmp_path / "sweep"], "holds 1 run (a sweep or a tune): load one of them, runs"),
+        ([tmp_path / "none"], "does not exist"),
+    ]
+    for args, expected in cases:
+        line = single_error_line(jaxrl("export", *args))
+        assert expected in line, line
