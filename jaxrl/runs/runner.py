@@ -289,8 +289,9 @@ def make_config(
     schedule sized by the run's updates); :func:`jaxrl.runs.train_run` trains it.
 
     Raises:
-      ValueError, TypeError: an unknown algorithm, preset, environment id or setting, or a
-        value out of range, naming it.
+      ValueError, TypeError: an unknown algorithm, preset, environment id, setting or
+        hyperparameter, or a setting out of range, naming it (a hyperparameter's value is
+        read, and checked, by ``make_agent()``).
     """
     from jaxrl.config.presets import preset_for_env
     from jaxrl.config.run_config import run_defaults
@@ -330,16 +331,9 @@ def make_config(
             f"(it has {', '.join(sorted(hyper))})"
         )
     hyper.update(hyperparameters or {})
-    config = RunConfig(
-        algo=algo,
-        env=env,
-        backend=backend,
-        hyperparameters=hyper,
-        preset=preset,
-        **settings,
+    return RunConfig(
+        algo=algo, env=env, backend=backend, hyperparameters=hyper, preset=preset, **settings
     )
-    config.make_agent()  # the hyperparameters' values checked
-    return config
 
 
 def make_agent(
