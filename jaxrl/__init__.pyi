@@ -18,5 +18,11 @@ from .replay import NStepBatch as NStepBatch
 from .replay import ReplayBuffer as ReplayBuffer
 from .replay import Transition as Transition
 from .rollout import Rollout as Rollout
+from .runs import Policy as Policy
+from .runs import evaluate_policy as evaluate_policy
+from .runs import export_policy as export_policy
+from .runs import load as load
+from .runs import make_agent as make_agent
+from .runs import make_config as make_config
 
 __version__: str

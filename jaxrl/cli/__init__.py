@@ -9,6 +9,7 @@
     jaxrl tune trpo --search max-kl=0.001:0.05:log --trials 40  # Optuna, batches of trials
     jaxrl train trpo --preset-file tunes/.../best.json         # the best trial's values
     jaxrl evaluate runs/trpo-...                   # evaluation returns of the final policy
+    jaxrl export runs/trpo-... --format onnx       # the policy as a file, without jaxrl
     jaxrl plot runs/trpo-... runs/npg-...          # learning curves in one figure
     jaxrl train td3 --plugin examples/td3.py       # an algorithm from a plug-in file
 
@@ -23,7 +24,7 @@ stderr naming the problem and exit status 2.
 
 The command's modules import one way: this entry point -> :mod:`jaxrl.cli.studies`
 (``sweep``, ``tune``) -> :mod:`jaxrl.cli.train` -> :mod:`jaxrl.cli.results` (``evaluate``,
-``plot``, ``compare``) -> :mod:`jaxrl.cli.parsing` (reading the command line) ->
+``export``, ``plot``, ``compare``) -> :mod:`jaxrl.cli.parsing` (reading the command line) ->
 :mod:`jaxrl.cli.options` (the commands' options) -> :mod:`jaxrl.cli.usage` (one-line errors).
 """
 
@@ -37,7 +38,7 @@ import sys
 from pathlib import Path
 
 from jaxrl.cli import results, studies, train
-from jaxrl.cli.options import PROG, CompareCommand, EvaluateCommand, PlotCommand
+from jaxrl.cli.options import PROG, CompareCommand, EvaluateCommand, ExportCommand, PlotCommand
 from jaxrl.cli.parsing import expand_preset_file, parse, preset_in_force
 from jaxrl.cli.usage import UsageError
 from jaxrl.config.files import DamagedFile
@@ -113,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         _enable_compilation_cache()
         if isinstance(args, EvaluateCommand):
             return results.evaluate(args)
+        if isinstance(args, ExportCommand):
+            return results.export(args)
         if type(args).command == "sweep":
             return studies.sweep(args, argv)
         if type(args).command == "tune":

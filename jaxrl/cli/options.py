@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import tyro
 
 PROG = "jaxrl"
-COMMANDS = ("train", "sweep", "tune", "evaluate", "plot", "compare")
+COMMANDS = ("train", "sweep", "tune", "evaluate", "export", "plot", "compare")
 # Commands that train an algorithm: jaxrl COMMAND ALGO [options].
 TRAINING = ("train", "sweep", "tune")
 
@@ -53,6 +53,29 @@ class EvaluateCommand:
     ] = None
     seed_index: Annotated[int, arg("with --video: the seed whose policy is recorded")] = 0
     video_episodes: Annotated[int, arg("with --video: episodes recorded")] = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportCommand:
+    """Write one seed's policy as a file that runs without jaxrl: an ONNX model or JAX's
+    serialized program, observation normalization and action scaling folded in."""
+
+    run_dir: Annotated[str, tyro.conf.Positional, arg("the run directory", metavar="RUN_DIR")]
+    format: Annotated[
+        Literal["onnx", "jax"],
+        arg("onnx (pip install 'jaxrl[export]') or jax (jax.export's serialized program)"),
+    ] = "onnx"
+    out: Annotated[
+        str | None, arg("the file to write; None: RUN_DIR/policy.onnx or RUN_DIR/policy.jax")
+    ] = None
+    seed_index: Annotated[int, arg("the seed whose policy is written")] = 0
+    checkpoint: Annotated[
+        str,
+        arg(
+            "last (the newest checkpoint), best (the best evaluation's, if its checkpoint "
+            "is kept) or an evaluation period"
+        ),
+    ] = "last"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -296,4 +319,9 @@ class TuneCommand(TrainingCommand):
 
 
 TRAINING_COMMANDS = {c.command: c for c in (TrainCommand, SweepCommand, TuneCommand)}
-SUBCOMMANDS = {"evaluate": EvaluateCommand, "plot": PlotCommand, "compare": CompareCommand}
+SUBCOMMANDS = {
+    "evaluate": EvaluateCommand,
+    "export": ExportCommand,
+    "plot": PlotCommand,
+    "compare": CompareCommand,
+}

@@ -23,6 +23,7 @@ from jaxrl.cli.options import (
     TRAINING_COMMANDS,
     CompareCommand,
     EvaluateCommand,
+    ExportCommand,
     PlotCommand,
     TrainingCommand,
     algorithm_names,
@@ -130,8 +131,8 @@ def _covered(preset: str) -> tuple[str, ...]:
 
 def _needs_training(argv: list[str]) -> bool:
     """Whether :func:`parse` must build ``train`` and ``sweep`` from the algorithms to read
-    ``argv``: not when it names ``evaluate``, ``plot`` or ``compare``, or only asks for the
-    top-level help."""
+    ``argv``: not when it names ``evaluate``, ``export``, ``plot`` or ``compare``, or only
+    asks for the top-level help."""
     head = argv[0] if argv else ""
     only_help = bool(argv) and all(t in ("-h", "--help") for t in argv)
     return head not in SUBCOMMANDS and not only_help
@@ -139,7 +140,7 @@ def _needs_training(argv: list[str]) -> bool:
 
 def _command_type(preset: str, training: bool = True) -> Any:
     """The whole command line as a tyro type: subcommands train ALGO, sweep ALGO, tune ALGO,
-    evaluate, plot, compare (read with :func:`command_registry`). ``training=False``:
+    evaluate, export, plot, compare (read with :func:`command_registry`). ``training=False``:
     ``train``, ``sweep`` and ``tune`` are listed (the top-level help is the same) but have no
     options, and no algorithm is imported."""
     from jaxrl.config.presets import get_preset
@@ -176,6 +177,7 @@ def _command_type(preset: str, training: bool = True) -> Any:
                 for n, c, d in described
             ),
             Annotated[EvaluateCommand, tyro.conf.subcommand("evaluate")],
+            Annotated[ExportCommand, tyro.conf.subcommand("export")],
             Annotated[PlotCommand, tyro.conf.subcommand("plot")],
             Annotated[CompareCommand, tyro.conf.subcommand("compare")],
         )

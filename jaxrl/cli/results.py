@@ -1,6 +1,7 @@
-"""``jaxrl evaluate``, ``jaxrl plot`` and ``jaxrl compare``: what the command says about runs
-that have trained. Each returns the exit status and raises :class:`jaxrl.cli.usage.UsageError`
-for a problem the user can fix (one line, status 2)."""
+"""``jaxrl evaluate``, ``jaxrl export``, ``jaxrl plot`` and ``jaxrl compare``: what the command
+says about runs that have trained, and their policies as files. Each returns the exit status
+and raises :class:`jaxrl.cli.usage.UsageError` for a problem the user can fix (one line, status
+2)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jaxrl.cli.options import CompareCommand, EvaluateCommand, PlotCommand
+from jaxrl.cli.options import CompareCommand, EvaluateCommand, ExportCommand, PlotCommand
 from jaxrl.cli.usage import UsageError
 
 
 def evaluate(args: EvaluateCommand) -> int:
     from jaxrl.runs.checkpoints import CheckpointError
+    from jaxrl.runs.policy import evaluate_policy, load
     from jaxrl.runs.run_dir import RunDir, RunDirError
-    from jaxrl.runs.runner import evaluate_run
     from jaxrl.runs.vocabulary import DETERMINISTIC, STOCHASTIC
 
     if args.episodes < 1:
@@ -35,7 +36,10 @@ def evaluate(args: EvaluateCommand) -> int:
                 f"evaluation period (its checkpoints: {have})"
             )
     try:
-        loaded, returns = evaluate_run(args.run_dir, args.episodes, args.seed, args.step)
+        loaded = load(
+            args.run_dir, seed=None, checkpoint="last" if args.step is None else args.step
+        )
+        returns = evaluate_policy(loaded, args.episodes, args.seed)
     except (RunDirError, CheckpointError, ValueError) as error:
         raise UsageError(str(error)) from None
     config = loaded.config
@@ -69,6 +73,38 @@ def evaluate(args: EvaluateCommand) -> int:
         print(f"  seed {seed}: {value:10.1f}")
     spread = f" +- {returns.std():.1f}" if len(returns) > 1 else ""
     print(f"Mean return: {returns.mean():.1f}{spread}")
+    return 0
+
+
+def export(args: ExportCommand) -> int:
+    from jaxrl.runs.checkpoints import CheckpointError
+    from jaxrl.runs.export import SUFFIXES, export_policy
+    from jaxrl.runs.jaxpr_onnx import UnsupportedPrimitive
+    from jaxrl.runs.policy import load
+    from jaxrl.runs.run_dir import RunDirError
+
+    checkpoint: Any = args.checkpoint
+    if checkpoint not in ("last", "best"):
+        if not checkpoint.isdigit():
+            raise UsageError(
+                f"--checkpoint must be last, best or an evaluation period, got {checkpoint!r}"
+            )
+        checkpoint = int(checkpoint)
+    out = Path(args.out) if args.out else Path(args.run_dir) / f"policy{SUFFIXES[args.format]}"
+    try:
+        policy = load(args.run_dir, seed=args.seed_index, checkpoint=checkpoint)
+        path = export_policy(policy, out, args.format)
+    except (RunDirError, CheckpointError, UnsupportedPrimitive, ImportError) as error:
+        raise UsageError(str(error)) from None
+    except ValueError as error:
+        raise UsageError(f"--seed-index: {error}" if "seed" in str(error) else str(error)) from None
+    config = policy.config
+    batch = ", ".join(["batch", *map(str, policy.observation_shape)])
+    print(
+        f"{config.algo.upper()} on {config.env}: seed {args.seed_index}'s policy of checkpoint "
+        f"{policy.step} ({policy.metadata.get('env_steps') or 0:,} env steps) written to {path} "
+        f"({args.format}; obs [{batch}] float32 -> action)"
+    )
     return 0
 
 

@@ -206,8 +206,8 @@ def tune(args: Any, argv: list[str]) -> int:
     primary = is_primary()
     algo, values, hyper = args.algo, args.values(), dict(args.hyperparameters)
     given = given_options(rewrite_aliases(argv))
-    if "seed" not in given:
-        values["seed"] = TUNE_SEED
+    if "seed" not in given:  # the study's seeds, apart from train's: as if written
+        values["seed"], given = TUNE_SEED, given | {"seed"}
     try:
         check_options({**values, "stop_after_periods": None}, given)
         preset = preset_in_force(argv)

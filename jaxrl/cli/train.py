@@ -105,28 +105,18 @@ def _resumed_config(algo: str, wanted: dict[str, Any], given: set[str]) -> tuple
 def new_config(
     algo: str, values: dict[str, Any], hyper: dict[str, Any], given: set[str], preset: str
 ) -> Any:
-    """The configuration of a new run: the options' values, the drivers and backends
-    resolved (:func:`_backends`), the evaluation interval adapted to a budget given without
-    one (:meth:`jaxrl.config.settings.RunSettings.for_budget`)."""
-    from jaxrl.config.run_config import RunConfig, run_defaults
-    from jaxrl.config.settings import DEFAULT_NUM_SEEDS, RunSettings, settings_fields
+    """The configuration of a new run: :func:`jaxrl.runs.runner.make_config` of the options
+    written on the command line, the drivers and backends resolved by :func:`_backends`
+    (whose errors name the flags)."""
+    from jaxrl.config.settings import settings_fields
+    from jaxrl.runs.runner import make_config
 
     backend, env_backend, brax_backend = _backends(values)
-    settings = {f.name: values[f.name] for f in settings_fields() if f.metadata["cli"]}
-    written = {name: settings[name] for name in given if name in settings}
-    settings.update(RunSettings.for_budget(run_defaults(algo, preset, values["env"]), written))
-    settings.update(
-        num_seeds=settings["num_seeds"] or DEFAULT_NUM_SEEDS[backend],
-        env_backend=env_backend,
-        brax_backend=brax_backend,
-    )
-    return RunConfig(
-        algo=algo,
-        env=values["env"],
-        backend=backend,
-        hyperparameters=hyper,
-        preset=preset,
-        **settings,
+    names = {f.name for f in settings_fields() if f.metadata["cli"]}
+    written = {name: values[name] for name in given if name in names}
+    written.update(env_backend=env_backend, brax_backend=brax_backend)
+    return make_config(
+        algo, values["env"], preset, hyperparameters=hyper, backend=backend, **written
     )
 
 

@@ -1,13 +1,13 @@
 """One run and its directory: training a run into it (:func:`train_run`), resuming it,
-loading its policy back (:func:`load_run`) and evaluating it, and everything written there
-(``config.json``, orbax checkpoints, metrics as CSV and TensorBoard, tracking, progress,
-preemption, plots, the end-of-run report, videos)::
+loading its policy back (:func:`jaxrl.load`) and evaluating it (:func:`jaxrl.evaluate_policy`),
+and everything written there (``config.json``, orbax checkpoints, metrics as CSV and
+TensorBoard, tracking, progress, preemption, plots, the end-of-run report, videos)::
 
-    from jaxrl.config import RunConfig
-    from jaxrl.runs import load_run, train_run
+    from jaxrl.runs import RunDir, evaluate_policy, load, make_config, train_run
 
-    result = train_run(RunConfig.from_preset("trpo", "Pendulum-v1"), "runs/pendulum")
-    loaded = load_run("runs/pendulum")          # agent, state (seed axis first), metadata
+    result = train_run(make_config("trpo", "Pendulum-v1"), RunDir.create("runs/pendulum"))
+    policy = load("runs/pendulum")              # seed 0's policy: policy(obs) -> action
+    returns = evaluate_policy(policy, episodes=10)
 """
 
 import lazy_loader

@@ -31,6 +31,7 @@ import numpy as np
 
 from jaxrl.algorithms.protocol import Agent
 from jaxrl.config.run_config import RunConfig
+from jaxrl.config.settings import RunSettings
 from jaxrl.runs.bookkeeping import RunBook, TrainResult
 from jaxrl.runs.checkpoints import CheckpointError, CheckpointStore
 from jaxrl.runs.run_dir import RunDir
@@ -67,13 +68,16 @@ def make_loop(config: RunConfig, agent: Agent) -> Loop:
 
 @dataclasses.dataclass(frozen=True)
 class LoadedRun:
-    """A run's policy loaded from a checkpoint (:func:`load_run`).
+    """A run's whole checkpoint as its driver carries it (:func:`load_run`); a policy to act
+    with is :func:`jaxrl.runs.policy.load`'s.
 
     Attributes:
       config: the run's configuration.
       agent: the algorithm object.
-      state: the agent state; on JAX runs every leaf has a leading seed axis.
-      carry: the whole ``TrainCarry`` of a JAX run (None for gymnasium runs).
+      state: the agent state; every leaf has a leading seed axis ``[S]``.
+      carry: what the driver checkpointed: the jitted driver's whole ``TrainCarry``, the
+        host driver's ``HostCarry``; both hold the agent ``state`` and the observation
+        statistics ``obs_stats`` (None without observation normalization), seed axis first.
       metadata: the checkpoint's metadata (``period``, ``env_steps``, ...).
       step: the checkpoint step (the period it was written after).
     """
@@ -286,6 +290,90 @@ def check_config(config: RunConfig) -> None:
     make_loop(config, config.make_agent()).check()
 
 
+def make_config(
+    algo: str,
+    env: str = "Pendulum-v1",
+    preset: str | None = None,
+    *,
+    hyperparameters: dict[str, Any] | None = None,
+    **run: Any,
+) -> RunConfig:
+    """The run ``jaxrl train ALGO --env ENV [--preset PRESET]`` would train, with the run
+    settings ``run`` (``total_steps=``, ``num_envs=``, ``normalize_obs=``, ``num_seeds=``,
+    ...: the command's options by field name) and the hyperparameters ``hyperparameters``
+    (command-line values by field name, ``{"max_kl": 0.02, "lr_schedule": "linear"}``)
+    written as on the command line: every other value is the command's default, the
+    preset's (``preset``, default :func:`jaxrl.config.presets.preset_for_env`'s) where it
+    has one; a budget given without ``eval_every`` evaluates as the command's does; the
+    driver, the host environments' library and Brax's physics resolved from ``env`` as the
+    command resolves them (``backend=``, ``env_backend=``, ``brax_backend=`` choose).
+
+    Its :meth:`~jaxrl.config.RunConfig.make_agent` is the command's agent (a learning-rate
+    schedule sized by the run's updates); :func:`jaxrl.runs.train_run` trains it.
+
+    Raises:
+      ValueError, TypeError: an unknown algorithm, preset, environment id, setting or
+        hyperparameter, or a setting out of range, naming it (a hyperparameter's value is
+        read, and checked, by ``make_agent()``).
+    """
+    from jaxrl.config.presets import preset_for_env
+    from jaxrl.config.run_config import run_defaults
+    from jaxrl.config.settings import DEFAULT_NUM_SEEDS, command_line_options
+    from jaxrl.config.spellings import hyperparameters as preset_hyperparameters
+    from jaxrl.envs import resolve_backend, resolve_env_backend
+    from jaxrl.envs.brax_env import DEFAULT_BRAX_BACKEND, is_brax_id
+
+    preset = preset or preset_for_env(env)
+    defaults = run_defaults(algo, preset, env)
+    options = {
+        name: default for name, _, default, _ in command_line_options(RunConfig, defaults, preset)
+    }
+    unknown = set(run) - set(options) - {"backend"}
+    if unknown:
+        raise TypeError(f"make_config() got unknown run settings: {', '.join(sorted(unknown))}")
+    given = {name: value for name, value in run.items() if name != "backend"}
+    settings = {
+        name: value for name, value in options.items() if name not in ("env", "backend", "preset")
+    }
+    settings.update(RunSettings.for_budget(defaults, given))
+    env_backend = settings["env_backend"]
+    backend = resolve_backend(
+        env, "gymnasium" if env_backend != "auto" else run.get("backend", "auto")
+    )
+    settings.update(
+        num_seeds=settings["num_seeds"] or DEFAULT_NUM_SEEDS[backend],
+        env_backend=resolve_env_backend(env, env_backend) if backend == "gymnasium" else "auto",
+    )
+    if is_brax_id(env):
+        settings["brax_backend"] = settings["brax_backend"] or DEFAULT_BRAX_BACKEND
+    hyper = {spec.name: spec.default for spec in preset_hyperparameters(algo, preset, env)}
+    unknown = set(hyperparameters or {}) - set(hyper)
+    if unknown:
+        raise TypeError(
+            f"{algo} has no command-line hyperparameters {', '.join(sorted(unknown))} "
+            f"(it has {', '.join(sorted(hyper))})"
+        )
+    hyper.update(hyperparameters or {})
+    return RunConfig(
+        algo=algo, env=env, backend=backend, hyperparameters=hyper, preset=preset, **settings
+    )
+
+
+def make_agent(
+    algo: str,
+    env: str = "Pendulum-v1",
+    preset: str | None = None,
+    *,
+    hyperparameters: dict[str, Any] | None = None,
+    **run: Any,
+) -> Any:
+    """The agent ``jaxrl train`` would train: :func:`make_config`'s
+    :meth:`~jaxrl.config.RunConfig.make_agent`. The agent alone is not the run: the run's
+    settings (observation normalization: ``config.normalize_obs``; the budget a schedule is
+    sized by) are :func:`make_config`'s."""
+    return make_config(algo, env, preset, hyperparameters=hyperparameters, **run).make_agent()
+
+
 def _resume_point(
     store: CheckpointStore, like: Callable[[], Any], resume: bool, say: Callable[[str], None]
 ) -> tuple[Any, dict[str, Any] | None]:
@@ -321,12 +409,13 @@ def _setup_message(run: RunBook) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Loading and evaluation
+# Loading
 # ---------------------------------------------------------------------------------------------
 
 
 def load_run(run_dir: str | Path | RunDir, step: int | None = None) -> LoadedRun:
-    """Load a run's policy from its newest finalized checkpoint (or ``step``).
+    """Load a run's whole checkpoint, its newest finalized one (or ``step``'s), onto this
+    process's default device (:func:`jaxrl.runs.policy.load` makes a policy of it).
 
     Raises:
       CheckpointError: the run has no finalized checkpoint (or none at ``step``).
@@ -341,37 +430,3 @@ def load_run(run_dir: str | Path | RunDir, step: int | None = None) -> LoadedRun
     tree, meta = store.restore(loop.checkpoint_template(), step)
     carry = loop.from_checkpoint(tree)
     return LoadedRun(config, agent, carry.state, carry, meta, meta["step"])
-
-
-def evaluate_policy(
-    config: RunConfig,
-    agent: Agent,
-    state: Any,
-    obs_stats: Any,
-    episodes: int,
-    seed: int = 0,
-    deterministic: bool | None = None,
-) -> np.ndarray:
-    """Mean return per seed ``[S]`` of ``episodes`` episodes of each seed's policy (``state``
-    and ``obs_stats`` with a leading seed axis), on the run's environments. The policy acts
-    as the algorithm evaluates (``agent.evaluates_deterministically``) unless
-    ``deterministic`` says otherwise. Compiled once per agent, environment, episode count and
-    mode."""
-    if deterministic is None:
-        deterministic = agent.evaluates_deterministically
-    return make_loop(config, agent).evaluate(state, obs_stats, episodes, seed, bool(deterministic))
-
-
-def evaluate_run(
-    run_dir: str | Path | RunDir, episodes: int = 10, seed: int = 0, step: int | None = None
-) -> tuple[LoadedRun, np.ndarray]:
-    """Evaluate a run's checkpointed policy: ``(loaded run, mean return per seed)``.
-
-    Each seed's policy plays ``episodes`` episodes (deterministically where the algorithm
-    evaluates so: DDPG always, NPG/TRPO with ``deterministic_eval``).
-    """
-    loaded = load_run(run_dir, step)
-    returns = evaluate_policy(
-        loaded.config, loaded.agent, loaded.state, loaded.carry.obs_stats, episodes, seed
-    )
-    return loaded, returns

@@ -10,7 +10,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from jaxrl.runs import CheckpointStore, evaluate_run, load_run, read_csv
+from jaxrl.runs import CheckpointStore, evaluate_policy, load, load_run, read_csv
 
 from .helpers import TRPO_RUN, leaves_equal
 
@@ -130,8 +130,8 @@ def test_a_run_directory_written_by_an_earlier_jaxrl_resumes_and_evaluates_as_it
         assert_as_written(np.asarray(written[key]), np.asarray(got[key]), key)
 
     for step, returns in expected["returns_by_step"].items():
-        step = None if step == "final" else int(step)
-        _, got = evaluate_run(run_dir, expected["episodes"], expected["seed"], step)
+        policy = load(run_dir, seed=None, checkpoint="last" if step == "final" else int(step))
+        got = evaluate_policy(policy, expected["episodes"], expected["seed"])
         as_written = np.array([float.fromhex(x) for x in returns])
         assert_as_written(as_written, np.asarray(got, np.float64), f"evaluate_run step {step}")
 

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxrl.runs import CheckpointStore, load_run, read_csv
-from jaxrl.runs.runner import evaluate_policy
+from jaxrl.runs import CheckpointStore, evaluate_policy, load, load_run, read_csv
 
 from .helpers import Result
 
@@ -124,10 +123,7 @@ def test_evaluate_step_and_seed_choose_the_checkpoint_and_the_episodes(
     assert reseeded["checkpoint"] == 4
 
     def expected(step: int, seed: int) -> list[float]:
-        loaded = load_run(run_dir, step)
-        returns = evaluate_policy(
-            loaded.config, loaded.agent, loaded.state, loaded.carry.obs_stats, 2, seed
-        )
+        returns = evaluate_policy(load(run_dir, seed=None, checkpoint=step), 2, seed)
         return [float(r) for r in returns]
 
     assert newest["returns"] == expected(4, 0)

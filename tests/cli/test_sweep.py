@@ -13,6 +13,9 @@ import jax
 import numpy as np
 import pytest
 
+from jaxrl import load
+from jaxrl.runs import RunDirError
+
 from .helpers import TINY, Result, single_error_line
 
 BUDGET = ["--total-steps", "256"]  # 2 collections of 4 x 32, 2 evaluation periods
@@ -68,9 +71,14 @@ def test_a_sweep_trains_every_setting_as_train_does(jaxrl: Callable[..., Result]
         swept = [float(r["final_return"]) for r in rows if (r["max_kl"], r["gae_lambda"]) == (
             max_kl, lam)]  # fmt: skip
         _assert_close(np.asarray(swept), np.asarray(final))
-    # A setting's directory is a run directory: the other commands read it.
+    # A setting's directory is a run directory: the other commands read it, and jaxrl.load.
     runs = sorted((sweep_dir / "runs").iterdir())
     jaxrl("compare", runs[0], runs[1], "-o", tmp_path / "c.png").check()
+    policy = load(runs[0], seed=1)
+    assert policy.config.hyperparameters["max_kl"] == float(runs[0].name.split(",")[0][7:])
+    assert policy(np.zeros(3, np.float32)).shape == (1,)
+    with pytest.raises(RunDirError, match=r"holds 4 runs \(a sweep or a tune\): load one"):
+        load(sweep_dir)
 
 
 def _without_wall_time(rows: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -1,0 +1,77 @@
+"""A trained policy as a file that runs without jaxrl (``jaxrl export``): one seed's
+deterministic action, ``obs [batch, *observation_shape] -> action [batch, ...]`` in the
+environment's units, the run's observation normalization and the agent's action bounding
+and scaling folded in, with a symbolic batch dimension.
+
+- ``jax``: JAX's serialized program (:mod:`jax.export`) for the CPU and CUDA; read it with
+  ``jax.export.deserialize(bytearray(data)).call(obs)`` (JAX only).
+- ``onnx``: an ONNX model (input ``obs``, output ``action``, float32) for onnxruntime and
+  other ONNX runtimes, written by :mod:`jaxrl.runs.jaxpr_onnx` (``pip install
+  'jaxrl[export]'``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+
+from jaxrl.runs.policy import Policy
+
+Format = Literal["jax", "onnx"]
+SUFFIXES: dict[str, str] = {"jax": ".jax", "onnx": ".onnx"}
+
+
+def _example(policy: Policy) -> jax.ShapeDtypeStruct:
+    (batch,) = jax.export.symbolic_shape("batch")
+    return jax.ShapeDtypeStruct((batch, *policy.observation_shape), jnp.float32)
+
+
+def _platforms() -> tuple[str, ...]:
+    """The CPU, and CUDA where this JAX can lower for it."""
+    try:
+        jax.export.export(jax.jit(jnp.sin), platforms=("cpu", "cuda"))(
+            jax.ShapeDtypeStruct((1,), jnp.float32)
+        )
+    except Exception:  # a JAX without CUDA lowering: the CPU alone
+        return ("cpu",)
+    return ("cpu", "cuda")
+
+
+def export_jax(policy: Policy) -> bytes:
+    """The serialized :mod:`jax.export` program of ``policy``'s deterministic action."""
+    exported = jax.export.export(jax.jit(policy.action_function()), platforms=_platforms())
+    return bytes(exported(_example(policy)).serialize())
+
+
+def export_onnx(policy: Policy) -> bytes:
+    """The ONNX model of ``policy``'s deterministic action
+    (:func:`jaxrl.runs.jaxpr_onnx.to_onnx`)."""
+    from jaxrl.runs.jaxpr_onnx import to_onnx
+
+    with jax.default_matmul_precision("highest"):
+        model = to_onnx(policy.action_function(), _example(policy), f"{policy.config.algo}_policy")
+    return model.SerializeToString()
+
+
+def export_policy(policy: Policy, path: str | Path, format: Format | None = None) -> Path:
+    """Write ``policy`` (one seed's: :func:`jaxrl.runs.policy.load` with ``seed=i``) to
+    ``path`` as ``format`` (default: from the suffix, ``.onnx`` or ``.jax``). Returns the path.
+
+    Raises:
+      ValueError: an unknown format, or a policy of every seed.
+      jaxrl.runs.jaxpr_onnx.UnsupportedPrimitive: ONNX of a policy using a primitive the
+        converter does not translate.
+      ImportError: ONNX without the ``onnx`` package.
+    """
+    path = Path(path)
+    if format is None:
+        format = "onnx" if path.suffix == ".onnx" else "jax"
+    if format not in SUFFIXES:
+        raise ValueError(f"format must be 'jax' or 'onnx', got {format!r}")
+    data = export_onnx(policy) if format == "onnx" else export_jax(policy)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
