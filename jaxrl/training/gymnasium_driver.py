@@ -253,7 +253,7 @@ def train_gymnasium(
       stop: optional Tianshou ``stop_fn``: the run ends after the first evaluation for which
         it returns True. Given the evaluation return (a float) when ``num_seeds`` is None,
         else the evaluation returns so far ``[S, periods]`` (as
-        :func:`~jaxrl.training.jax_driver.train_until`).
+        :func:`~jaxrl.training.jax_loop.train_until`).
 
     Returns:
       ``(state, metrics)`` with per-collection arrays (``env_steps``, ``train_return``, the
