@@ -318,7 +318,8 @@ def make_config(
     """
     from jaxrl.config.presets import preset_for_env
     from jaxrl.config.run_config import run_defaults
-    from jaxrl.config.settings import DEFAULT_NUM_SEEDS, command_line_options
+    from jaxrl.config.settings import DEFAULT_NUM_SEEDS
+    from jaxrl.config.spellings import command_line_options
     from jaxrl.config.spellings import hyperparameters as preset_hyperparameters
     from jaxrl.envs import resolve_backend, resolve_env_backend
     from jaxrl.envs.brax_env import DEFAULT_BRAX_BACKEND, is_brax_id
