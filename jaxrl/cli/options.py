@@ -181,7 +181,10 @@ class TrainCommand(TrainingCommand):
     ] = None
     stop_after_periods: Annotated[
         int | None,
-        arg("stop after this many evaluation periods, as an interruption would (for testing)"),
+        arg(
+            "stop after this many evaluation periods, as an interruption would (--resume RUN_DIR "
+            "continues the run)"
+        ),
     ] = None
     plan: Annotated[
         bool,
@@ -221,7 +224,11 @@ class SweepCommand(TrainingCommand):
         ),
     ] = None
     stop_after_groups: Annotated[
-        int | None, arg("stop after this many groups, as an interruption would (for testing)")
+        int | None,
+        arg(
+            "stop after this many groups, as an interruption would (the same --sweep-dir "
+            "again continues the sweep)"
+        ),
     ] = None
     jobs: Annotated[
         int,
@@ -291,7 +298,10 @@ class TuneCommand(TrainingCommand):
     ] = True
     stop_after_batches: Annotated[
         int | None,
-        arg("stop after this many batches, as an interruption would (for testing)"),
+        arg(
+            "stop after this many batches of trials, as an interruption would (the same "
+            "--tune-dir again continues the study)"
+        ),
     ] = None
 
 
