@@ -358,7 +358,7 @@ def _report(config: Any, run_dir: Any, result: Any, resume_cmd: str, tracking: A
     print(f"Checkpoint:     {result.checkpoint if result.checkpoint else '(none yet)'}")
     print(f"Metrics:        {run_dir.updates_csv}, {run_dir.evals_csv}")
     if tracking.tensorboard:
-        print(f"TensorBoard:    tensorboard --logdir {run_dir.tensorboard}")
+        print(tensorboard_line(run_dir.tensorboard))
     if tracking.wandb:
         from jaxrl.runs.tracking import WANDB_ID_FILE
 
@@ -368,6 +368,18 @@ def _report(config: Any, run_dir: Any, result: Any, resume_cmd: str, tracking: A
         print(f"Evaluate:       jaxrl evaluate {run_dir.path}")
     else:
         print(f"Continue:       {resume_cmd}")
+
+
+def tensorboard_line(logdir: Any) -> str:
+    """The report's line on the run's TensorBoard events: the command that shows them, and
+    where TensorBoard itself is not installed (jaxrl writes the events without it), the
+    extra that installs it."""
+    import importlib.util
+
+    line = f"TensorBoard:    tensorboard --logdir {logdir}"
+    if importlib.util.find_spec("tensorboard") is None:
+        line += "  (to view them: pip install 'jaxrl[tensorboard]')"
+    return line
 
 
 def done_elsewhere(what: str) -> int:
