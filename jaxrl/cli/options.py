@@ -91,7 +91,11 @@ class CompareCommand:
     ]
     output: Annotated[
         str | None,
-        arg("image file; None: comparison.png next to the first RUN_DIR", aliases=("-o",)),
+        arg(
+            "image file; None: compare-RUN-vs-RUN.png (the directories' names) next to the "
+            "first RUN_DIR",
+            aliases=("-o",),
+        ),
     ] = None
     labels: Annotated[
         tuple[str, ...] | None, arg("one label per run; None: algorithm and environment")
