@@ -147,13 +147,25 @@ def _read_arrays(tree_dir: Path, description: dict[str, Any]) -> dict[str, Any]:
     # Restore onto this process's first device, whatever device wrote the checkpoint (in a
     # job of several processes jax.devices()[0] may be another process's).
     device = None if _several_processes() else jax.local_devices()[0]
-    flat = {}
+
+    def damaged(name: str, error: Exception) -> CheckpointDamaged:
+        path = description["leaves"][int(name)]["path"] or "its array"
+        return CheckpointDamaged(f"reading {path}: {_tensorstore_reason(error)}")
+
+    # Every array's read starts before any is waited for; reads still under way when one
+    # fails run no Python code (no event loop is involved) and end unseen.
+    reads = []
     for name, future in zip(names, opened, strict=True):
         try:
-            array = future.result().read().result()
+            reads.append(future.result().read())
         except ValueError as error:  # TensorStore's errors: a file missing, a checksum, ...
-            path = description["leaves"][int(name)]["path"] or "its array"
-            raise CheckpointDamaged(f"reading {path}: {_tensorstore_reason(error)}") from None
+            raise damaged(name, error) from None
+    flat = {}
+    for name, read in zip(names, reads, strict=True):
+        try:
+            array = read.result()
+        except ValueError as error:
+            raise damaged(name, error) from None
         flat[name] = array if device is None else jax.device_put(array, device)
     return flat
 

@@ -139,7 +139,7 @@ def _have_imageio() -> None:
         ) from None
 
 
-def headless_mujoco_gl() -> str | None:
+def _mujoco_gl_here() -> str | None:
     """The OpenGL backend MuJoCo renders with here: ``MUJOCO_GL`` if set, else ``"egl"`` on
     Linux without a display (gymnasium would try GLFW first, which needs one), else None
     (gymnasium's own choice)."""
@@ -164,7 +164,7 @@ def _gymnasium_env(env_id: str) -> Any:
     # no display, and none of SDL's complaints about their absence.
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-    backend = headless_mujoco_gl() if is_mujoco_id(env_id) else None
+    backend = _mujoco_gl_here() if is_mujoco_id(env_id) else None
     if backend is not None:
         os.environ["MUJOCO_GL"] = backend  # read when gymnasium makes its renderer
     env = gymnasium.make(env_id, render_mode="rgb_array")
