@@ -150,3 +150,23 @@ def test_the_site_builds_without_a_warning(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
     assert result.returncode == 0, result.stderr[-6000:]
     assert (tmp_path / "html" / "api" / "generated" / "jaxrl.TRPO.html").exists()
+    # A class's page documents what it inherits from jaxrl's own classes (NPG's init and
+    # update are NaturalGradient's).
+    npg = (tmp_path / "html" / "api" / "generated" / "jaxrl.NPG.html").read_text()
+    assert 'id="jaxrl.NPG.init"' in npg and 'id="jaxrl.NPG.update"' in npg
+
+
+def test_no_build_output_is_committed():
+    """What building the site writes (the executed notebooks, autosummary's stubs, the
+    HTML) is git-ignored and not in the repository."""
+    listed = subprocess.run(
+        ["git", "ls-files", "docs/jupyter_execute", "docs/_build", "docs/api/generated"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    assert listed.stdout == ""
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "docs/jupyter_execute/x.png"], cwd=ROOT, check=False
+    )
+    assert ignored.returncode == 0  # git-ignored

@@ -114,7 +114,11 @@ class CompareCommand:
     ]
     output: Annotated[
         str | None,
-        arg("image file; None: comparison.png next to the first RUN_DIR", aliases=("-o",)),
+        arg(
+            "image file; None: compare-RUN-vs-RUN.png (the directories' names) next to the "
+            "first RUN_DIR",
+            aliases=("-o",),
+        ),
     ] = None
     labels: Annotated[
         tuple[str, ...] | None, arg("one label per run; None: algorithm and environment")
@@ -204,7 +208,10 @@ class TrainCommand(TrainingCommand):
     ] = None
     stop_after_periods: Annotated[
         int | None,
-        arg("stop after this many evaluation periods, as an interruption would (for testing)"),
+        arg(
+            "stop after this many evaluation periods, as an interruption would (--resume RUN_DIR "
+            "continues the run)"
+        ),
     ] = None
     plan: Annotated[
         bool,
@@ -244,7 +251,11 @@ class SweepCommand(TrainingCommand):
         ),
     ] = None
     stop_after_groups: Annotated[
-        int | None, arg("stop after this many groups, as an interruption would (for testing)")
+        int | None,
+        arg(
+            "stop after this many groups, as an interruption would (the same --sweep-dir "
+            "again continues the sweep)"
+        ),
     ] = None
     jobs: Annotated[
         int,
@@ -314,7 +325,10 @@ class TuneCommand(TrainingCommand):
     ] = True
     stop_after_batches: Annotated[
         int | None,
-        arg("stop after this many batches, as an interruption would (for testing)"),
+        arg(
+            "stop after this many batches of trials, as an interruption would (the same "
+            "--tune-dir again continues the study)"
+        ),
     ] = None
 
 

@@ -186,6 +186,7 @@ def compare(args: CompareCommand) -> int:
         compare_runs,
         default_output,
         format_table,
+        improvements,
         profile_figure,
         robust_lines,
     )
@@ -208,7 +209,9 @@ def compare(args: CompareCommand) -> int:
         from jaxrl.studies.normalized import aggregate
 
         normalized = {"normalized": [aggregate(g) for g in groups]} if groups else {}
-        print(json.dumps({"figure": str(path), "runs": rows, **normalized}))
+        # Runs on other tasks are compared by group (normalized), not run by run.
+        improvement = {} if groups else {"probability_of_improvement": improvements(rows)}
+        print(json.dumps({"figure": str(path), "runs": rows, **improvement, **normalized}))
         return 0
     print(format_table(rows))
     for line in robust_lines(rows, improvement=not groups):  # runs on other tasks: by group

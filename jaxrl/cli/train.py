@@ -178,21 +178,26 @@ def _format_seconds(seconds: float) -> str:
     return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
 
 
-def _budget_notes(config: Any) -> list[str]:
-    """What the run does where it differs from what its flags say (said before training)."""
+def _budget_notes(config: Any, given: set[str]) -> list[str]:
+    """What the run does where it differs from what its settings say (said before training);
+    a setting the command line did not write (``given``) is named as the default it is."""
     layout = config.layout
+
+    def named(name: str, flag: str, value: int) -> str:
+        return f"{flag} {value:,}" if name in given else f"the default {flag} ({value:,})"
+
     notes = []
     if layout.total_steps != config.total_steps:
         notes.append(
-            f"Note: --total-steps {config.total_steps:,} is not a whole number of collections "
-            f"(--num-envs x --num-steps = {layout.steps_per_collect:,} env steps): the run "
-            f"takes {layout.total_steps:,} env steps per seed."
+            f"Note: {named('total_steps', '--total-steps', config.total_steps)} is not a whole "
+            f"number of collections (--num-envs x --num-steps = {layout.steps_per_collect:,} "
+            f"env steps): the run takes {layout.total_steps:,} env steps per seed."
         )
     if layout.period_collections[-1] != layout.collections_per_period:
         notes.append(
-            f"Note: --eval-every {config.eval_every:,} does not divide the run: evaluations "
-            f"every {layout.steps_per_period:,} env steps and after the last step "
-            f"({layout.total_steps:,})."
+            f"Note: {named('eval_every', '--eval-every', config.eval_every)} does not divide "
+            f"the run: evaluations every {layout.steps_per_period:,} env steps and after the "
+            f"last step ({layout.total_steps:,})."
         )
     return notes
 
@@ -271,7 +276,8 @@ def train(args: Any, argv: list[str]) -> int:
     config, run_dir, resume = _resolve_in_step(args, argv)
     primary = is_primary()
     say = (lambda message: print(message, file=sys.stderr, flush=True)) if primary else None
-    for line in _budget_notes(config) if primary else ():
+    given = given_options(rewrite_aliases(argv))
+    for line in _budget_notes(config, given) if primary else ():
         print(line, file=sys.stderr, flush=True)
     resume_cmd = f"jaxrl train {config.algo} --resume {run_dir.path}"
     preemption = Preemption(args.preemption_grace).install()
@@ -342,7 +348,7 @@ def _report(config: Any, run_dir: Any, result: Any, resume_cmd: str, tracking: A
     print(f"Checkpoint:     {result.checkpoint if result.checkpoint else '(none yet)'}")
     print(f"Metrics:        {run_dir.updates_csv}, {run_dir.evals_csv}")
     if tracking.tensorboard:
-        print(f"TensorBoard:    tensorboard --logdir {run_dir.tensorboard}")
+        print(tensorboard_line(run_dir.tensorboard))
     if tracking.wandb:
         from jaxrl.runs.tracking import WANDB_ID_FILE
 
@@ -352,6 +358,18 @@ def _report(config: Any, run_dir: Any, result: Any, resume_cmd: str, tracking: A
         print(f"Evaluate:       jaxrl evaluate {run_dir.path}")
     else:
         print(f"Continue:       {resume_cmd}")
+
+
+def tensorboard_line(logdir: Any) -> str:
+    """The report's line on the run's TensorBoard events: the command that shows them, and
+    where TensorBoard itself is not installed (jaxrl writes the events without it), the
+    extra that installs it."""
+    import importlib.util
+
+    line = f"TensorBoard:    tensorboard --logdir {logdir}"
+    if importlib.util.find_spec("tensorboard") is None:
+        line += "  (to view them: pip install 'jaxrl[tensorboard]')"
+    return line
 
 
 def done_elsewhere(what: str) -> int:

@@ -285,9 +285,9 @@ class RunSettings:
 
     @classmethod
     def validate(cls, values: Mapping[str, Any]) -> None:
-        """Check settings given by name (any subset of the class' :func:`setting` fields, a
-        subclass' included): each against its type and minimum, and a budget against one
-        collection.
+        """Check settings given by name (any subset of the class'
+        :func:`~jaxrl.config.settings.setting` fields, a subclass' included): each against its
+        type and minimum, and a budget against one collection.
 
         Raises:
           SettingError: for the first value out of range, naming the field and what it
@@ -336,7 +336,8 @@ class RunSettings:
     @classmethod
     def for_budget(cls, defaults: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
         """The settings ``given`` over ``defaults`` (a preset's), with the evaluation
-        interval adapted to a budget given without one (:func:`evaluation_interval`)."""
+        interval adapted to a budget given without one
+        (:func:`~jaxrl.config.settings.evaluation_interval`)."""
         values = {**defaults, **given}
         if "total_steps" in given and "eval_every" not in given:
             values["eval_every"] = evaluation_interval(

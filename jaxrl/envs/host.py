@@ -82,6 +82,14 @@ class GymnasiumVectorEnv:
                 vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
                 **(env_kwargs or {}),
             )
+        except gym.error.DependencyNotInstalled as error:
+            if is_mujoco_id(env_id):  # gymnasium names its own extra, not jaxrl's
+                raise ValueError(
+                    f"env: {env_id} needs MuJoCo: pip install 'jaxrl[mujoco]'"
+                ) from None
+            raise ValueError(
+                f"env: cannot make gymnasium environment {env_id!r}: {error}"
+            ) from error
         except gym.error.Error as error:
             raise ValueError(
                 f"env: cannot make gymnasium environment {env_id!r}: {error}"

@@ -13,6 +13,12 @@ the leaves (orbax refuses to write one process's device arrays in a multi-proces
 runner has process 0 alone save whole arrays (gathered from every process), and every process
 restore them, from a directory all of them read. The files are the same either way, so a run
 resumes with any number of processes.
+
+A restore reads the arrays with TensorStore, one blocking read per array, rather than through
+orbax's restore: orbax reads them in tasks of an event loop it closes as soon as one read fails,
+and the reads still under way then each print a traceback from TensorStore's threads. A damaged
+file is one :class:`CheckpointDamaged` instead; only the files a restore needs are read (the
+arrays' database under ``tree/`` and ``meta/metadata``).
 """
 
 from __future__ import annotations
@@ -107,25 +113,73 @@ def _shape_dtype(leaf: Any) -> tuple[tuple[int, ...], Any]:
     return tuple(np.shape(leaf)), leaf.dtype
 
 
-def _abstract(tree: Any) -> tuple[dict[str, Any], list[Any], Any]:
-    """Abstract flat dict (ShapeDtypeStruct leaves, keys as key data) of a template tree;
-    in a job of several processes NumPy arrays (restored as NumPy: orbax reads no
-    process-local device arrays there)."""
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    # Restore onto this process's first device, whatever device wrote the checkpoint
-    # (without a sharding orbax reuses the saved one, e.g. cpu:0, absent on a GPU machine;
-    # in a job of several processes jax.devices()[0] may be another process's).
-    device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+def _read_arrays(tree_dir: Path, description: dict[str, Any]) -> dict[str, Any]:
+    """The saved arrays of a checkpoint (``{"00000": array, ...}``, as :func:`encode` names
+    them), read from orbax's array database (OCDBT, one zarr array per leaf) with blocking
+    TensorStore reads: on this process's first device, or as NumPy arrays in a job of several
+    processes (no process-local device arrays there).
+
+    Raises:
+      CheckpointDamaged: a file is missing or cannot be decoded (the first reason).
+    """
+    import tensorstore as ts
+
+    names = [
+        f"{index:05d}"
+        for index, entry in enumerate(description["leaves"])
+        if math.prod(entry["shape"]) > 0  # saved as its description only (encode)
+    ]
+    context = ts.Context()  # one cache of the database's manifest and b-tree for every array
+    base = {"driver": "file", "path": str(tree_dir) + "/"}
+    opened = [
+        ts.open(
+            {
+                "driver": "zarr",
+                "kvstore": {"driver": "ocdbt", "base": base, "path": f"{name}/"},
+                "fill_missing_data_reads": False,  # a missing chunk is damage, not zeros
+            },
+            open=True,
+            read=True,
+            context=context,
+        )
+        for name in names
+    ]
+    # Restore onto this process's first device, whatever device wrote the checkpoint (in a
+    # job of several processes jax.devices()[0] may be another process's).
+    device = None if _several_processes() else jax.local_devices()[0]
+
+    def damaged(name: str, error: Exception) -> CheckpointDamaged:
+        path = description["leaves"][int(name)]["path"] or "its array"
+        return CheckpointDamaged(f"reading {path}: {_tensorstore_reason(error)}")
+
+    # Every array's read starts before any is waited for; reads still under way when one
+    # fails run no Python code (no event loop is involved) and end unseen.
+    reads = []
+    for name, future in zip(names, opened, strict=True):
+        try:
+            reads.append(future.result().read())
+        except ValueError as error:  # TensorStore's errors: a file missing, a checksum, ...
+            raise damaged(name, error) from None
     flat = {}
-    for index, leaf in enumerate(leaves):
-        shape, dtype = _shape_dtype(leaf)
-        if math.prod(shape) == 0:  # saved as its description only (encode)
-            continue
-        if _several_processes():
-            flat[f"{index:05d}"] = np.zeros(shape, dtype)
-        else:
-            flat[f"{index:05d}"] = jax.ShapeDtypeStruct(shape, dtype, sharding=device)
-    return flat, leaves, treedef
+    for name, read in zip(names, reads, strict=True):
+        try:
+            array = read.result()
+        except ValueError as error:
+            raise damaged(name, error) from None
+        flat[name] = array if device is None else jax.device_put(array, device)
+    return flat
+
+
+def _tensorstore_reason(error: Exception) -> str:
+    """The innermost clause of a TensorStore error and its status (the message nests every
+    layer the read passed through and appends the JSON specs), e.g. ``Error decoding b-tree
+    node: CRC-32C checksum verification failed: ... (data loss)``."""
+    text = " ".join(str(error).split(" [tensorstore_spec")[0].split())
+    status, _, rest = text.partition(": ")
+    if not (status.isupper() and rest):  # no status code in front
+        status, rest = "", text
+    clause = "Error " + rest.rsplit(": Error ", 1)[-1] if ": Error " in rest else rest
+    return f"{clause} ({status.lower().replace('_', ' ')})" if status else clause
 
 
 def decode(flat: dict[str, Any], like: Any, description: dict[str, Any]) -> Any:
@@ -142,8 +196,8 @@ def decode(flat: dict[str, Any], like: Any, description: dict[str, Any]) -> Any:
 
 
 def _manager_options(**options: Any) -> Any:
-    """orbax's ``CheckpointManagerOptions``; in a job of several processes, for this process
-    alone (orbax then cannot create the directory itself)."""
+    """orbax's ``CheckpointManagerOptions`` of the saving manager; in a job of several
+    processes, for this process alone (orbax then cannot create the directory itself)."""
     import orbax.checkpoint as ocp
 
     if _several_processes():
@@ -275,14 +329,11 @@ class CheckpointStore:
         Raises:
           CheckpointError: no finalized checkpoint, or one that does not fit ``like``.
         """
-        import orbax.checkpoint as ocp
-
-        _quiet_orbax()
         step = self.latest_step() if step is None else step
         if step is None or step not in self.steps():
             raise CheckpointError(f"no finalized checkpoint in {self.directory}")
         meta = self.metadata(step)
-        abstract, leaves, _ = _abstract(like)
+        leaves = jax.tree_util.tree_leaves(like)
         saved = meta.get("leaves", [])
         if len(saved) != len(leaves):
             raise CheckpointError(
@@ -297,16 +348,19 @@ class CheckpointStore:
                     f"{tuple(entry['shape'])}, the run needs {shape} (array {index})"
                 )
         try:
-            with ocp.CheckpointManager(self.directory, options=_manager_options()) as manager:
-                restored = manager.restore(
-                    step,
-                    args=ocp.args.Composite(**{_TREE: ocp.args.StandardRestore(abstract)}),
+            flat = _read_arrays(self.path(step) / _TREE, meta)
+        except CheckpointDamaged as damage:
+            raise CheckpointDamaged(f"checkpoint {self.path(step)} is damaged: {damage}") from None
+        for name, array in flat.items():
+            entry = saved[int(name)]
+            if tuple(array.shape) != tuple(entry["shape"]) or str(array.dtype) != entry["dtype"]:
+                raise CheckpointDamaged(
+                    f"checkpoint {self.path(step)} is damaged: {entry['path'] or 'its array'} "
+                    f"is {array.dtype}{list(array.shape)}, saved as {entry['dtype']}"
+                    f"{entry['shape']}"
                 )
-        except Exception as error:  # orbax and tensorstore raise many kinds on bad files
-            reason = " ".join(str(error).split())[:200]
-            raise CheckpointDamaged(f"checkpoint {self.path(step)} is damaged: {reason}") from None
-        _check_sums(restored[_TREE], meta, self.path(step))
-        return decode(restored[_TREE], like, meta), meta
+        _check_sums(flat, meta, self.path(step))
+        return decode(flat, like, meta), meta
 
     def restore_newest(self, like: Any) -> tuple[Any, dict[str, Any], list[tuple[int, str]]]:
         """:meth:`restore` of the newest checkpoint that restores: damaged newer ones are

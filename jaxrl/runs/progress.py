@@ -51,6 +51,7 @@ class RunProgress:
         one seed's; the line adds the rate of all seeds).
       start_steps: env steps per seed already done (a resumed run).
       console: a ``rich.console.Console`` (default: stderr).
+      eval_label: what the evaluation figure is (a study's group: its best setting's).
     """
 
     def __init__(
@@ -60,11 +61,13 @@ class RunProgress:
         num_seeds: int = 1,
         start_steps: int = 0,
         console: Any = None,
+        eval_label: str = "eval return",
     ) -> None:
         from rich.console import Console
 
         self.console = console or Console(stderr=True)
         self.description = description
+        self.eval_label = eval_label
         self.total = total_steps
         self.num_seeds = num_seeds
         self.steps = start_steps
@@ -92,7 +95,9 @@ class RunProgress:
                 BarColumn(),
                 TextColumn("{task.completed:,.0f}/{task.total:,.0f} env steps"),
                 TextColumn("[cyan]{task.fields[rate]}"),
-                TextColumn("eval [bold green]{task.fields[eval]}"),
+                TextColumn(
+                    f"{self.eval_label.removesuffix(' return')} [bold green]{{task.fields[eval]}}"
+                ),
                 TimeElapsedColumn(),
                 TextColumn("eta"),
                 TimeRemainingColumn(),
@@ -139,7 +144,7 @@ class RunProgress:
             per_seed = " per seed" if self.num_seeds > 1 else ""
             self.console.print(
                 f"{self.description} | env steps {env_steps:,}/{self.total:,}{per_seed} | "
-                f"{_format_rate(self.rate, self.num_seeds)} | eval return {self.eval_text} | "
+                f"{_format_rate(self.rate, self.num_seeds)} | {self.eval_label} {self.eval_text} | "
                 f"{_format_elapsed(now - self._start)} | eta {self._remaining()}",
                 highlight=False,
                 soft_wrap=True,
@@ -154,3 +159,32 @@ class RunProgress:
     def print(self, text: str) -> None:
         """A message above the bar (or a plain line)."""
         self.console.print(text, highlight=False, soft_wrap=True)
+
+
+def group_progress(label: str, configs: Any, quiet: bool = False) -> RunProgress:
+    """The progress of a study's group of ``configs`` (its settings train together, their
+    seeds advancing as one run's), as ``jaxrl train``'s: ``label`` (e.g. ``"group 2/3"``)
+    names the group, and the evaluation figure is the best setting's mean return across its
+    seeds (:func:`update_group`). ``quiet``: prints nothing (a process of a job
+    other than process 0)."""
+    first, several = configs[0], len(configs) > 1
+    settings = f" {len(configs)} settings" if several else ""
+    progress = RunProgress(
+        f"{label} {first.algo.upper()} {first.env}{settings} x{first.num_seeds}",
+        first.layout.total_steps,
+        first.num_seeds * len(configs),
+        eval_label="best eval return" if several else "eval return",
+    )
+    progress.console.quiet = quiet
+    return progress
+
+
+def update_group(progress: RunProgress, env_steps: int, returns: Any) -> None:
+    """:meth:`RunProgress.update` of a group after an evaluation: ``returns`` holds each
+    setting's returns ``[num_seeds]``; the figure is the best setting's mean (and the
+    standard deviation across its seeds)."""
+    import numpy as np
+
+    means = [float(np.mean(r)) for r in returns]
+    best = int(np.nanargmax(means)) if not all(np.isnan(means)) else 0
+    progress.update(env_steps, means[best], float(np.std(returns[best])))

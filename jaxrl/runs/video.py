@@ -5,12 +5,14 @@ run's evaluations act (deterministically where the algorithm evaluates so), rend
 frame per step:
 
 - gymnasium and MuJoCo ids (the host driver): the environment's own ``rgb_array`` rendering.
-  Headless machines render MuJoCo with ``MUJOCO_GL=egl`` (or ``osmesa``);
+  MuJoCo renders with the OpenGL backend ``MUJOCO_GL`` names; unset on a machine without a
+  display (no ``DISPLAY`` or ``WAYLAND_DISPLAY``), with EGL (``MUJOCO_GL=egl``);
 - gymnax ``Pendulum-v1`` and ``CartPole-v1`` (the jitted driver): the episode runs in gymnax,
   and each state is drawn by gymnasium's renderer of the same task.
 
-Written with imageio: a GIF needs nothing more, an MP4 the ``imageio-ffmpeg`` package (the
-``video`` extra installs both, and pygame for gymnasium's classic-control drawings).
+gymnasium draws its classic-control tasks (Pendulum, CartPole, ...) with pygame, and imageio
+writes the file (``imageio-ffmpeg`` an MP4): ``pip install 'jaxrl[video]'`` installs the
+three. A MuJoCo GIF needs imageio alone. What is missing is named in one line.
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ def record_video(
 
     import gymnasium
 
+    _have_imageio()  # before the episodes are rendered
     try:
         if config.backend == "gymnasium":
             frames, returns = _gymnasium_episodes(config.env, act, episodes, seed)
@@ -110,7 +113,14 @@ def record_video(
         else:
             frames = []
     except gymnasium.error.DependencyNotInstalled as error:
-        raise ValueError(f"--video: {error} (or pip install jaxrl[video])") from None
+        # gymnasium names its own extra (gymnasium[classic_control]): the video extra has it.
+        from jaxrl.tasks import is_mujoco_id
+
+        missing = "pygame" if "pygame" in str(error) else str(error).split(" is not")[0]
+        extra = "mujoco" if is_mujoco_id(config.env) else "video"
+        raise ValueError(
+            f"--video: drawing {config.env} needs {missing}: pip install 'jaxrl[{extra}]'"
+        ) from None
     if not frames:
         raise ValueError(
             f"--video: no renderer for {config.env} here (gymnasium and MuJoCo ids, gymnax "
@@ -120,17 +130,61 @@ def record_video(
     return Video(path, len(frames), returns, loaded.step)
 
 
+def _have_imageio() -> None:
+    try:
+        import imageio  # noqa: F401
+    except ImportError:
+        raise ValueError(
+            "--video: writing a video needs imageio: pip install 'jaxrl[video]'"
+        ) from None
+
+
+def _mujoco_gl_here() -> str | None:
+    """The OpenGL backend MuJoCo renders with here: ``MUJOCO_GL`` if set, else ``"egl"`` on
+    Linux without a display (gymnasium would try GLFW first, which needs one), else None
+    (gymnasium's own choice)."""
+    import os
+    import sys
+
+    if "MUJOCO_GL" in os.environ:
+        return os.environ["MUJOCO_GL"]
+    displayed = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    return "egl" if sys.platform.startswith("linux") and not displayed else None
+
+
 def _gymnasium_env(env_id: str) -> Any:
     import os
+    import warnings
 
     import gymnasium
+
+    from jaxrl.tasks import is_mujoco_id
 
     # pygame (gymnasium's classic-control drawings) draws off screen here: no audio device,
     # no display, and none of SDL's complaints about their absence.
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-
-    return gymnasium.make(env_id, render_mode="rgb_array")
+    backend = _mujoco_gl_here() if is_mujoco_id(env_id) else None
+    if backend is not None:
+        os.environ["MUJOCO_GL"] = backend  # read when gymnasium makes its renderer
+    env = gymnasium.make(env_id, render_mode="rgb_array")
+    if backend is None:
+        return env
+    try:
+        with warnings.catch_warnings():  # GLFW warns of each failed call, then it fails
+            warnings.simplefilter("ignore")
+            env.reset(seed=0)
+            env.render()  # the OpenGL context is made here: fail before the episodes
+    except Exception as error:  # GLFWError, mujoco.FatalError, ImportError of PyOpenGL, ...
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            env.close()
+        reason = " ".join(str(error).split())[:160] or type(error).__name__
+        raise ValueError(
+            f"--video: MuJoCo cannot render with MUJOCO_GL={backend} here ({reason}); without "
+            "a display use MUJOCO_GL=egl (a GPU driver's or Mesa's EGL) or MUJOCO_GL=osmesa"
+        ) from None
+    return env
 
 
 def _gymnasium_episodes(

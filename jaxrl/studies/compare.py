@@ -23,8 +23,6 @@ from jaxrl.runs.vocabulary import (
     final_policy,
 )
 
-DEFAULT_OUTPUT = "comparison.png"
-
 
 def _mean_ci(values: np.ndarray) -> dict[str, float]:
     """Mean, standard deviation and 95% confidence interval (Student's t) across seeds; the
@@ -79,11 +77,58 @@ def compare_rows(
     return rows
 
 
+# Settings that do not change what a run computes: a difference in them names no run.
+_NOT_A_DIFFERENCE = frozenset({"checkpoint_every", "checkpoint_buffer", "check_finite"})
+
+
+def _settings(run_dir: RunDir) -> dict[str, Any] | None:
+    """A run's preset, hyperparameters and run settings from its ``config.json`` (None
+    without a readable one)."""
+    import json
+
+    try:
+        config = json.loads(run_dir.config.read_text())
+        values = {"preset": config.get("preset")}
+        values.update(config.get("hyperparameters") or {})
+        values.update(config.get("run") or {})
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
+    return {k: v for k, v in values.items() if k not in _NOT_A_DIFFERENCE}
+
+
+def _spelled(value: Any) -> str:
+    """A setting's value as a label shows it: ``0.005``, ``64x64`` (layer sizes), ``None``."""
+    if isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+        return "x".join(map(str, value))
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def differing_settings(run_dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """Each run's settings (preset, hyperparameters, run settings) that differ between the
+    runs, as ``{name: value}``: empty for a run without a readable ``config.json``, and for
+    every run where they all agree."""
+    settings = [_settings(RunDir(Path(d))) for d in run_dirs]
+    known = [s for s in settings if s is not None]
+    names = sorted({name for s in known for name in s})
+    differ = [n for n in names if len({repr(s.get(n)) for s in known}) > 1]
+    return [{} if s is None else {n: s.get(n) for n in differ} for s in settings]
+
+
 def _labels(dirs: list[RunDir]) -> list[str]:
+    """``ALGO ENV`` per run and, where runs differ in settings, the settings each has
+    (``TRPO Pendulum-v1 max_kl=0.02``); a label two runs would still share gets the run's
+    directory name."""
     base = [run_label(d.path) for d in dirs]
+    differing = differing_settings([d.path for d in dirs])
+    labels = [
+        " ".join([name, *(f"{k}={_spelled(v)}" for k, v in own.items())])
+        for name, own in zip(base, differing, strict=True)
+    ]
     return [
-        name + (f" ({d.path.name})" if base.count(name) > 1 else "")
-        for name, d in zip(base, dirs, strict=True)
+        label + (f" ({d.path.name})" if labels.count(label) > 1 else "")
+        for label, d in zip(labels, dirs, strict=True)
     ]
 
 
@@ -135,8 +180,6 @@ def robust_lines(rows: list[dict[str, Any]], improvement: bool = True) -> list[s
     interquartile mean with its 95% stratified bootstrap interval, and (``improvement``) the
     probability that a seed of the first run beats a seed of each other
     (:mod:`jaxrl.studies.statistics`)."""
-    from jaxrl.studies.statistics import probability_of_improvement
-
     finished = [row for row in rows if "final_policy" in row]
     if not finished:
         return []
@@ -147,14 +190,33 @@ def robust_lines(rows: list[dict[str, Any]], improvement: bool = True) -> list[s
         if np.isfinite(stat["iqm_low"]):
             interval = f"[{stat['iqm_low']:.1f}, {stat['iqm_high']:.1f}]"
         lines.append(f"  {row['run']}: {stat['iqm']:.1f} {interval}")
-    first = finished[0]
-    for other in finished[1:] if improvement else ():
-        chance = probability_of_improvement(
-            np.asarray(first["final_policy"]["returns"]),
-            np.asarray(other["final_policy"]["returns"]),
+    for entry in improvements(rows) if improvement else ():
+        lines.append(
+            f"P({entry['run']} > {entry['other']}) = {entry['probability']:.2f} (a seed of each)"
         )
-        lines.append(f"P({first['run']} > {other['run']}) = {chance:.2f} (a seed of each)")
     return lines
+
+
+def improvements(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The probability of improvement of the first finished run over each other finished
+    run (that a seed of the first beats a seed of the other on the final policy's
+    deterministic return; ties count one half): ``{run, other, probability}`` each."""
+    from jaxrl.studies.statistics import probability_of_improvement
+
+    finished = [row for row in rows if "final_policy" in row]
+    return [
+        {
+            "run": finished[0]["run"],
+            "other": other["run"],
+            "probability": float(
+                probability_of_improvement(
+                    np.asarray(finished[0]["final_policy"]["returns"]),
+                    np.asarray(other["final_policy"]["returns"]),
+                )
+            ),
+        }
+        for other in finished[1:]
+    ]
 
 
 def profile_figure(
@@ -227,9 +289,16 @@ def compare_runs(
 
 
 def default_output(run_dirs: Sequence[str | Path]) -> Path:
-    """Where ``jaxrl compare`` writes its figure without ``-o``: ``comparison.png`` next to
-    the first run directory (in its parent), not in the current directory."""
-    first = Path(run_dirs[0])
-    if first.name in ("", ".", ".."):  # "." or "..": its parent is a real directory
-        first = Path(os.path.abspath(first))
-    return first.parent / DEFAULT_OUTPUT
+    """Where ``jaxrl compare`` writes its figure without ``-o``: next to the first run
+    directory (in its parent), named after the runs compared (``compare-A-vs-B.png``), so a
+    comparison of other runs does not replace it; a name too long for a file ends in a
+    digest of the whole."""
+    import hashlib
+
+    dirs = [Path(os.path.abspath(d)) if Path(d).name in ("", ".", "..") else Path(d)
+            for d in run_dirs]  # fmt: skip  # "." or "..": named by the real directory
+    stem = "compare-" + "-vs-".join(d.name for d in dirs)
+    if len(stem) > 120:
+        digest = hashlib.sha1(stem.encode()).hexdigest()[:8]
+        stem = f"{stem[:100]}-{digest}"
+    return dirs[0].parent / f"{stem}.png"

@@ -37,6 +37,7 @@ import numpy as np
 
 from jaxrl.config.files import read_json, write_text
 from jaxrl.config.run_config import RunConfig
+from jaxrl.runs.progress import group_progress, update_group
 from jaxrl.runs.run_dir import RunDir
 from jaxrl.runs.tracking import DEFAULT_TRACKING, Tracking
 from jaxrl.studies.grid import Setting, SweepError, groups, resolve_settings
@@ -83,9 +84,11 @@ def _train_host_group(
     stop: Callable[[], bool] | None = None,
     on_setup: Callable[[str], None] | None = None,
     tracking: Tracking = DEFAULT_TRACKING,
+    progress: bool = False,
 ) -> str:
     """One group on the host driver: its settings one after another in this process (a
-    ``stop`` ends the setting under way at its period, checkpointed, and starts no other)."""
+    ``stop`` ends the setting under way at its period, checkpointed, and starts no other),
+    each with ``jaxrl train``'s progress on stderr where ``progress``."""
     from jaxrl.runs.runner import train_run
 
     for setting, run_dir in zip(settings, run_dirs, strict=True):
@@ -93,7 +96,7 @@ def _train_host_group(
             break
         say = on_setup or (lambda line: None)
         train_run(
-            setting.config, run_dir, resume=resume, stop=stop, progress=False, on_setup=say,
+            setting.config, run_dir, resume=resume, stop=stop, progress=progress, on_setup=say,
             tracking=tracking,
         )  # fmt: skip
     return "host driver, one setting after another"
@@ -208,6 +211,8 @@ def _train_groups(
 ) -> None:
     """The groups ``todo``, one after another in this process (every process of a job),
     each continued from its checkpoints where it has them; none starts once ``stop``."""
+    from jaxrl.training.sharding import is_primary
+
     say = on_group or (lambda line: None)
     for number, group in enumerate(todo):
         if stop is not None and stop():
@@ -216,12 +221,21 @@ def _train_groups(
         names = "; ".join(s.name for s in group)
         seeds = group[0].config.num_seeds
         say(f"group {number + 1}: {len(group)} setting(s) x {seeds} seeds: {names}")
-        train = _train_jax_group if group[0].config.backend == "jax" else _train_host_group
         start = time.perf_counter()
-        note = train(
-            group, run_dirs, resume=True, stop=stop, on_setup=resumed_only(on_group),
-            tracking=tracking,
-        )  # fmt: skip
+        common = {"resume": True, "stop": stop, "on_setup": resumed_only(on_group),
+                  "tracking": tracking}  # fmt: skip
+        shown = on_group is not None and is_primary()  # train's progress line, per group
+        if group[0].config.backend == "jax":
+            label = f"group {number + 1}/{len(todo)}"
+            with group_progress(label, [s.config for s in group], quiet=not shown) as progress:
+
+                def on_period(_: int, steps: int, returns: list, progress=progress) -> bool:
+                    update_group(progress, steps, returns)
+                    return False  # the group goes on
+
+                note = _train_jax_group(group, run_dirs, on_period, **common)
+        else:  # one setting after another, each with train's progress
+            note = _train_host_group(group, run_dirs, progress=shown, **common)
         say(f"  group {number + 1} done in {time.perf_counter() - start:.1f} s ({note})")
 
 

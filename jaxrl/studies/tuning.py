@@ -151,18 +151,20 @@ def _train_batch(
     resume: bool = False,
     stop: Callable[[], bool] | None = None,
     tracking: Tracking = DEFAULT_TRACKING,
+    progress: bool = False,
 ) -> bool:
     """Train a batch of trials (as a study's groups) and tell the study how each ended;
     ``resume``: trials a dead worker left, continued from their checkpoints. ``stop``
     (SIGTERM) checkpoints the group under way at its period and leaves its trials and the
     batch's others running in the study, for the next worker on this machine to continue;
     returns whether it stopped so. ``tracking``: the experiment trackers each trial's run
-    logs to.
+    logs to. ``progress``: ``jaxrl train``'s progress on stderr, per group of trials.
 
     In a job of several processes every process calls it with the same settings; the trials
     are process 0's (None in the others), which alone reports, writes and tells, and decides
     for every process where a group stops (all its trials pruned)."""
 
+    from jaxrl.runs.progress import group_progress, update_group
     from jaxrl.runs.runner import train_group, train_run
     from jaxrl.training.sharding import is_primary, primary_value
 
@@ -185,16 +187,27 @@ def _train_batch(
             return bool(primary_value(np.asarray(pruned, np.int32)))
 
         if group[0].config.backend == "jax":
-            train_group(
-                [s.config for s in group], run_dirs, on_period, resume=resume, stop=stop,
-                on_setup=resumed, tracking=tracking,
-            )  # fmt: skip
+            label = "trial" + ("s " if len(group) > 1 else " ")
+            label += ", ".join(str(int(s.name[6:])) for s in group)
+            configs = [s.config for s in group]
+            shown = progress and is_primary()
+            with group_progress(label, configs, quiet=not shown) as bar:
+
+                def on_group_period(period: int, steps: int, returns: list, bar=bar,
+                                    on_period=on_period) -> bool:  # fmt: skip
+                    update_group(bar, steps, returns)
+                    return on_period(period, steps, returns)
+
+                train_group(
+                    configs, run_dirs, on_group_period, resume=resume, stop=stop,
+                    on_setup=resumed, tracking=tracking,
+                )  # fmt: skip
         for setting, run_dir in zip(group, run_dirs, strict=True):
             if group[0].config.backend == "jax" or (stop is not None and stop()):
                 break
             reporter = reporters[setting.name]
             train_run(
-                setting.config, run_dir, resume=resume, progress=False, on_setup=resumed,
+                setting.config, run_dir, resume=resume, progress=progress, on_setup=resumed,
                 on_period=lambda p, _, returns, r=reporter, d=run_dir.path: r.report(p, returns, d),
                 stop=lambda r=reporter: r.ended or (stop is not None and stop()),
                 tracking=tracking,
@@ -323,7 +336,9 @@ def tune(
     )  # fmt: skip
 
     def train(trials: Sequence[tuple[Any, Setting]], resume: bool = False) -> bool:
-        return _train_batch(trials, path, objective_evals, say, resume, stop, tracking)
+        return _train_batch(
+            trials, path, objective_evals, say, resume, stop, tracking, on_batch is not None
+        )
 
     def summary() -> TuneResult | None:
         return None if study is None else write_summary(path, study, space, base, objective_evals)
@@ -405,7 +420,8 @@ def _begin(
     if enqueue_base and not study.trials:
         own = base_values(base, space)
         values = {d.name: label(own[d.name]) for d in space}
-        study.enqueue_trial(values, skip_if_exists=True)  # another worker may have, just now
+        # another worker may have, just now; the report names it as the base run's values
+        study.enqueue_trial(values, user_attrs={"base": True}, skip_if_exists=True)
     return False
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,8 @@ def write_summary(
         row["env_steps"] = trial.user_attrs.get("env_steps")
         row["seeds"] = " ".join(map(str, trial.user_attrs.get("seeds", [])))
         rows.append(row)
+    # The trial of the base run's own values (enqueued first), named so in the table.
+    bases = {t.number for t in study.get_trials(deepcopy=False) if t.user_attrs.get("base")}
     columns = ["trial", "state", "objective", *[d.name for d in space], "env_steps", "seeds"]
     write_dict_rows(path / "tune.csv", rows, columns)
     complete = sorted(
@@ -83,7 +85,7 @@ def write_summary(
             path / "best.json", study.study_name, base, space, best, len(rows), objective_evals
         )
     pruned_steps = [int(r["env_steps"] or 0) for r in rows if r["state"] == "pruned"]
-    markdown = _markdown(path, base, space, complete, count, running, pruned_steps)
+    markdown = _markdown(path, base, space, complete, count, running, pruned_steps, bases)
     write_text(path / "tune.md", markdown)
     _figures(path, study, len(complete))
     return TuneResult(
@@ -181,6 +183,7 @@ def _markdown(
     count: Mapping[str, int],
     running: int,
     pruned_steps: Sequence[int],
+    bases: Container[int] = (),
 ) -> str:
     names = [d.name for d in space]
     seeds = f"{base.seed}-{base.seed + base.num_seeds - 1}"
@@ -200,8 +203,17 @@ def _markdown(
         "|---|---|---|" + "---|" * len(names),
     ]
     for rank, row in enumerate(complete[:20], 1):
-        values = " | ".join(str(row[n]) for n in names)
-        lines.append(f"| {rank} | {row['trial']} | {row['objective']:.1f} | {values} |")
+        values = " | ".join(_rounded(row[n]) for n in names)
+        trial = f"{row['trial']} (base)" if row["trial"] in bases else str(row["trial"])
+        lines.append(f"| {rank} | {trial} | {row['objective']:.1f} | {values} |")
+    if any(row["trial"] in bases for row in complete[:20]):
+        lines += ["", f"(base): the base run's own values ({_base_words(base)}), tried first."]
+    if 2 <= len(complete) < FEW_TRIALS:  # importances.png is drawn from two complete trials
+        lines += [
+            "",
+            f"importances.png rests on {len(complete)} complete trials: with fewer than "
+            f"{FEW_TRIALS} it is mostly noise (which field matters is not known yet).",
+        ]
     if complete:
         lines += [
             "",
@@ -210,6 +222,23 @@ def _markdown(
             f"    jaxrl train {base.algo} --preset-file {path / 'best.json'} --num-seeds 10",
         ]
     return "\n".join(lines) + "\n"
+
+
+# Complete trials below which the report calls Optuna's importances noise: fANOVA fits a
+# random forest to the trials' objectives, and a few points fit any field.
+FEW_TRIALS = 20
+
+
+def _rounded(value: Any) -> str:
+    """A searched value for the table: floats to 4 significant digits (``tune.csv`` keeps
+    them whole), anything else as written."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _base_words(base: RunConfig) -> str:
+    return f"the {base.preset} preset's" if getattr(base, "preset", None) else "the defaults"
 
 
 def _figures(path: Path, study: Any, complete: int) -> None:

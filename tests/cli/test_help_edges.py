@@ -88,3 +88,36 @@ def test_evaluate_names_the_step_flag(trpo_run, capsys):
         f"jaxrl: error: --step 3: {run_dir} has no finished checkpoint at that evaluation "
         "period (its checkpoints: 2, 4)"
     )
+
+
+# Cost: about 1 s (three --help pages; nothing imports JAX).
+@pytest.mark.parametrize(
+    ("command", "flag", "continues"),
+    [
+        ("train", "--stop-after-periods", "--resume RUN_DIR continues the run"),
+        ("sweep", "--stop-after-groups", "the same --sweep-dir again continues the sweep"),
+        ("tune", "--stop-after-batches", "the same --tune-dir again continues the study"),
+    ],
+)
+def test_the_stop_after_options_say_how_to_continue_not_that_they_are_for_testing(
+    jaxrl, command, flag, continues
+):
+    rendered = jaxrl(command, "trpo", "--help").check().stdout
+    words = " ".join(re.sub(r"[│╭╮╰╯─]", " ", rendered).split())  # rich's box, unwrapped
+    assert "for testing" not in words
+    assert flag in words and continues in words, words[words.index(flag) :][:300]
+
+
+# Cost: under 0.1 s (a configuration, no run).
+def test_a_budget_note_names_a_default_as_the_default():
+    """The note on an evaluation interval that does not divide the run names the flag with
+    its value only when the command line wrote it (else: the default)."""
+    from jaxrl.cli.train import _budget_notes
+    from jaxrl.config.run_config import RunConfig
+
+    config = RunConfig(algo="trpo", env="Pendulum-v1", backend="jax", total_steps=3072,
+                       eval_every=2048, num_envs=16, num_steps=64)  # fmt: skip
+    (passed,) = _budget_notes(config, {"total_steps", "eval_every"})
+    assert passed.startswith("Note: --eval-every 2,048 does not divide the run: evaluations")
+    (default,) = _budget_notes(config, {"total_steps"})
+    assert default.startswith("Note: the default --eval-every (2,048) does not divide the run")

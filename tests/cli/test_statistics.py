@@ -4,6 +4,8 @@ rliable package on its own kind of example, and in ``jaxrl compare`` and sweep r
 from __future__ import annotations
 
 import itertools
+import json
+import shutil
 
 import numpy as np
 import pytest
@@ -79,3 +81,30 @@ def test_compare_reports_robust_statistics_and_draws_a_profile(jaxrl, trpo_run, 
     assert profile.stat().st_size > 0
     refused = jaxrl("compare", run_dir, tmp_path / "nope", "--profile", profile)
     assert "does not exist" in single_error_line(refused)
+
+
+# Cost: about 4 s (two comparisons of copies of the shared run; nothing trains).
+def test_compare_names_the_differing_settings_and_keeps_each_comparisons_figure(
+    jaxrl, trpo_run, tmp_path
+):
+    """Runs that differ in a hyperparameter are labelled by it; ``--json`` carries the
+    probability of improvement; the figure is named after the runs compared, so comparing
+    other runs (here: the same in another order) writes another file."""
+    runs = tmp_path / "runs"
+    low, high = runs / "kl-low", runs / "kl-high"
+    for copy, max_kl in ((low, 0.01), (high, 0.02)):
+        shutil.copytree(trpo_run[0], copy)
+        config = json.loads((copy / "config.json").read_text())
+        config["hyperparameters"]["max_kl"] = max_kl  # the copies differ in this alone
+        (copy / "config.json").write_text(json.dumps(config))
+    data = json.loads(jaxrl("compare", low, high, "--json").check().stdout)
+    labels = ["TRPO Pendulum-v1 max_kl=0.01", "TRPO Pendulum-v1 max_kl=0.02"]
+    assert [row["run"] for row in data["runs"]] == labels
+    # The same returns on both sides: a seed of each wins half the time.
+    assert data["probability_of_improvement"] == [
+        {"run": labels[0], "other": labels[1], "probability": 0.5}
+    ]
+    assert data["figure"] == str(runs / "compare-kl-low-vs-kl-high.png")
+    again = jaxrl("compare", high, low).check().stdout
+    assert f"Learning curves: {runs / 'compare-kl-high-vs-kl-low.png'}" in again
+    assert (runs / "compare-kl-low-vs-kl-high.png").is_file()  # the first one is still there

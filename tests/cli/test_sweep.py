@@ -47,6 +47,11 @@ def test_a_sweep_trains_every_setting_as_train_does(jaxrl: Callable[..., Result]
     sweep_dir = tmp_path / "sweep"
     result = jaxrl("sweep", "trpo", *TINY, *BUDGET, *GRID, "--sweep-dir", sweep_dir).check()
     assert "group 1: 4 setting(s) x 2 seeds" in result.stderr  # one group, one program
+    progress = "group 1/1 TRPO Pendulum-v1 4 settings x2 | env steps "  # train's, per period
+    lines = [line for line in result.stderr.splitlines() if line.startswith(progress)]
+    assert [line.split(" | ")[1] for line in lines] == [
+        "env steps 128/256 per seed", "env steps 256/256 per seed"]  # fmt: skip
+    assert "| best eval return " in lines[0] and "| eta " in lines[0], lines
     assert "| rank | max_kl | gae_lambda | seeds | mean +- std | 95% CI | IQM [95% CI] |" in (
         result.stdout
     )

@@ -53,6 +53,18 @@ def test_trials_are_the_values_optuna_asked_for_trained_as_plain_runs(
     result = jaxrl(*args, "--pruner", "none", "--tune-dir", tune_dir).check()
     assert "4 complete, 0 pruned, 0 failed, 0 running" in result.stdout
     assert "batch 1: trials 0, 1" in result.stderr and "batch 2: trials 2, 3" in result.stderr
+    # train's progress line, per group of trials (here a batch's two trials are one group).
+    progress = "trials 2, 3 TRPO Pendulum-v1 2 settings x2 | env steps 256/256 per seed | "
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith(progress)]
+    assert "| best eval return " in line and line.endswith("| eta 0:00:00"), line
+    # The table: trial 0 named as the preset's values, floats rounded, importances caveated.
+    table = (tune_dir / "tune.md").read_text()
+    assert "| 0 (base) |" in table and "(the pendulum preset's), tried first" in table
+    rows = [[cell.strip() for cell in line.strip("|").split("|")]
+            for line in table.splitlines() if line.startswith("| ")][1:]  # fmt: skip
+    digits = [value.lstrip("0.").replace(".", "") for row in rows for value in row[3:]]
+    assert len(rows) == 4 and all(len(d) <= 4 for d in digits), rows  # significant digits
+    assert "importances.png rests on 4 complete trials: with fewer than 20" in table
     study = _study(tune_dir)
     trials = {t.number: t for t in study.trials}
     assert sorted(trials) == [0, 1, 2, 3]

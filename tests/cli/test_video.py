@@ -4,7 +4,7 @@ states; MuJoCo through EGL), one frame per step, frames that change."""
 
 from __future__ import annotations
 
-import os
+import sys
 
 import numpy as np
 import pytest
@@ -29,9 +29,20 @@ def test_a_gymnax_pendulum_policy_is_rendered_one_frame_per_step(jaxrl, trpo_run
     assert not all(np.array_equal(frames[0], f) for f in frames[1:])  # the pendulum moves
 
 
-def test_a_mujoco_policy_is_rendered_headless(jaxrl, tmp_path, monkeypatch):
+def _unset(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Unset ``name`` for the test (and as it was after: the code may set it)."""
+    monkeypatch.setenv(name, "")
+    monkeypatch.delenv(name)
+
+
+# Cost: about 15 s (a 128-step Hopper run, a video, and a refused one).
+def test_a_mujoco_policy_is_rendered_headless_without_being_told_how(jaxrl, tmp_path, monkeypatch):
+    """No display and no MUJOCO_GL: EGL is picked (gymnasium alone tried GLFW and ended in a
+    53-line traceback); a backend that cannot render here is one line naming MUJOCO_GL=egl."""
     pytest.importorskip("mujoco")
-    monkeypatch.setenv("MUJOCO_GL", os.environ.get("MUJOCO_GL", "egl"))
+    _unset(monkeypatch, "MUJOCO_GL")
+    _unset(monkeypatch, "DISPLAY")
+    _unset(monkeypatch, "WAYLAND_DISPLAY")
     run_dir, video = tmp_path / "hopper", tmp_path / "hopper.mp4"
     budget = ["--num-envs", "2", "--num-steps", "64", "--total-steps", "128", "--num-seeds", "1"]
     jaxrl("train", "trpo", "--env", "Hopper-v5", *budget, "--run-dir", run_dir).check()
@@ -40,6 +51,49 @@ def test_a_mujoco_policy_is_rendered_headless(jaxrl, tmp_path, monkeypatch):
     assert f"({len(frames)} frames;" in result.stdout
     assert 1 < len(frames) <= 1000 and frames[0].shape == (480, 480, 3)
     assert not all(np.array_equal(frames[0], f) for f in frames[1:])
+    monkeypatch.setenv("MUJOCO_GL", "glfw")  # needs a display
+    line = single_error_line(jaxrl("evaluate", run_dir, "--video", tmp_path / "glfw.gif"))
+    assert "MuJoCo cannot render with MUJOCO_GL=glfw here" in line
+    assert "without a display use MUJOCO_GL=egl" in line
+
+
+# Cost: about 3 s each (the run's policy loaded and compiled; nothing is rendered).
+@pytest.mark.parametrize(
+    ("module", "needs"),
+    [("pygame", "drawing Pendulum-v1 needs pygame"), ("imageio", "writing a video needs imageio")],
+)
+def test_a_video_without_its_packages_names_the_extra(trpo_run, tmp_path, monkeypatch, module,
+                                                      needs):  # fmt: skip
+    """The base install has neither pygame (gymnasium's classic-control drawings) nor imageio:
+    the error names what is missing and the extra that installs it."""
+    from jaxrl.runs.video import record_video
+
+    monkeypatch.setitem(sys.modules, module, None)  # as if it were not installed
+    with pytest.raises(ValueError) as error:
+        record_video(trpo_run[0], tmp_path / "v.gif")
+    assert str(error.value) == f"--video: {needs}: pip install 'jaxrl[video]'"
+    assert not (tmp_path / "v.gif").exists()
+
+
+# Cost: under 0.1 s.
+def test_the_tensorboard_line_names_the_extra_where_tensorboard_is_missing(monkeypatch):
+    import importlib.util
+
+    from jaxrl.cli.train import tensorboard_line
+
+    assert (
+        tensorboard_line("runs/r/tensorboard")
+        == "TensorBoard:    tensorboard --logdir runs/r/tensorboard"
+    )
+    find_spec = importlib.util.find_spec
+
+    def without_tensorboard(name: str, *args: object) -> object:
+        return None if name == "tensorboard" else find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_tensorboard)
+    assert tensorboard_line("runs/r/tensorboard").endswith(
+        "  (to view them: pip install 'jaxrl[tensorboard]')"
+    )
 
 
 def test_train_records_the_final_policy(jaxrl, tmp_path):
