@@ -46,8 +46,8 @@ def trackers(args: Any) -> Any:
 
 def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     """The run's configuration and directory (created or opened), and whether to resume."""
+    from jaxrl.runs.build import check_config
     from jaxrl.runs.run_dir import RunDir, default_run_path
-    from jaxrl.runs.runner import check_config
     from jaxrl.training.sharding import is_primary
 
     algo, values, hyper = args.algo, args.values(), dict(args.hyperparameters)
@@ -105,11 +105,11 @@ def _resumed_config(algo: str, wanted: dict[str, Any], given: set[str]) -> tuple
 def new_config(
     algo: str, values: dict[str, Any], hyper: dict[str, Any], given: set[str], preset: str
 ) -> Any:
-    """The configuration of a new run: :func:`jaxrl.runs.runner.make_config` of the options
+    """The configuration of a new run: :func:`jaxrl.runs.build.make_config` of the options
     written on the command line, the drivers and backends resolved by :func:`_backends`
     (whose errors name the flags)."""
     from jaxrl.config.settings import settings_fields
-    from jaxrl.runs.runner import make_config
+    from jaxrl.runs.build import make_config
 
     backend, env_backend, brax_backend = _backends(values)
     names = {f.name for f in settings_fields() if f.metadata["cli"]}

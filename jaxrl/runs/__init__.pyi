@@ -3,6 +3,10 @@ The package imports each on first use (lazy_loader reads this file).
 """
 
 from .bookkeeping import TrainResult as TrainResult
+from .build import check_config as check_config
+from .build import make_agent as make_agent
+from .build import make_config as make_config
+from .build import make_loop as make_loop
 from .checkpoints import CheckpointError as CheckpointError
 from .checkpoints import CheckpointStore as CheckpointStore
 from .export import export_policy as export_policy
@@ -16,10 +20,6 @@ from .run_dir import RunDir as RunDir
 from .run_dir import RunDirError as RunDirError
 from .run_dir import default_run_path as default_run_path
 from .runner import LoadedRun as LoadedRun
-from .runner import check_config as check_config
 from .runner import load_run as load_run
-from .runner import make_agent as make_agent
-from .runner import make_config as make_config
-from .runner import make_loop as make_loop
 from .runner import train_run as train_run
 from .tracking import Tracking as Tracking

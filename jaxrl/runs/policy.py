@@ -22,10 +22,11 @@ import numpy as np
 
 from jaxrl.config.run_config import RunConfig
 from jaxrl.core.normalization import RunningMeanStd, normalize_observations
+from jaxrl.runs.build import make_loop
 from jaxrl.runs.checkpoints import CheckpointError, CheckpointStore
 from jaxrl.runs.metrics import read_csv
 from jaxrl.runs.run_dir import RunDir, RunDirError
-from jaxrl.runs.runner import load_run, make_loop
+from jaxrl.runs.runner import load_run
 
 Checkpoint = Literal["last", "best"] | int
 

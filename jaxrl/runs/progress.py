@@ -12,6 +12,7 @@ brackets. Rates are measured over the interval since the previous update."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 
@@ -179,12 +180,19 @@ def group_progress(label: str, configs: Any, quiet: bool = False) -> RunProgress
     return progress
 
 
-def update_group(progress: RunProgress, env_steps: int, returns: Any) -> None:
-    """:meth:`RunProgress.update` of a group after an evaluation: ``returns`` holds each
-    setting's returns ``[num_seeds]``; the figure is the best setting's mean (and the
-    standard deviation across its seeds)."""
+def update_group(
+    progress: RunProgress, then: Callable[[int, int, list], bool] | None = None
+) -> Callable[[int, int, list], bool]:
+    """A group's ``on_period(period, env_steps, returns)`` that updates ``progress`` after
+    each evaluation (``returns``: each setting's ``[num_seeds]``; the figure is the best
+    setting's mean and the standard deviation across its seeds), then returns what ``then``
+    returns (whether to stop the group; False without one)."""
     import numpy as np
 
-    means = [float(np.mean(r)) for r in returns]
-    best = int(np.nanargmax(means)) if not all(np.isnan(means)) else 0
-    progress.update(env_steps, means[best], float(np.std(returns[best])))
+    def on_period(period: int, env_steps: int, returns: list) -> bool:
+        means = [float(np.mean(r)) for r in returns]
+        best = int(np.nanargmax(means)) if not all(np.isnan(means)) else 0
+        progress.update(env_steps, means[best], float(np.std(returns[best])))
+        return False if then is None else then(period, env_steps, returns)
+
+    return on_period

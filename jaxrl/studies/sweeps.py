@@ -228,12 +228,7 @@ def _train_groups(
         if group[0].config.backend == "jax":
             label = f"group {number + 1}/{len(todo)}"
             with group_progress(label, [s.config for s in group], quiet=not shown) as progress:
-
-                def on_period(_: int, steps: int, returns: list, progress=progress) -> bool:
-                    update_group(progress, steps, returns)
-                    return False  # the group goes on
-
-                note = _train_jax_group(group, run_dirs, on_period, **common)
+                note = _train_jax_group(group, run_dirs, update_group(progress), **common)
         else:  # one setting after another, each with train's progress
             note = _train_host_group(group, run_dirs, progress=shown, **common)
         say(f"  group {number + 1} done in {time.perf_counter() - start:.1f} s ({note})")

@@ -190,16 +190,9 @@ def _train_batch(
             label = "trial" + ("s " if len(group) > 1 else " ")
             label += ", ".join(str(int(s.name[6:])) for s in group)
             configs = [s.config for s in group]
-            shown = progress and is_primary()
-            with group_progress(label, configs, quiet=not shown) as bar:
-
-                def on_group_period(period: int, steps: int, returns: list, bar=bar,
-                                    on_period=on_period) -> bool:  # fmt: skip
-                    update_group(bar, steps, returns)
-                    return on_period(period, steps, returns)
-
+            with group_progress(label, configs, quiet=not (progress and is_primary())) as bar:
                 train_group(
-                    configs, run_dirs, on_group_period, resume=resume, stop=stop,
+                    configs, run_dirs, update_group(bar, on_period), resume=resume, stop=stop,
                     on_setup=resumed, tracking=tracking,
                 )  # fmt: skip
         for setting, run_dir in zip(group, run_dirs, strict=True):
