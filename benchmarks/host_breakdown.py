@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 from common import loadavg
-from host_throughput import run_config
+from host_run import run_config
 
 
 class PartTimer:
@@ -185,7 +185,7 @@ def _probe(act: Callable[..., Any], carry: Any, raw: np.ndarray, env_steps: int)
 def breakdown(
     env_id: str, backend: str, num_seeds: int, steps: int, eval_every: int
 ) -> dict[str, Any]:
-    """The run of :func:`host_throughput.measure` again (same agent, shape, seeds and
+    """The run of :func:`host_run.measure` again (same agent, shape, seeds and
     environments; the driver's own :class:`HostLoop`), with every part of its loop timed
     where it happens and every jitted call waited for; the periods after the first one. The
     acting call's input conversion is not separable there: its share comes from

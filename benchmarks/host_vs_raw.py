@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from common import BENCH_DIR, child_record, command_line, loadavg, markdown_table, write_json
 from host_breakdown import GROUPS, PARTS, breakdown
-from host_throughput import PRESET, measure
+from host_run import PRESET, measure
 
 RAW_WARMUP_STEPS = 16  # vector steps before the clock starts
 RAW_ACTION_BATCHES = 64  # distinct random action batches, cycled
