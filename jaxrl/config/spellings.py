@@ -194,8 +194,9 @@ def hyperparameters(
 def command_line_options(
     cls: type, preset_defaults: Mapping[str, Any], preset: str
 ) -> list[tuple[str, Any, Any, str]]:
-    """``(name, type, default, help)`` of each field of ``cls`` (:class:`RunSettings` or a
-    subclass) that its :func:`setting` metadata offers on the command line: the command-line
+    """``(name, type, default, help)`` of each field of ``cls``
+    (:class:`~jaxrl.config.settings.RunSettings` or a subclass) that its
+    :func:`~jaxrl.config.settings.setting` metadata offers on the command line: the command-line
     type (``cli_type``, else the field's), the default (``preset_defaults``' for a preset
     setting, else ``cli_default``, else the field's) and one line of help (a callable help
     gets the name of the ``preset`` in force). A subclass' own fields (what the run trains)

@@ -1,7 +1,8 @@
 """What a run is built from, before it trains: the run the command would train for an
-algorithm, environment and preset (:func:`make_config`), its agent (:func:`make_agent`), the
-:class:`~jaxrl.training.loop.Loop` that trains it (:func:`make_loop`) and the check that
-all of it builds (:func:`check_config`)."""
+algorithm, environment and preset (:func:`jaxrl.make_config`), its agent
+(:func:`jaxrl.make_agent`), the :class:`~jaxrl.training.loop.Loop` that trains it
+(:func:`jaxrl.runs.make_loop`) and the check that all of it builds
+(:func:`jaxrl.runs.check_config`)."""
 
 from __future__ import annotations
 
@@ -123,8 +124,8 @@ def make_agent(
     hyperparameters: dict[str, Any] | None = None,
     **run: Any,
 ) -> Any:
-    """The agent ``jaxrl train`` would train: :func:`make_config`'s
+    """The agent ``jaxrl train`` would train: :func:`jaxrl.make_config`'s
     :meth:`~jaxrl.config.RunConfig.make_agent`. The agent alone is not the run: the run's
     settings (observation normalization: ``config.normalize_obs``; the budget a schedule is
-    sized by) are :func:`make_config`'s."""
+    sized by) are :func:`jaxrl.make_config`'s."""
     return make_config(algo, env, preset, hyperparameters=hyperparameters, **run).make_agent()

@@ -329,9 +329,8 @@ def tune(
     )  # fmt: skip
 
     def train(trials: Sequence[tuple[Any, Setting]], resume: bool = False) -> bool:
-        return _train_batch(
-            trials, path, objective_evals, say, resume, stop, tracking, on_batch is not None
-        )
+        shown = on_batch is not None  # train's progress line, with the batches' lines
+        return _train_batch(trials, path, objective_evals, say, resume, stop, tracking, shown)
 
     def summary() -> TuneResult | None:
         return None if study is None else write_summary(path, study, space, base, objective_evals)

@@ -164,7 +164,7 @@ class Watch:
     ``seconds`` (since the watch began), ``state`` (the agent state: unstacked with
     ``single``), ``carry`` (the loop's carry after the period: the caller may keep it) and
     ``metrics`` (the period's, ``[S, C]`` per collection). The carry comes as a checkpoint
-    would (:meth:`checkpoint_due` is True with ``progress``): this recorder's checkpoint is
+    would (``checkpoint_due`` is True with ``progress``): this recorder's checkpoint is
     the payload.
 
     Args:

@@ -34,7 +34,7 @@ def test_train_with_wandb_and_a_video_then_compare_two_runs(jaxrl, tmp_path, off
         np.asarray(json.loads((d / "final_eval.json").read_text())["deterministic"])
         for d in (first, second)
     ]
-    labels = ["TRPO Pendulum-v1 (first)", "TRPO Pendulum-v1 (second)"]
+    labels = ["TRPO Pendulum-v1 seed=0", "TRPO Pendulum-v1 seed=1"]  # where the runs differ
     for label, scores in zip(labels, finals, strict=True):
         low, high = st.bootstrap_interval(scores)
         iqm = np.sort(scores)[len(scores) // 4 : len(scores) - len(scores) // 4].mean()

@@ -254,8 +254,8 @@ def test_the_report_plot_and_compare_use_the_same_names_for_the_same_numbers(trp
 def test_compare_writes_next_to_the_first_run_with_a_title_and_ci_label(
     trpo_run, tmp_path, capsys, monkeypatch
 ):
-    """Without -o, `jaxrl compare` writes comparison.png beside the first run directory, not
-    into the working directory; its figure has a title (also in the PNG's metadata) and the
+    """Without -o, `jaxrl compare` writes compare-A-vs-B.png beside the first run directory,
+    not into the working directory; its figure has a title (also in the PNG's metadata) and the
     legend says the bands are 95% confidence intervals of the mean."""
     from PIL import Image
 
@@ -276,7 +276,7 @@ def test_compare_writes_next_to_the_first_run_with_a_title_and_ci_label(
     monkeypatch.setattr(plots, "learning_curve_figure", record)
     monkeypatch.chdir(elsewhere)
     assert cli.main(["compare", str(first), str(second)]) == 0
-    expected = runs / "comparison.png"
+    expected = runs / "compare-a-vs-b.png"
     assert f"Learning curves: {expected}" in capsys.readouterr().out
     assert expected.is_file() and list(elsewhere.iterdir()) == []
     title = "Pendulum-v1: 2 runs, mean and 95% confidence interval of the mean"

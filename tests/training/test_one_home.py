@@ -30,6 +30,8 @@ NOT_RUN_SETTINGS = {
     ("training/collect.py", "JaxCollector", "num_steps"),
     # the seed of `jaxrl evaluate`'s episodes (a command option, not a run's)
     ("cli/options.py", "EvaluateCommand", "seed"),
+    # which of a run's seeds a loaded policy is (an index into the run's seeds)
+    ("runs/policy.py", "Policy", "seed"),
 }
 
 
