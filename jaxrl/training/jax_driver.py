@@ -301,12 +301,9 @@ class _JittedRun:
                 both = (carry, (episodes, jnp.zeros((), jnp.int32)))
                 (carry, (episodes, _)), metrics = lax.scan(update, both, learn_keys)
                 # A period shorter than an episode: the episodes' steps left, on their own.
-                policy = (self.agent, evaluated_state, self.env, self.env_params, evaluated_stats)
-                policy += (self.agent.evaluates_deterministically,)
+                step = self.episode_step(evaluated_state, evaluated_stats)
                 left = step_keys[collections * self.config.num_steps :]
-                episodes, _ = lax.scan(
-                    lambda e, k: (step_episodes(*policy, e, k), None), episodes, left
-                )
+                episodes, _ = lax.scan(lambda e, k: (step(e, k), None), episodes, left)
                 eval_return = jnp.mean(episodes.returns)
             else:
                 carry, metrics = lax.scan(self.update_step, carry, learn_keys)
@@ -369,14 +366,12 @@ class _JittedRun:
         ``t`` with each vector step of training, with key ``step_keys[t]`` as
         :func:`jaxrl.training.evaluation.evaluate` would (past the last key, every episode
         has ended)."""
-        policy = (self.agent, state, self.env, self.env_params, obs_stats)
-        deterministic, last = self.agent.evaluates_deterministically, step_keys.shape[0] - 1
+        step, last = self.episode_step(state, obs_stats), step_keys.shape[0] - 1
 
         def env_step(both: tuple, step_key: Array) -> tuple[tuple, tuple]:
             carry, (episodes, t) = both
             carry, out = self.env_step(carry, step_key)
-            own_key = step_keys[jnp.minimum(t, last)]
-            episodes = step_episodes(*policy, deterministic, episodes, own_key)
+            episodes = step(episodes, step_keys[jnp.minimum(t, last)])
             return (carry, (episodes, t + 1)), out
 
         collect_key, learn_key = jax.random.split(key)
@@ -384,6 +379,13 @@ class _JittedRun:
         (carry, watched), (rollout, finished) = lax.scan(env_step, both, step_keys_now)
         carry, stats = self.learn(carry, rollout, learn_key)
         return (carry, watched), _collection_metrics(carry.env_steps, finished, stats)
+
+    def episode_step(self, state: Any, obs_stats: Any) -> Callable[[Any, Array], Any]:
+        """``(episodes, key) -> episodes``: evaluation episodes one step on with the policy
+        ``state`` as it evaluates (:func:`jaxrl.training.evaluation.step_episodes`)."""
+        deterministic = self.agent.evaluates_deterministically
+        policy = (self.agent, state, self.env, self.env_params, obs_stats, deterministic)
+        return functools.partial(step_episodes, *policy)
 
     def learn(self, carry: TrainCarry, rollout: Any, key: Array) -> tuple[TrainCarry, Any]:
         """Learning after a collection (``rollout``: its transitions, leaves ``[T, N, ...]``
