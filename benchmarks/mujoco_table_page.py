@@ -263,6 +263,7 @@ def table_block(results: Sequence[CellResult]) -> str:
                 str(published) if published else "-",
                 _verdict(r),
                 f"{r.final_mean:.1f} +- {r.final_std:.1f}",
+                _final_to_max(r),
                 *_tuned_cells(r.algo, task),
                 f"{r.seeds}",
                 f"{r.env_steps:,}",
@@ -276,6 +277,7 @@ def table_block(results: Sequence[CellResult]) -> str:
         "Tianshou (10 seeds)",
         "vs Tianshou",
         "jaxrl final evaluation, mean +- std",
+        "final / max",
         "tuned (`mujoco-tuned`, held-out seeds): Tianshou's statistic; final",
         "rl-zoo TRPO (3 seeds, final)",
         "seeds",
@@ -289,6 +291,10 @@ def table_block(results: Sequence[CellResult]) -> str:
             "",
             *(f"{note}  " for note in notes),
             *([""] if notes else []),
+            "Final / max: the final evaluation's mean over the maximum over evaluations (where "
+            "that maximum is positive; Reacher's returns are negative): how much of its best a "
+            "cell's final policy keeps.",
+            "",
             "Tuned: `--preset mujoco-tuned` (each task's study's best trial, "
             "docs/benchmarks/tuning.md) trained on 10 seeds no search used "
             "(`benchmarks/results/tuned_heldout_ALGO_TASK.json`), deterministic evaluations; "
@@ -299,6 +305,12 @@ def table_block(results: Sequence[CellResult]) -> str:
             "",
         ]
     )
+
+
+def _final_to_max(r: CellResult) -> str:
+    """The final evaluation's mean over the maximum of the seeds' mean, ``"-"`` where that
+    maximum is not positive (a ratio of negative returns reads backwards)."""
+    return f"{r.final_mean / r.max_of_mean:.2f}" if r.max_of_mean > 0 else "-"
 
 
 def _short(value: float) -> str:

@@ -64,11 +64,12 @@ def test_table_reports_max_over_evaluations_of_the_mean(tmp_path, monkeypatch):
     assert mtp._verdict(results["npg"]) == "BELOW"  # -8 < -4.5 - 0.5
     text = mtp.write_table(rows, tmp_path)
     hopper_row = (
-        "| TRPO | 2000.0 +- 600.0 | 2046 +- 1038 | within 1 std | 1950.0 +- 50.0 "
+        "| TRPO | 2000.0 +- 600.0 | 2046 +- 1038 | within 1 std | 1950.0 +- 50.0 | 0.97 "
         "| study running | 3372 +- 215 | 2 |"  # no held-out tuned run in tmp_path
     )
     assert f"| Hopper (v5; Tianshou v3) {hopper_row}" in text
     assert "| Reacher (v5; Tianshou v2) | NPG | -8.0 +- 0.0 | -4.5 +- 0.5 | BELOW |" in text
+    assert "| BELOW | -9.0 +- 0.0 | - |" in text  # no ratio of negative returns
     assert (tmp_path / "mujoco_table.md").read_text() == text
     assert (tmp_path / "mujoco_table.png").stat().st_size > 0
     # Another results file's table is named after it and leaves the table's own alone.
