@@ -95,7 +95,7 @@ class _NoMetrics:
 
 class RunBook:
     """The bookkeeping of one run's training call (:mod:`jaxrl.runs.runner`): metrics,
-    checkpoints, progress, plot, final evaluation (written by the primary process only,
+    checkpoints, progress, the plot at the end, final evaluation (written by the primary process only,
     :func:`jaxrl.training.sharding.is_primary`). ``period`` and ``env_steps`` are where the
     run stands; the runner advances them."""
 
@@ -193,8 +193,9 @@ class RunBook:
         return self.period >= self.num_periods or (every > 0 and self.period % every == 0)
 
     def save(self, tree: Any) -> None:
-        """Checkpoint ``tree`` as this period (in the background) and redraw the plot (the
-        primary process; the others only note where it is)."""
+        """Checkpoint ``tree`` as this period, in the background (the primary process; the
+        others only note where it is). The learning curve is drawn when the training call
+        ends (:meth:`plot`); ``jaxrl plot`` draws it from the metrics at any time."""
         self.checkpoint = self.run_dir.checkpoints / str(self.period)
         self.saved_period = self.period
         if not self.primary:
@@ -211,8 +212,6 @@ class RunBook:
                 "backend": self.config.backend,
             },
         )
-        if self.period < self.num_periods:  # the last one is drawn after the final evaluation
-            self.plot()
 
     def plot(self) -> Path:
         if not self.primary:
