@@ -2,11 +2,13 @@
 evaluation) and TensorBoard event files (one run per seed).
 
 ``updates.csv`` columns: ``seed, period, update, env_steps, train_return`` and the means of
-the agent's statistics (``actor_loss``, ``vf_loss``, ``kl``, ...). ``evals.csv`` columns:
+the agent's statistics (``actor_loss``, ``critic_loss``, ``kl``, ...; one table of them per
+algorithm in docs/guides/research.md). ``evals.csv`` columns:
 ``seed, period, env_steps, eval_return, wall_time``. ``seed`` is the index of the seed in
 the run, ``period`` the evaluation period (1-based) the row belongs to. A statistic that first
 appears after the first rows (DDPG's losses, after a random warm-up longer than a period)
-becomes a column then; the earlier rows' cells are empty.
+becomes a column then; the earlier rows' cells are empty. A statistic's earlier name
+(:data:`RENAMED_COLUMNS`) reads as its name now, and a resumed run renames it in the file.
 
 TensorBoard (``tensorboard/seed_<i>``) holds ``eval/return`` at every evaluation and the
 update statistics ``train/<name>`` at most once per ``TENSORBOARD_ENV_STEPS`` env steps
@@ -46,6 +48,22 @@ Columns = Mapping[str, Any]
 (arrays or lists of numbers; NaN is a missing value)."""
 
 _INDEX_COLUMNS = ("seed", "period", "update", "env_steps")
+
+RENAMED_COLUMNS = {"vf_loss": "critic_loss"}
+"""The earlier names of statistics in ``updates.csv``, each to its name now (NPG's and TRPO's
+critic loss was ``vf_loss``): :func:`read_csv` reads a file written before the rename under
+today's names, and a resumed run's :func:`truncate_csv` renames its header."""
+
+
+def current_names(header: Sequence[str]) -> list[str]:
+    """``header`` with each earlier name of :data:`RENAMED_COLUMNS` as its name now (kept
+    where the header has the new name too)."""
+    return [
+        RENAMED_COLUMNS[name]
+        if name in RENAMED_COLUMNS and RENAMED_COLUMNS[name] not in header
+        else name
+        for name in header
+    ]
 
 
 def summary_writer_class() -> type:
@@ -90,7 +108,8 @@ def _cells(values: Any, rows: int) -> list[str]:
 
 def read_csv(path: str | Path) -> dict[str, np.ndarray]:
     """A CSV written here as ``{column: float array}`` (empty cells are NaN; a row a killed
-    writer cut short is left out).
+    writer cut short is left out; a statistic's earlier name read as its name now,
+    :data:`RENAMED_COLUMNS`).
 
     Raises:
       DamagedFile: the file is damaged (``jaxrl.config.files.read_csv_rows``).
@@ -103,12 +122,13 @@ def read_csv(path: str | Path) -> dict[str, np.ndarray]:
         for j, cell in enumerate(row):
             if cell != "":
                 data[i, j] = float(cell)
-    return {name: data[:, j] for j, name in enumerate(header)}
+    return {name: data[:, j] for j, name in enumerate(current_names(header))}
 
 
 def truncate_csv(path: Path, last_period: int) -> None:
     """Keep the header and the rows of periods ``<= last_period`` (a resumed run rewrites
-    what came after its checkpoint; a row a killed writer cut short goes too).
+    what came after its checkpoint; a row a killed writer cut short goes too), the header's
+    earlier names of statistics renamed (:data:`RENAMED_COLUMNS`).
 
     Raises:
       DamagedFile: the file is damaged (``jaxrl.config.files.read_csv_rows``).
@@ -117,7 +137,7 @@ def truncate_csv(path: Path, last_period: int) -> None:
         return
     header, rows = read_csv_rows(path, RUN_REMEDY, ("period",))
     period = header.index("period") if header else 0
-    kept = [header] if header else []
+    kept = [current_names(header)] if header else []
     kept += [row for row in rows if float(row[period]) <= last_period]
     replace_file(path, lambda tmp: _write_rows(tmp, kept))
 
@@ -135,7 +155,7 @@ class CsvTable:
             with open(self.path, newline="") as file:  # checked when the resume trimmed it
                 header = file.readline()
             if header.endswith("\n"):
-                self.columns = tuple(next(csv.reader([header])))
+                self.columns = tuple(current_names(next(csv.reader([header]))))
 
     def append(self, columns: Columns) -> None:
         """Append rows (:data:`Columns`); a column they lack is empty cells."""
@@ -299,3 +319,4 @@ def learning_curve(evals_csv: str | Path) -> tuple[np.ndarray, np.ndarray, np.nd
     cols = np.searchsorted(seeds, table["seed"])
     returns[rows, cols] = table["eval_return"]
     return steps, returns, seeds
+
