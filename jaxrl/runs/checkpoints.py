@@ -28,6 +28,7 @@ import logging
 import math
 import shutil
 import zlib
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -212,12 +213,22 @@ class CheckpointStore:
 
     Args:
       directory: where the steps live (created on the first save).
-      max_to_keep: finalized checkpoints kept (older ones are deleted by orbax).
+      max_to_keep: the newest finalized checkpoints kept; older ones are deleted once a
+        newer one is finalized (when the next save starts, and on :meth:`close`), except
+        those ``preserve`` names.
+      preserve: ``steps -> kept``: of the finalized ``steps``, those kept whatever their
+        age (a run's best-evaluated checkpoint, :func:`jaxrl.runs.bookkeeping.best_checkpoint`).
     """
 
-    def __init__(self, directory: str | Path, max_to_keep: int = 2) -> None:
+    def __init__(
+        self,
+        directory: str | Path,
+        max_to_keep: int = 2,
+        preserve: Callable[[list[int]], Iterable[int]] | None = None,
+    ) -> None:
         self.directory = Path(directory).absolute()
         self.max_to_keep = max_to_keep
+        self.preserve = preserve
         self._manager: Any = None
 
     # ------------------------------------------------------------------ listing
@@ -261,6 +272,19 @@ class CheckpointStore:
                 removed.append(path)
         return removed
 
+    def rotate(self) -> list[int]:
+        """Delete the finalized steps older than the newest ``max_to_keep`` that ``preserve``
+        does not keep (after pending saves finish). Returns the steps deleted."""
+        self.wait()
+        steps = self.steps()
+        kept = set(steps[-self.max_to_keep :])
+        if self.preserve is not None and len(steps) > len(kept):
+            kept |= set(self.preserve(steps))
+        old = [step for step in steps if step not in kept]
+        for step in old:
+            shutil.rmtree(self.path(step))
+        return old
+
     # ------------------------------------------------------------------ saving
     def _get_manager(self) -> Any:
         if self._manager is None:
@@ -268,7 +292,8 @@ class CheckpointStore:
 
             _quiet_orbax()
             self.directory.mkdir(parents=True, exist_ok=True)
-            options = _manager_options(max_to_keep=self.max_to_keep, create=True)
+            # Every step is kept by orbax; rotate() deletes the old ones (preserve's aside).
+            options = _manager_options(max_to_keep=None, create=True)
             self._manager = ocp.CheckpointManager(self.directory, options=options)
         return self._manager
 
@@ -283,6 +308,7 @@ class CheckpointStore:
 
         flat, description = encode(tree)
         meta = {**(metadata or {}), "step": step, **description}
+        self.rotate()  # the checkpoints before the previous save's, now that it is finalized
         with interrupts_deferred():
             self._get_manager().save(
                 step,
@@ -299,9 +325,11 @@ class CheckpointStore:
             self._manager.wait_until_finished()
 
     def close(self) -> None:
-        """Finish pending saves and release orbax's resources."""
+        """Finish pending saves, delete the old checkpoints (:meth:`rotate`) and release
+        orbax's resources."""
         if self._manager is not None:
             self._manager.wait_until_finished()
+            self.rotate()
             self._manager.close()
             self._manager = None
 

@@ -320,3 +320,34 @@ def learning_curve(evals_csv: str | Path) -> tuple[np.ndarray, np.ndarray, np.nd
     returns[rows, cols] = table["eval_return"]
     return steps, returns, seeds
 
+
+def evaluation_means(evals_csv: str | Path) -> dict[int, tuple[int, float]]:
+    """Each evaluation during training in an ``evals.csv``, by the env steps of the policy it
+    evaluated: ``{env_steps: (period, mean return across seeds)}`` (NaN where no seed's
+    return is finite; empty without the file)."""
+    if not Path(evals_csv).is_file():
+        return {}
+    table = read_csv(evals_csv)
+    if not table:
+        return {}
+    steps, periods = table["env_steps"].astype(np.int64), table["period"].astype(np.int64)
+    returns = table["eval_return"].astype(np.float64)
+    means = {}
+    for step in np.unique(steps).tolist():
+        at = steps == step
+        finite = returns[at][np.isfinite(returns[at])]
+        means[step] = (int(periods[at][0]), float(np.mean(finite)) if finite.size else np.nan)
+    return means
+
+
+def best_evaluation(evals_csv: str | Path) -> tuple[int, float, int] | None:
+    """``(period, mean return, env steps)`` of the run's best evaluation during training (the
+    best mean across seeds in ``evals.csv``, the initial policy's included; the earliest of
+    equals), or None without a finite one."""
+    means = evaluation_means(evals_csv)
+    finite = {step: pm for step, pm in means.items() if np.isfinite(pm[1])}
+    if not finite:
+        return None
+    step = max(finite, key=lambda s: (finite[s][1], -s))
+    period, mean = finite[step]
+    return period, mean, step
