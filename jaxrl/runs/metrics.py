@@ -8,7 +8,8 @@ algorithm in docs/guides/research.md). ``evals.csv`` columns:
 the run, ``period`` the evaluation period (1-based) the row belongs to. A statistic that first
 appears after the first rows (DDPG's losses, after a random warm-up longer than a period)
 becomes a column then; the earlier rows' cells are empty. A statistic's earlier name
-(:data:`RENAMED_COLUMNS`) reads as its name now, and a resumed run renames it in the file.
+(:data:`~jaxrl.runs.metrics.RENAMED_COLUMNS`) reads as its name now, and a resumed run
+renames it in the file.
 
 TensorBoard (``tensorboard/seed_<i>``) holds ``eval/return`` at every evaluation and the
 update statistics ``train/<name>`` at most once per ``TENSORBOARD_ENV_STEPS`` env steps
@@ -56,8 +57,8 @@ today's names, and a resumed run's :func:`truncate_csv` renames its header."""
 
 
 def current_names(header: Sequence[str]) -> list[str]:
-    """``header`` with each earlier name of :data:`RENAMED_COLUMNS` as its name now (kept
-    where the header has the new name too)."""
+    """``header`` with each earlier name of :data:`~jaxrl.runs.metrics.RENAMED_COLUMNS` as
+    its name now (kept where the header has the new name too)."""
     return [
         RENAMED_COLUMNS[name]
         if name in RENAMED_COLUMNS and RENAMED_COLUMNS[name] not in header
@@ -109,7 +110,7 @@ def _cells(values: Any, rows: int) -> list[str]:
 def read_csv(path: str | Path) -> dict[str, np.ndarray]:
     """A CSV written here as ``{column: float array}`` (empty cells are NaN; a row a killed
     writer cut short is left out; a statistic's earlier name read as its name now,
-    :data:`RENAMED_COLUMNS`).
+    :data:`~jaxrl.runs.metrics.RENAMED_COLUMNS`).
 
     Raises:
       DamagedFile: the file is damaged (``jaxrl.config.files.read_csv_rows``).
@@ -128,7 +129,7 @@ def read_csv(path: str | Path) -> dict[str, np.ndarray]:
 def truncate_csv(path: Path, last_period: int) -> None:
     """Keep the header and the rows of periods ``<= last_period`` (a resumed run rewrites
     what came after its checkpoint; a row a killed writer cut short goes too), the header's
-    earlier names of statistics renamed (:data:`RENAMED_COLUMNS`).
+    earlier names of statistics renamed (:data:`~jaxrl.runs.metrics.RENAMED_COLUMNS`).
 
     Raises:
       DamagedFile: the file is damaged (``jaxrl.config.files.read_csv_rows``).
