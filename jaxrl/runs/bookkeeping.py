@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxrl.config.files import DamagedFile
 from jaxrl.config.run_config import RunConfig
 from jaxrl.runs.checkpoints import CheckpointError, CheckpointStore
 from jaxrl.runs.metrics import Columns, MetricsLogger, evaluation_means
@@ -98,7 +99,10 @@ def best_checkpoint(run_dir: RunDir, store: CheckpointStore, steps: list[int]) -
     ``evals.csv`` rows of its env steps) has the best mean across seeds (the earliest of
     equals), as a list of one; empty where none of them was evaluated. The run's
     :class:`~jaxrl.runs.checkpoints.CheckpointStore` keeps it whatever its age."""
-    means = evaluation_means(run_dir.evals_csv)
+    try:
+        means = evaluation_means(run_dir.evals_csv)
+    except DamagedFile:  # no evaluation to go by: the newest checkpoints alone are kept
+        return []
     scored = {
         step: means[env_steps][1]
         for step, env_steps in checkpoint_env_steps(store, steps).items()

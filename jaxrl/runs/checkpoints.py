@@ -28,7 +28,7 @@ import logging
 import math
 import shutil
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -208,16 +208,32 @@ def _manager_options(**options: Any) -> Any:
     return ocp.CheckpointManagerOptions(**options)
 
 
+class _Kept:
+    """orbax's preservation policy of a :class:`CheckpointStore`: its newest ``max_to_keep``
+    steps and those its ``preserve`` names."""
+
+    def __init__(self, store: CheckpointStore) -> None:
+        self.store = store
+
+    def should_preserve(self, checkpoints: Sequence[Any], *, context: Any) -> list[bool]:
+        del context
+        steps = sorted(info.step for info in checkpoints)
+        kept = set(steps[-self.store.max_to_keep :])
+        if self.store.preserve is not None and len(steps) > len(kept):
+            kept |= set(self.store.preserve(steps))
+        return [info.step in kept for info in checkpoints]
+
+
 class CheckpointStore:
     """The checkpoints of one run: a directory of orbax steps.
 
     Args:
       directory: where the steps live (created on the first save).
-      max_to_keep: the newest finalized checkpoints kept; older ones are deleted once a
-        newer one is finalized (when the next save starts, and on :meth:`close`), except
-        those ``preserve`` names.
+      max_to_keep: the newest finalized checkpoints kept; orbax deletes older ones as a
+        newer one is finalized, except those ``preserve`` names.
       preserve: ``steps -> kept``: of the finalized ``steps``, those kept whatever their
-        age (a run's best-evaluated checkpoint, :func:`jaxrl.runs.bookkeeping.best_checkpoint`).
+        age (a run's best-evaluated checkpoint, :func:`jaxrl.runs.bookkeeping.best_checkpoint`);
+        asked from orbax's thread that finalizes a save.
     """
 
     def __init__(
@@ -272,19 +288,6 @@ class CheckpointStore:
                 removed.append(path)
         return removed
 
-    def rotate(self) -> list[int]:
-        """Delete the finalized steps older than the newest ``max_to_keep`` that ``preserve``
-        does not keep (after pending saves finish). Returns the steps deleted."""
-        self.wait()
-        steps = self.steps()
-        kept = set(steps[-self.max_to_keep :])
-        if self.preserve is not None and len(steps) > len(kept):
-            kept |= set(self.preserve(steps))
-        old = [step for step in steps if step not in kept]
-        for step in old:
-            shutil.rmtree(self.path(step))
-        return old
-
     # ------------------------------------------------------------------ saving
     def _get_manager(self) -> Any:
         if self._manager is None:
@@ -292,8 +295,7 @@ class CheckpointStore:
 
             _quiet_orbax()
             self.directory.mkdir(parents=True, exist_ok=True)
-            # Every step is kept by orbax; rotate() deletes the old ones (preserve's aside).
-            options = _manager_options(max_to_keep=None, create=True)
+            options = _manager_options(preservation_policy=_Kept(self), create=True)
             self._manager = ocp.CheckpointManager(self.directory, options=options)
         return self._manager
 
@@ -308,7 +310,6 @@ class CheckpointStore:
 
         flat, description = encode(tree)
         meta = {**(metadata or {}), "step": step, **description}
-        self.rotate()  # the checkpoints before the previous save's, now that it is finalized
         with interrupts_deferred():
             self._get_manager().save(
                 step,
@@ -325,11 +326,9 @@ class CheckpointStore:
             self._manager.wait_until_finished()
 
     def close(self) -> None:
-        """Finish pending saves, delete the old checkpoints (:meth:`rotate`) and release
-        orbax's resources."""
+        """Finish pending saves and release orbax's resources."""
         if self._manager is not None:
             self._manager.wait_until_finished()
-            self.rotate()
             self._manager.close()
             self._manager = None
 
