@@ -199,7 +199,8 @@ def test_best_loads_the_best_evaluation_s_checkpoint_or_says_it_is_not_kept(trpo
         load(run_dir, seed=2)
 
 
-# Cost: ~6 s on a 2-core CPU (a 5-period tiny TRPO run, one seed, one load).
+# Cost: 18 s measured on the 2-core CPU under a load of 6 from other jobs (a 5-period tiny
+# TRPO run of one seed: its compilations, mostly; one load).
 def test_the_best_evaluated_checkpoint_outlives_the_rotation(tmp_path, monkeypatch):
     """A run whose first period's policy evaluates best, four checkpoints after it: the
     rotation keeps the newest two and that one, and ``"best"`` loads the policy saved then."""
@@ -235,7 +236,7 @@ def test_the_best_evaluated_checkpoint_outlives_the_rotation(tmp_path, monkeypat
     assert load(run_dir.path).step == 5
 
 
-# Cost: ~2 s (two copies of the kept run directory of an earlier jaxrl, two loads).
+# Cost: about 1 s (two copies of the kept run directory of an earlier jaxrl, two loads).
 def test_a_checkpoint_written_on_a_gpu_loads_and_acts_on_this_machine(tmp_path):
     """orbax records each array's device (``tree/_sharding``); a restore reads the arrays
     onto this process's device whatever it names: here a CUDA device this machine lacks."""
