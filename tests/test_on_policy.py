@@ -87,11 +87,11 @@ def test_update_compiles_once_and_is_reused(compiled):
 def test_stats_have_tianshou_fields(compiled):
     agent, state, update = compiled
     _, stats = update(state, random_rollout(jax.random.key(1)), jax.random.key(2))
-    names = {"actor_loss", "vf_loss", "kl", "cg_residual", "cg_iterations", "rejected_steps"}
+    names = {"actor_loss", "critic_loss", "kl", "cg_residual", "cg_iterations", "rejected_steps"}
     if isinstance(agent, jaxrl.TRPO):
         names |= {"step_size", "backtracks", "line_search_failures"}
     assert names <= set(stats)
-    for name in ("actor_loss", "vf_loss", "kl"):
+    for name in ("actor_loss", "critic_loss", "kl"):
         summary = stats[name]
         assert float(summary.min) <= float(summary.mean) <= float(summary.max)
         assert float(summary.std) >= 0

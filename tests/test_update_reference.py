@@ -386,7 +386,7 @@ def reference_update(case: Case, agent, actor0: dict, critic0: dict, rollout) ->
     adam_m = {k: np.zeros_like(v) for k, v in critic.items()}
     adam_v = {k: np.zeros_like(v) for k, v in critic.items()}
     adam_t = 0
-    log = {"actor_loss": [], "kl": [], "vf_loss": [], "step_size": [], "backtracks": []}
+    log = {"actor_loss": [], "kl": [], "critic_loss": [], "step_size": [], "backtracks": []}
     log["cg_iterations"] = []
     for _ in range(agent.repeat):
         # Actor: gradient, explicit Fisher, CG, step.
@@ -419,7 +419,7 @@ def reference_update(case: Case, agent, actor0: dict, critic0: dict, rollout) ->
         log["cg_iterations"].append(iterations)
         # Critic: Adam steps on the MSE to the (scaled) targets.
         for _ in range(agent.optim_critic_iters):
-            vf_loss, g = critic_loss_and_grad(critic, flat_obs, targets)
+            loss_q, g = critic_loss_and_grad(critic, flat_obs, targets)
             adam_t += 1
             for k in critic:
                 adam_m[k] = ADAM_B1 * adam_m[k] + (1 - ADAM_B1) * g[k]
@@ -427,7 +427,7 @@ def reference_update(case: Case, agent, actor0: dict, critic0: dict, rollout) ->
                 m_hat = adam_m[k] / (1 - ADAM_B1**adam_t)
                 v_hat = adam_v[k] / (1 - ADAM_B2**adam_t)
                 critic[k] = critic[k] - agent.lr * m_hat / (np.sqrt(v_hat) + ADAM_EPS)
-        log["vf_loss"].append(vf_loss)
+        log["critic_loss"].append(loss_q)
     return {
         "actor": actor,
         "critic": critic,
@@ -518,7 +518,7 @@ def test_return_rms_matches_reference(outcome):
 def test_stats_match_reference(outcome):
     case, agent, _, _, got, expected = outcome
     stats, log = got["stats"], expected["log"]
-    names = ["actor_loss", "kl", "vf_loss", "cg_iterations"]
+    names = ["actor_loss", "kl", "critic_loss", "cg_iterations"]
     if case.algo == "trpo":
         names.append("step_size")
     for name in names:

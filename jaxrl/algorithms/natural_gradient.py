@@ -295,8 +295,10 @@ class NaturalGradient(struct.PyTreeNode):
           key: PRNG key for minibatch shuffling and FVP subsampling.
 
         Returns:
-          ``(new_state, stats)``; ``stats`` maps ``actor_loss``, ``vf_loss``, ``kl`` (and TRPO's
-          ``step_size``) to :class:`jaxrl.core.SummaryStats` over the minibatch steps, plus
+          ``(new_state, stats)``; ``stats`` maps ``actor_loss``, ``critic_loss`` (the
+          critic's mean squared error against its targets at each minibatch's last Adam
+          step), ``kl`` (and TRPO's ``step_size``) to :class:`jaxrl.core.SummaryStats` over
+          the minibatch steps, plus
           diagnostics: ``cg_residual`` (SummaryStats), ``cg_iterations`` (SummaryStats),
           ``backtracks`` (total line-search backtracks), ``line_search_failures`` and
           ``rejected_steps`` (non-finite steps refused, parameters kept).
@@ -364,11 +366,11 @@ class NaturalGradient(struct.PyTreeNode):
                     fvp_batch_size=self.fvp_batch_size,
                 )
             if self.critic_batch_size is None:
-                critic_state, vf_loss, critic_rejected = on_policy.critic_steps(
+                critic_state, critic_loss, critic_rejected = on_policy.critic_steps(
                     critic_state, minibatch, weights, self.optim_critic_iters
                 )
             else:
-                critic_state, vf_loss, critic_rejected = on_policy.critic_passes(
+                critic_state, critic_loss, critic_rejected = on_policy.critic_passes(
                     critic_state,
                     minibatch,
                     weights,
@@ -377,7 +379,7 @@ class NaturalGradient(struct.PyTreeNode):
                     self.critic_batch_size,
                 )
             actor_stats["rejected"] = actor_stats["rejected"] + critic_rejected
-            return (actor_params, critic_state), {**actor_stats, "vf_loss": vf_loss}
+            return (actor_params, critic_state), {**actor_stats, "critic_loss": critic_loss}
 
         def one_pass(carry: tuple, pass_key: Array) -> tuple[tuple, dict]:
             perm_key, steps_key = jax.random.split(pass_key)

@@ -295,7 +295,7 @@ def summarize_steps(per_step: dict[str, Array]) -> dict[str, Any]:
     and failures."""
     stats: dict[str, Any] = {
         name: SummaryStats.from_sequence(per_step[name])
-        for name in ("actor_loss", "vf_loss", "kl", "cg_residual", "cg_iterations")
+        for name in ("actor_loss", "critic_loss", "kl", "cg_residual", "cg_iterations")
     }
     stats["rejected_steps"] = jnp.sum(per_step["rejected"])
     if "step_size" in per_step:

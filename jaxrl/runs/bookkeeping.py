@@ -6,15 +6,17 @@ final evaluation) and what it returns (:class:`TrainResult`)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from jaxrl.config.files import DamagedFile
 from jaxrl.config.run_config import RunConfig
-from jaxrl.runs.checkpoints import CheckpointStore
-from jaxrl.runs.metrics import Columns, MetricsLogger
+from jaxrl.runs.checkpoints import CheckpointError, CheckpointStore
+from jaxrl.runs.metrics import Columns, MetricsLogger, evaluation_means
 from jaxrl.runs.plots import plot_runs
 from jaxrl.runs.progress import RunProgress
 from jaxrl.runs.report import FinalEvaluation
@@ -80,6 +82,35 @@ def update_columns(
     return columns
 
 
+def checkpoint_env_steps(store: CheckpointStore, steps: list[int]) -> dict[int, int]:
+    """``{step: env steps per seed}`` of the finalized ``steps`` (the env steps of the policy
+    each holds, from its metadata); a step whose metadata does not read is left out."""
+    found = {}
+    for step in steps:
+        try:
+            found[step] = int(store.metadata(step)["env_steps"])
+        except (CheckpointError, KeyError, TypeError, ValueError):
+            continue
+    return found
+
+
+def best_checkpoint(run_dir: RunDir, store: CheckpointStore, steps: list[int]) -> list[int]:
+    """Of the finalized ``steps``, the one whose policy's evaluation during training (the
+    ``evals.csv`` rows of its env steps) has the best mean across seeds (the earliest of
+    equals), as a list of one; empty where none of them was evaluated. The run's
+    :class:`~jaxrl.runs.checkpoints.CheckpointStore` keeps it whatever its age."""
+    try:
+        means = evaluation_means(run_dir.evals_csv)
+    except DamagedFile:  # no evaluation to go by: the newest checkpoints alone are kept
+        return []
+    scored = {
+        step: means[env_steps][1]
+        for step, env_steps in checkpoint_env_steps(store, steps).items()
+        if env_steps in means and np.isfinite(means[env_steps][1])
+    }
+    return [max(scored, key=lambda step: (scored[step], -step))] if scored else []
+
+
 class _NoMetrics:
     """The metrics of a process that writes none (not process 0 of a job)."""
 
@@ -114,6 +145,8 @@ class RunBook:
         tracking: Tracking = DEFAULT_TRACKING,
     ) -> None:
         self.config, self.run_dir, self.store = config, run_dir, store
+        # The best-evaluated checkpoint outlives the rotation (jaxrl.load's "best").
+        store.preserve = functools.partial(best_checkpoint, run_dir, store)
         self.period, self.env_steps = start_period, start_steps
         self.num_periods = num_periods
         self.elapsed0, self.started = elapsed, time.perf_counter()

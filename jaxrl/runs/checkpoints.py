@@ -28,6 +28,7 @@ import logging
 import math
 import shutil
 import zlib
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -207,17 +208,43 @@ def _manager_options(**options: Any) -> Any:
     return ocp.CheckpointManagerOptions(**options)
 
 
+class _Kept:
+    """orbax's preservation policy of a :class:`CheckpointStore`: its newest ``max_to_keep``
+    steps and those its ``preserve`` names."""
+
+    def __init__(self, store: CheckpointStore) -> None:
+        self.store = store
+
+    def should_preserve(self, checkpoints: Sequence[Any], *, context: Any) -> list[bool]:
+        del context
+        steps = sorted(info.step for info in checkpoints)
+        kept = set(steps[-self.store.max_to_keep :])
+        if self.store.preserve is not None and len(steps) > len(kept):
+            kept |= set(self.store.preserve(steps))
+        return [info.step in kept for info in checkpoints]
+
+
 class CheckpointStore:
     """The checkpoints of one run: a directory of orbax steps.
 
     Args:
       directory: where the steps live (created on the first save).
-      max_to_keep: finalized checkpoints kept (older ones are deleted by orbax).
+      max_to_keep: the newest finalized checkpoints kept; orbax deletes older ones as a
+        newer one is finalized, except those ``preserve`` names.
+      preserve: ``steps -> kept``: of the finalized ``steps``, those kept whatever their
+        age (a run's best-evaluated checkpoint, :func:`jaxrl.runs.bookkeeping.best_checkpoint`);
+        asked from orbax's thread that finalizes a save.
     """
 
-    def __init__(self, directory: str | Path, max_to_keep: int = 2) -> None:
+    def __init__(
+        self,
+        directory: str | Path,
+        max_to_keep: int = 2,
+        preserve: Callable[[list[int]], Iterable[int]] | None = None,
+    ) -> None:
         self.directory = Path(directory).absolute()
         self.max_to_keep = max_to_keep
+        self.preserve = preserve
         self._manager: Any = None
 
     # ------------------------------------------------------------------ listing
@@ -268,7 +295,7 @@ class CheckpointStore:
 
             _quiet_orbax()
             self.directory.mkdir(parents=True, exist_ok=True)
-            options = _manager_options(max_to_keep=self.max_to_keep, create=True)
+            options = _manager_options(preservation_policy=_Kept(self), create=True)
             self._manager = ocp.CheckpointManager(self.directory, options=options)
         return self._manager
 

@@ -2,11 +2,14 @@
 evaluation) and TensorBoard event files (one run per seed).
 
 ``updates.csv`` columns: ``seed, period, update, env_steps, train_return`` and the means of
-the agent's statistics (``actor_loss``, ``vf_loss``, ``kl``, ...). ``evals.csv`` columns:
+the agent's statistics (``actor_loss``, ``critic_loss``, ``kl``, ...; one table of them per
+algorithm in docs/guides/research.md). ``evals.csv`` columns:
 ``seed, period, env_steps, eval_return, wall_time``. ``seed`` is the index of the seed in
 the run, ``period`` the evaluation period (1-based) the row belongs to. A statistic that first
 appears after the first rows (DDPG's losses, after a random warm-up longer than a period)
-becomes a column then; the earlier rows' cells are empty.
+becomes a column then; the earlier rows' cells are empty. A statistic's earlier name
+(:data:`~jaxrl.runs.metrics.RENAMED_COLUMNS`) reads as its name now, and a resumed run
+renames it in the file.
 
 TensorBoard (``tensorboard/seed_<i>``) holds ``eval/return`` at every evaluation and the
 update statistics ``train/<name>`` at most once per ``TENSORBOARD_ENV_STEPS`` env steps
@@ -46,6 +49,22 @@ Columns = Mapping[str, Any]
 (arrays or lists of numbers; NaN is a missing value)."""
 
 _INDEX_COLUMNS = ("seed", "period", "update", "env_steps")
+
+RENAMED_COLUMNS = {"vf_loss": "critic_loss"}
+"""The earlier names of statistics in ``updates.csv``, each to its name now (NPG's and TRPO's
+critic loss was ``vf_loss``): :func:`read_csv` reads a file written before the rename under
+today's names, and a resumed run's :func:`truncate_csv` renames its header."""
+
+
+def current_names(header: Sequence[str]) -> list[str]:
+    """``header`` with each earlier name of :data:`~jaxrl.runs.metrics.RENAMED_COLUMNS` as
+    its name now (kept where the header has the new name too)."""
+    return [
+        RENAMED_COLUMNS[name]
+        if name in RENAMED_COLUMNS and RENAMED_COLUMNS[name] not in header
+        else name
+        for name in header
+    ]
 
 
 def summary_writer_class() -> type:
@@ -90,7 +109,8 @@ def _cells(values: Any, rows: int) -> list[str]:
 
 def read_csv(path: str | Path) -> dict[str, np.ndarray]:
     """A CSV written here as ``{column: float array}`` (empty cells are NaN; a row a killed
-    writer cut short is left out).
+    writer cut short is left out; a statistic's earlier name read as its name now,
+    :data:`~jaxrl.runs.metrics.RENAMED_COLUMNS`).
 
     Raises:
       DamagedFile: the file is damaged (``jaxrl.config.files.read_csv_rows``).
@@ -103,12 +123,13 @@ def read_csv(path: str | Path) -> dict[str, np.ndarray]:
         for j, cell in enumerate(row):
             if cell != "":
                 data[i, j] = float(cell)
-    return {name: data[:, j] for j, name in enumerate(header)}
+    return {name: data[:, j] for j, name in enumerate(current_names(header))}
 
 
 def truncate_csv(path: Path, last_period: int) -> None:
     """Keep the header and the rows of periods ``<= last_period`` (a resumed run rewrites
-    what came after its checkpoint; a row a killed writer cut short goes too).
+    what came after its checkpoint; a row a killed writer cut short goes too), the header's
+    earlier names of statistics renamed (:data:`~jaxrl.runs.metrics.RENAMED_COLUMNS`).
 
     Raises:
       DamagedFile: the file is damaged (``jaxrl.config.files.read_csv_rows``).
@@ -117,7 +138,7 @@ def truncate_csv(path: Path, last_period: int) -> None:
         return
     header, rows = read_csv_rows(path, RUN_REMEDY, ("period",))
     period = header.index("period") if header else 0
-    kept = [header] if header else []
+    kept = [current_names(header)] if header else []
     kept += [row for row in rows if float(row[period]) <= last_period]
     replace_file(path, lambda tmp: _write_rows(tmp, kept))
 
@@ -135,7 +156,7 @@ class CsvTable:
             with open(self.path, newline="") as file:  # checked when the resume trimmed it
                 header = file.readline()
             if header.endswith("\n"):
-                self.columns = tuple(next(csv.reader([header])))
+                self.columns = tuple(current_names(next(csv.reader([header]))))
 
     def append(self, columns: Columns) -> None:
         """Append rows (:data:`Columns`); a column they lack is empty cells."""
@@ -299,3 +320,35 @@ def learning_curve(evals_csv: str | Path) -> tuple[np.ndarray, np.ndarray, np.nd
     cols = np.searchsorted(seeds, table["seed"])
     returns[rows, cols] = table["eval_return"]
     return steps, returns, seeds
+
+
+def evaluation_means(evals_csv: str | Path) -> dict[int, tuple[int, float]]:
+    """Each evaluation during training in an ``evals.csv``, by the env steps of the policy it
+    evaluated: ``{env_steps: (period, mean return across seeds)}`` (NaN where no seed's
+    return is finite; empty without the file)."""
+    if not Path(evals_csv).is_file():
+        return {}
+    table = read_csv(evals_csv)
+    if not table:
+        return {}
+    steps, periods = table["env_steps"].astype(np.int64), table["period"].astype(np.int64)
+    returns = table["eval_return"].astype(np.float64)
+    means = {}
+    for step in np.unique(steps).tolist():
+        at = steps == step
+        finite = returns[at][np.isfinite(returns[at])]
+        means[step] = (int(periods[at][0]), float(np.mean(finite)) if finite.size else np.nan)
+    return means
+
+
+def best_evaluation(evals_csv: str | Path) -> tuple[int, float, int] | None:
+    """``(period, mean return, env steps)`` of the run's best evaluation during training (the
+    best mean across seeds in ``evals.csv``, the initial policy's included; the earliest of
+    equals), or None without a finite one."""
+    means = evaluation_means(evals_csv)
+    finite = {step: pm for step, pm in means.items() if np.isfinite(pm[1])}
+    if not finite:
+        return None
+    step = max(finite, key=lambda s: (finite[s][1], -s))
+    period, mean = finite[step]
+    return period, mean, step

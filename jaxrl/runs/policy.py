@@ -22,9 +22,10 @@ import numpy as np
 
 from jaxrl.config.run_config import RunConfig
 from jaxrl.core.normalization import RunningMeanStd, normalize_observations
+from jaxrl.runs.bookkeeping import checkpoint_env_steps
 from jaxrl.runs.build import make_loop
 from jaxrl.runs.checkpoints import CheckpointError, CheckpointStore
-from jaxrl.runs.metrics import read_csv
+from jaxrl.runs.metrics import best_evaluation
 from jaxrl.runs.run_dir import RunDir, RunDirError
 from jaxrl.runs.runner import load_run
 
@@ -144,23 +145,6 @@ def _open(run_dir: str | Path | RunDir) -> RunDir:
     return RunDir.open(path)
 
 
-def best_period(run_dir: RunDir) -> tuple[int, float, int] | None:
-    """``(period, mean return, env steps)`` of the run's best evaluation during training (the
-    best mean across seeds in ``evals.csv``, the initial policy's at period 0 included), or
-    None without evaluations."""
-    if not run_dir.evals_csv.is_file():
-        return None
-    table = read_csv(run_dir.evals_csv)
-    periods, returns = table["period"].astype(int), table["eval_return"].astype(np.float64)
-    steps = table["env_steps"].astype(int)
-    means = {int(p): float(np.nanmean(returns[periods == p])) for p in np.unique(periods)}
-    finite = {p: m for p, m in means.items() if np.isfinite(m)}
-    if not finite:
-        return None
-    period = max(finite, key=finite.__getitem__)
-    return period, finite[period], int(steps[periods == period][0])
-
-
 def _checkpoint_step(run_dir: RunDir, store: CheckpointStore, checkpoint: Checkpoint) -> int:
     steps = store.steps()
     if not steps:
@@ -169,18 +153,22 @@ def _checkpoint_step(run_dir: RunDir, store: CheckpointStore, checkpoint: Checkp
     if checkpoint == "last":
         return steps[-1]
     if checkpoint == "best":
-        best = best_period(run_dir)
+        best = best_evaluation(run_dir.evals_csv)
         if best is None:
             raise CheckpointError(f"run {str(run_dir.path)!r} has no evaluations (evals.csv)")
         period, mean, env_steps = best
-        if period not in steps:
+        # The checkpoint of the policy evaluated: the one of the evaluation's env steps (the
+        # period's own, or the one before when evaluated alongside training).
+        holding = [s for s, e in checkpoint_env_steps(store, steps).items() if e == env_steps]
+        if not holding:
             raise CheckpointError(
                 f"the best evaluation of {str(run_dir.path)!r} (mean {mean:.1f} after "
-                f"{env_steps:,} env steps, period {period}) has no checkpoint: a run keeps its "
-                f"newest checkpoints only (here of periods {kept}); load checkpoint='last' or "
-                "one of those periods"
+                f"{env_steps:,} env steps, period {period}) has no checkpoint: a run writes "
+                f"one every --checkpoint-every periods and keeps the newest two and the best "
+                f"evaluated (here of periods {kept}); load checkpoint='last' or one of those "
+                "periods"
             )
-        return period
+        return holding[0]
     if isinstance(checkpoint, (int, np.integer)) and not isinstance(checkpoint, bool):
         if int(checkpoint) not in steps:
             raise CheckpointError(
@@ -202,9 +190,11 @@ def load(
       seed: which of the run's seeds (an index, ``0 .. num_seeds - 1``); None: every seed,
         the state and statistics with a leading seed axis ``[S]``.
       checkpoint: ``"last"``: the newest finished checkpoint; ``"best"``: the checkpoint of
-        the evaluation period with the best mean return across seeds in ``evals.csv``; a
-        run keeps only its newest checkpoints (two), so ``"best"`` loads only when its
-        period is one of them, else raises; an int: the checkpoint of that period.
+        the policy with the best evaluation during training (the best mean return across
+        seeds in ``evals.csv``); a run keeps its newest two checkpoints and its
+        best-evaluated one, so ``"best"`` raises only when that evaluation's policy was not
+        checkpointed (``checkpoint_every``; the initial policy); an int: the checkpoint of
+        that period.
 
     The arrays are placed on this process's default device, whatever device wrote them (a
     run trained on a GPU loads on a CPU).

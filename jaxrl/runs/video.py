@@ -1,8 +1,8 @@
 """Videos of a run's policy: ``jaxrl evaluate RUN_DIR --video FILE.gif`` (or ``.mp4``).
 
-Episodes of one seed's policy from a checkpoint (the final one by default), acting as the
-run's evaluations act (deterministically where the algorithm evaluates so), rendered one
-frame per step:
+Episodes of one seed's policy from a checkpoint (the final one by default), acting through
+its :class:`jaxrl.Policy` as the run's evaluations act (deterministically where the algorithm
+evaluates so), rendered one frame per step:
 
 - gymnasium and MuJoCo ids (the host driver): the environment's own ``rgb_array`` rendering.
   MuJoCo renders with the OpenGL backend ``MUJOCO_GL`` names; unset on a machine without a
@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from jaxrl.core.normalization import normalize_observations
-from jaxrl.runs.runner import load_run
+from jaxrl.config.run_config import RunConfig
+from jaxrl.runs.policy import load
+from jaxrl.runs.run_dir import RunDir
 
 # gymnax task -> how a gymnax state is drawn by gymnasium's renderer of the same task.
 _GYMNAX_DRAWINGS: dict[str, Callable[[Any, Any, Any], None]] = {
@@ -83,24 +83,17 @@ def record_video(
         raise ValueError(f"--video {path}: write a .gif or an .mp4 file")
     if episodes < 1:
         raise ValueError(f"--episodes must be a positive integer, got {episodes}")
-    loaded = load_run(run_dir, step)
-    config = loaded.config
+    config = RunConfig.load(RunDir.open(run_dir).config)
     if not 0 <= seed_index < config.num_seeds:
         raise ValueError(
             f"--seed-index {seed_index}: the run has {config.num_seeds} seeds "
             f"(0-{config.num_seeds - 1})"
         )
+    policy = load(run_dir, seed=seed_index, checkpoint="last" if step is None else step)
+    deterministic = policy.agent.evaluates_deterministically  # as the run's evaluations
 
-    def pick(tree: Any) -> Any:
-        return None if tree is None else jax.tree_util.tree_map(lambda x: x[seed_index], tree)
-
-    state, stats = pick(loaded.state), pick(loaded.carry.obs_stats)
-    agent, deterministic = loaded.agent, loaded.agent.evaluates_deterministically
-
-    @jax.jit
-    def act(obs: Any, key: Any) -> Any:
-        _, normalized = normalize_observations(stats, jnp.asarray(obs)[None], update=False)
-        return agent.policy(state, normalized, key, deterministic)[0]
+    def act(obs: Any, key: Any) -> np.ndarray:
+        return policy.act(obs, deterministic=deterministic, key=key)
 
     import gymnasium
 
@@ -127,7 +120,7 @@ def record_video(
             f"{' and '.join(_GYMNAX_DRAWINGS)})"
         )
     _write(path, frames, fps)
-    return Video(path, len(frames), returns, loaded.step)
+    return Video(path, len(frames), returns, policy.step)
 
 
 def _have_imageio() -> None:

@@ -2,7 +2,8 @@
 (:class:`~jaxrl.training.jax_loop.JaxLoop` on JAX environments, whole runs as compiled
 programs; :class:`~jaxrl.training.gymnasium_driver.HostLoop` on gymnasium and EnvPool), and the
 collectors research code builds its own loop from (:func:`make_collector`,
-:mod:`jaxrl.training.collect`)."""
+:mod:`jaxrl.training.collect`). A policy's evaluation is :func:`jaxrl.evaluate_policy`
+(the drivers' own, :mod:`jaxrl.training.evaluation`, is theirs)."""
 
 from jaxrl.training.collect import (
     CollectorState,
@@ -10,7 +11,6 @@ from jaxrl.training.collect import (
     JaxCollector,
     make_collector,
 )
-from jaxrl.training.evaluation import evaluate
 from jaxrl.training.gymnasium_driver import HostLoop
 from jaxrl.training.jax_driver import (
     TrainCarry,
@@ -45,7 +45,6 @@ __all__ = [
     "TrainConfig",
     "TrainLoop",
     "checked_call",
-    "evaluate",
     "gather_seeds",
     "initialize_distributed",
     "make_collector",

@@ -43,8 +43,7 @@ normalization (:func:`jaxrl.core.normalize_observations`), as in the drivers: th
 live in ``env_state.obs_stats``, are updated with every observation as it arrives, and the
 rollout's ``obs`` and ``next_obs`` are normalized (so the agent learns on what it acted on).
 Acting outside the collector (evaluation, deployment) must normalize the same way, with the
-statistics frozen: ``normalize_observations(env_state.obs_stats, obs, update=False)[1]``, or
-:func:`jaxrl.training.evaluate` with ``obs_stats=env_state.obs_stats``.
+statistics frozen: ``normalize_observations(env_state.obs_stats, obs, update=False)[1]``.
 
 Episode returns: ``env_state.last_return [N]`` is the return of the last episode each
 environment finished (NaN until it has finished one); ``env_state.episode_return`` is the
@@ -166,7 +165,7 @@ class JaxCollector(NamedTuple):
       observation_space: the environment's observation space (a gymnax one), for
         ``agent.init(key, observation_space, action_space)``.
       action_space: its action space.
-      env: the environment (for :func:`jaxrl.training.evaluate`).
+      env: the environment (for :func:`jaxrl.training.evaluation.evaluate`).
       env_params: its parameters.
     """
 

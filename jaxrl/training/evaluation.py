@@ -1,5 +1,6 @@
-"""Evaluation, one home for both drivers: the mean undiscounted return of a policy over
-fresh episodes.
+"""The drivers' evaluation, one home for both: the mean undiscounted return of a policy over
+fresh episodes. Not public: a trained policy's evaluation is :func:`jaxrl.evaluate_policy`
+(gymnax, Brax and gymnasium alike), which runs on these.
 
 - :func:`evaluate`: one seed's policy on JAX environments, pure (the jitted run evaluates
   with it after every period; :func:`jax_evaluation_program` vmaps it over seeds for

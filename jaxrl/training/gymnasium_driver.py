@@ -61,7 +61,6 @@ __all__ = [
     "HostCarry",
     "HostLoop",
     "ObservationNormalizer",
-    "evaluate_gymnasium",
     "init_host_carry",
     "train_gymnasium",
 ]

@@ -133,3 +133,17 @@ def as_columns(rows: list[dict]) -> dict[str, list]:
     any row carries, NaN where a row lacks it."""
     names = dict.fromkeys(name for row in rows for name in row)
     return {name: [row.get(name, float("nan")) for row in rows] for name in names}
+
+
+def assert_kept_checkpoints(run_dir: Path, newest: list[int]) -> None:
+    """A run's checkpoints are its ``newest`` and, besides them, at most its best-evaluated
+    one (``jaxrl.runs.bookkeeping.best_checkpoint``): which that is depends on the returns."""
+    from jaxrl.runs.bookkeeping import best_checkpoint
+    from jaxrl.runs.checkpoints import CheckpointStore
+    from jaxrl.runs.run_dir import RunDir
+
+    store = CheckpointStore(Path(run_dir) / "checkpoints")
+    steps = store.steps()
+    assert steps[-len(newest) :] == newest, steps
+    older = steps[: -len(newest)]
+    assert older in ([], best_checkpoint(RunDir(Path(run_dir)), store, steps)), steps

@@ -199,6 +199,78 @@ def test_best_loads_the_best_evaluation_s_checkpoint_or_says_it_is_not_kept(trpo
         load(run_dir, seed=2)
 
 
+# Cost: 18 s measured on the 2-core CPU under a load of 6 from other jobs (a 5-period tiny
+# TRPO run of one seed: its compilations, mostly; one load).
+def test_the_best_evaluated_checkpoint_outlives_the_rotation(tmp_path, monkeypatch):
+    """A run whose first period's policy evaluates best, four checkpoints after it: the
+    rotation keeps the newest two and that one, and ``"best"`` loads the policy saved then."""
+    from jaxrl.runs import CheckpointStore, RunDir, train_run
+    from jaxrl.runs.bookkeeping import RunBook
+
+    end_period, save = RunBook.end_period, CheckpointStore.save
+    saved = {}
+
+    def scored(book: RunBook, metrics: dict, first_update: int) -> None:
+        # The first period's evaluation is the best; the later ones fall.
+        returns = np.full_like(metrics["eval/return"], 0.0 if book.period == 0 else -999.0)
+        end_period(book, {**metrics, "eval/return": returns - book.period}, first_update)
+
+    def kept(store: CheckpointStore, step: int, tree: object, metadata: dict) -> object:
+        saved[step] = _plain_leaves(tree.state)  # [S, ...] each: every seed's
+        return save(store, step, tree, metadata)
+
+    monkeypatch.setattr(RunBook, "end_period", scored)
+    monkeypatch.setattr(CheckpointStore, "save", kept)
+    run = dict(num_envs=4, num_steps=32, total_steps=640, eval_every=128, eval_episodes=1)
+    config = make_config("trpo", "Pendulum-v1", hyperparameters={"hidden_sizes": [8]},
+                         num_seeds=1, checkpoint_every=1, **run)  # fmt: skip
+    run_dir = RunDir.create(tmp_path / "run")
+    train_run(config, run_dir, progress=False)
+
+    assert sorted(saved) == [1, 2, 3, 4, 5]
+    assert CheckpointStore(run_dir.checkpoints).steps() == [1, 4, 5]
+    best = load(run_dir.path, checkpoint="best")
+    assert best.step == 1 and best.metadata["env_steps"] == 128
+    for got, want in zip(_plain_leaves(best.state), saved[1], strict=True):
+        np.testing.assert_array_equal(got, want[0])
+    assert load(run_dir.path).step == 5
+
+
+# Cost: about 1 s (two copies of the kept run directory of an earlier jaxrl, two loads).
+def test_a_checkpoint_written_on_a_gpu_loads_and_acts_on_this_machine(tmp_path):
+    """orbax records each array's device (``tree/_sharding``); a restore reads the arrays
+    onto this process's device whatever it names: here a CUDA device this machine lacks."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "old_run" / "stopped"
+    here, gpu = tmp_path / "here", tmp_path / "gpu"
+    shutil.copytree(fixture, here)
+    shutil.copytree(fixture, gpu)
+    sharding = gpu / "checkpoints" / "2" / "tree" / "_sharding"
+    written = sharding.read_text()
+    assert '\\"device_str\\": \\"cpu:0\\"' in written
+    sharding.write_text(written.replace("cpu:0", "cuda:0"))
+    assert not any(device.platform == "gpu" for device in jax.devices())
+
+    policy, reference = load(gpu, seed=None), load(here, seed=None)
+    assert policy.step == reference.step == 2
+    for got, want in zip(_plain_leaves(policy.state), _plain_leaves(reference.state), strict=True):
+        np.testing.assert_array_equal(got, want)
+    obs = _observations(policy, 5)
+    np.testing.assert_array_equal(policy(obs), reference(obs))
+    assert policy(obs).shape == (2, 5, 1) and np.isfinite(policy(obs)).all()
+
+
+def _plain_leaves(tree: object) -> list[np.ndarray]:
+    """A pytree's leaves as NumPy copies (typed PRNG keys as their key data)."""
+    return [
+        np.array(
+            jax.random.key_data(leaf)
+            if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+            else leaf
+        )
+        for leaf in jax.tree.leaves(tree)
+    ]
+
+
 def _fresh_policy(algo: str, env: str) -> Policy:
     """An initial policy of ``algo`` on ``env`` with the settings ``jaxrl train`` would use
     (MuJoCo: with observation normalization), its observation statistics, where it has

@@ -16,7 +16,7 @@ pytest.importorskip("brax")
 from jaxrl.config import RunConfig
 from jaxrl.runs import load_run, read_csv
 
-from .helpers import TINY, error_line, leaves_equal
+from .helpers import TINY, assert_kept_checkpoints, error_line, leaves_equal
 
 # 4 evaluation periods of one update of 4 envs x 32 steps, 2 seeds, checkpoints every period.
 RUN = [
@@ -39,10 +39,11 @@ def test_brax_run_records_its_backend_and_resumes_exactly(jaxrl, tmp_path):
     assert len(final["deterministic"]) == 2
 
     # A run killed after its third checkpoint (a copy without the last one; the store keeps
-    # two), resumed: the same run, bit for bit (Brax's physics state is in the carry).
+    # two, and the best-evaluated), resumed: the same run, bit for bit (Brax's physics state
+    # is in the carry).
     run_dir = tmp_path / "interrupted"
     shutil.copytree(reference, run_dir)
-    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["3", "4"]
+    assert_kept_checkpoints(run_dir, [3, 4])
     shutil.rmtree(run_dir / "checkpoints" / "4")
     resumed = jaxrl("train", "trpo", "--resume", run_dir).check()
     assert "resuming at period 3/4" in resumed.stderr

@@ -58,7 +58,7 @@ def test_train_writes_a_complete_run_directory(trpo_run):
     updates = read_csv(run_dir / "updates.csv")
     header = (run_dir / "updates.csv").read_text().splitlines()[0].split(",")
     assert tuple(header[: len(UPDATE_COLUMNS)]) == UPDATE_COLUMNS
-    assert {"actor_loss", "vf_loss", "kl", "step_size"} <= set(header)
+    assert {"actor_loss", "critic_loss", "kl", "step_size"} <= set(header)
     assert len(updates["seed"]) == 2 * 4
     assert sorted(set(updates["update"])) == [1, 2, 3, 4]
     assert np.isfinite(updates["kl"]).all()

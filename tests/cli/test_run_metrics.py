@@ -18,6 +18,7 @@ from jaxrl.runs.metrics import (
     CsvTable,
     MetricsLogger,
     tensorboard_points,
+    truncate_csv,
 )
 
 from .helpers import as_columns, tensorboard_scalars
@@ -58,6 +59,26 @@ def test_a_statistic_that_appears_later_becomes_a_column(tmp_path):
     data = read_csv(path)
     np.testing.assert_array_equal(data["q"], [np.nan] * 5 + [3.0])
     np.testing.assert_array_equal(data["actor_loss"], [np.nan] * 3 + [-1.0, -1.0, np.nan])
+
+
+def test_a_file_with_a_statistics_earlier_name_reads_and_resumes_under_its_name_now(tmp_path):
+    """NPG's and TRPO's ``vf_loss`` is ``critic_loss`` now: an ``updates.csv`` written before
+    reads with the new name, and a resume renames the column rather than starting a second
+    one. (Milliseconds.)"""
+    path = tmp_path / "updates.csv"
+    old = [*UPDATE_COLUMNS, "kl", "vf_loss"]
+    with open(path, "w", newline="") as file:
+        csv.writer(file).writerows([old, [0, 1, 1, 4, "", 0.5, 2.0], [0, 2, 2, 8, "", 0.25, 1.0]])
+    data = read_csv(path)
+    assert "vf_loss" not in data
+    np.testing.assert_array_equal(data["critic_loss"], [2.0, 1.0])
+
+    truncate_csv(path, 1)  # a resume from period 1's checkpoint
+    CsvTable(path, UPDATE_COLUMNS).append(
+        as_columns(_rows(0, 2, range(8, 9), kl=0.5, critic_loss=3.0))
+    )
+    assert _lines(path)[0] == [*UPDATE_COLUMNS, "kl", "critic_loss"]
+    np.testing.assert_array_equal(read_csv(path)["critic_loss"], [2.0, 3.0])
 
 
 def test_a_batch_of_rows_takes_every_name_any_row_carries(tmp_path):
@@ -120,10 +141,10 @@ def test_rows_further_apart_than_a_window_are_their_own_points():
     steps = range(2_048, 5 * 2_048 + 1, 2_048)
     rows = _rows(0, 1, steps, kl=0.25)
     for row, value in zip(rows, (1.0, 2.0, 3.0, 4.0, 5.0), strict=True):
-        row["vf_loss"] = value
+        row["critic_loss"] = value
     points = tensorboard_points(as_columns(rows), TENSORBOARD_ENV_STEPS)
     assert [(seed, step) for seed, step, _ in points] == [(0, s) for s in steps]
-    assert [means["vf_loss"] for _, _, means in points] == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert [means["critic_loss"] for _, _, means in points] == [1.0, 2.0, 3.0, 4.0, 5.0]
 
 
 def test_the_logger_writes_every_row_to_csv_and_window_means_to_tensorboard(tmp_path):

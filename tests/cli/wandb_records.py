@@ -129,8 +129,9 @@ def assert_history_is_the_csvs(run_dir: Path, runs: list[OfflineRun]) -> None:
             assert row[f"eval/return_seed_{int(seed)}"] == value
         assert row["eval/return"] == pytest.approx(np.mean(table["eval_return"][at]), rel=1e-12)
     updates = read_csv(run_dir / "updates.csv")
-    train = [row for row in history if "train/vf_loss" in row]
+    train = [row for row in history if "train/critic_loss" in row]
     assert [row["env_steps"] for row in train] == np.unique(updates["env_steps"]).tolist()
     for row in train:
         at = updates["env_steps"] == row["env_steps"]
-        assert row["train/vf_loss"] == pytest.approx(np.mean(updates["vf_loss"][at]), rel=1e-12)
+        mean = np.mean(updates["critic_loss"][at])
+        assert row["train/critic_loss"] == pytest.approx(mean, rel=1e-12)

@@ -6,8 +6,8 @@ step with both, unfinished episodes at its end), and use the same minibatch orde
 shuffle is fed jaxrl's permutation, mapped to its buffer's env-major order). Compared after
 one update: the actor's and the critic's parameters (which the advantages, the critic targets
 and every step's natural gradient, line search and Adam steps determine), the running return
-statistics, and the logged statistics (actor_loss, vf_loss, kl, step_size: mean, std, max,
-min), at float32 rounding.
+statistics, and the logged statistics (actor_loss, critic_loss (Tianshou's vf_loss), kl,
+step_size: mean, std, max, min), at float32 rounding.
 
 Tolerances: one natural-gradient step per minibatch pass matches to about 1e-5 (relative
 2e-4, absolute 2e-6 here); six chained steps (3 minibatches x 2 passes) amplify float32
@@ -37,6 +37,7 @@ OBS_SPACE = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACTION_SPACE = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
 DISCRETE_SPACE = gym.spaces.Discrete(3)
 HIDDEN = (16, 16)
+TIANSHOU_NAMES = {"critic_loss": "vf_loss"}  # our statistics' names -> Tianshou's
 # Float32 rounding, amplified by conjugate gradients (10 iterations) and the line search.
 RTOL, ATOL = 2e-4, 2e-6
 
@@ -325,11 +326,11 @@ def assert_same_update(
     close("return_rms.mean", new_state.return_rms.mean, rms.mean)
     close("return_rms.var", new_state.return_rms.var, rms.var)
     close("return_rms.count", new_state.return_rms.count, rms.count)
-    names = ["actor_loss", "vf_loss", "kl"] + (["step_size"] if case.algo == "trpo" else [])
+    names = ["actor_loss", "critic_loss", "kl"] + (["step_size"] if case.algo == "trpo" else [])
     for name in names:
         if name in skip_stats:
             continue
-        ours, theirs = stats[name], getattr(ts_stats, name)
+        ours, theirs = stats[name], getattr(ts_stats, TIANSHOU_NAMES.get(name, name))
         for field in ("mean", "std", "max", "min"):
             close(f"{name}.{field}", getattr(ours, field), getattr(theirs, field))
 

@@ -189,7 +189,7 @@ def test_mujoco_hopper_runs_end_to_end():
     )
     assert int(state.num_updates) == 4
     assert np.isfinite(metrics["eval/return"]).all() and metrics["eval/return"][0] > 0
-    for name in ("actor_loss", "vf_loss", "kl"):
+    for name in ("actor_loss", "critic_loss", "kl"):
         assert np.isfinite(metrics[name]).all()
 
 

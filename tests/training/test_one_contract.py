@@ -87,7 +87,7 @@ def test_one_stop_signature():
 def test_periods_without_a_stat_are_nan_there():
     """DDPG's warm-up collections run no update: their stats are NaN in the joined run."""
     warmup = {"env_steps": np.array([[8]]), "eval/return": np.array([-1.0])}
-    learning = {**warmup, "vf_loss": np.array([[0.5]], np.float32)}
+    learning = {**warmup, "critic_loss": np.array([[0.5]], np.float32)}
     joined = join_periods([warmup, learning])
-    np.testing.assert_array_equal(joined["vf_loss"], [[np.nan, 0.5]])
+    np.testing.assert_array_equal(joined["critic_loss"], [[np.nan, 0.5]])
     assert joined["eval/return"].shape == (1, 2)
