@@ -126,9 +126,9 @@ class _NoMetrics:
 
 class RunBook:
     """The bookkeeping of one run's training call (:mod:`jaxrl.runs.runner`): metrics,
-    checkpoints, progress, the plot at the end, final evaluation (written by the primary process only,
-    :func:`jaxrl.training.sharding.is_primary`). ``period`` and ``env_steps`` are where the
-    run stands; the runner advances them."""
+    checkpoints, progress, the plot at the end, final evaluation (written by the primary
+    process only, :func:`jaxrl.training.sharding.is_primary`). ``period`` and ``env_steps``
+    are where the run stands; the runner advances them."""
 
     def __init__(
         self,

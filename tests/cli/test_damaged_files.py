@@ -16,7 +16,7 @@ import pytest
 
 from jaxrl.runs import CheckpointError, CheckpointStore, read_csv
 
-from .helpers import TINY, TRPO_RUN, single_error_line
+from .helpers import TINY, TRPO_RUN, assert_kept_checkpoints, single_error_line
 
 STOPPED = [*TRPO_RUN, "--checkpoint-every", "1", "--stop-after-periods", "3"]
 
@@ -35,7 +35,7 @@ def _damage(checkpoint: Path) -> None:
 def test_a_damaged_newest_checkpoint_is_skipped_for_an_older_one(jaxrl, trpo_run, tmp_path):
     run_dir = tmp_path / "run"
     jaxrl(*STOPPED, "--run-dir", run_dir).check()
-    assert CheckpointStore(run_dir / "checkpoints").steps() == [2, 3]
+    assert_kept_checkpoints(run_dir, [2, 3])
     _damage(run_dir / "checkpoints" / "3")
     resumed = jaxrl("train", "trpo", "--resume", run_dir).check()
     assert "Traceback" not in resumed.stderr

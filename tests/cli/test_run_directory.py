@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from jaxrl.config import RunConfig
-from jaxrl.runs import CheckpointStore, load_run, read_csv
+from jaxrl.runs import load_run, read_csv
 from jaxrl.runs.metrics import EVAL_COLUMNS, UPDATE_COLUMNS
 
-from .helpers import tensorboard_scalars
+from .helpers import assert_kept_checkpoints, tensorboard_scalars
 
 
 def read_png(path: Path) -> np.ndarray:
@@ -83,8 +83,9 @@ def test_train_writes_a_complete_run_directory(trpo_run):
         np.testing.assert_allclose([v for _, v in scalars["eval/return"]], expected, rtol=1e-6)
         assert "train/kl" in scalars
 
-    # Checkpoints: the newest two periods, finalized; the final one loads.
-    assert CheckpointStore(run_dir / "checkpoints").steps() == [2, 4]
+    # Checkpoints: the newest two periods (and the best-evaluated one), finalized; the final
+    # one loads.
+    assert_kept_checkpoints(run_dir, [2, 4])
     loaded = load_run(run_dir)
     assert loaded.step == 4 and loaded.metadata["env_steps"] == 512
     assert int(loaded.carry.env_steps[0]) == 512

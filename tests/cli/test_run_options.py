@@ -13,7 +13,7 @@ import numpy as np
 
 from jaxrl.runs import CheckpointStore, evaluate_policy, load, load_run, read_csv
 
-from .helpers import Result
+from .helpers import Result, assert_kept_checkpoints
 
 
 def _without_wall_time(table: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -32,12 +32,12 @@ def test_a_finished_run_extends_to_a_larger_budget(
 
     again = jaxrl("train", "trpo", "--resume", run_dir).check()
     assert "has finished all 4 evaluation periods; raise --total-steps" in again.stdout
-    assert CheckpointStore(run_dir / "checkpoints").steps() == [2, 4]
+    assert_kept_checkpoints(run_dir, [2, 4])
 
     extended = jaxrl("train", "trpo", "--resume", run_dir, "--total-steps", "768").check()
     assert "resuming at period 4/6 (512 env steps)" in extended.stderr
     assert "Finished TRPO on Pendulum-v1: 2 seeds x 768 env steps (period 6/6)" in extended.stdout
-    assert CheckpointStore(run_dir / "checkpoints").steps() == [4, 6]
+    assert_kept_checkpoints(run_dir, [4, 6])
     assert json.loads((run_dir / "config.json").read_text())["run"]["total_steps"] == 768
     final = json.loads((run_dir / "final_eval.json").read_text())
     assert final["env_steps"] == 768

@@ -20,6 +20,7 @@ import pytest
 
 from jaxrl.runs.checkpoints import CheckpointStore
 from jaxrl.runs.runner import load_run
+from tests.cli.helpers import assert_kept_checkpoints
 
 TINY = [
     *("--num-envs", "4", "--num-steps", "32", "--eval-every", "128", "--eval-episodes", "2"),
@@ -126,9 +127,9 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, environment, r
     killed = kill_at(run_dir, environment, moment, KILL_AT)
     assert killed.returncode == -9, killed.stderr  # killed by the hook, not finished
     checkpoints = run_dir / "checkpoints"
-    # Killed with checkpoints up to KILL_AT - 1 complete (orbax keeps the newest two) and,
-    # when writing, period KILL_AT's only in a temporary directory.
-    assert CheckpointStore(checkpoints).steps() == [KILL_AT - 2, KILL_AT - 1]
+    # Killed with checkpoints up to KILL_AT - 1 complete (the newest two are kept, and the
+    # best-evaluated one) and, when writing, period KILL_AT's only in a temporary directory.
+    assert_kept_checkpoints(run_dir, [KILL_AT - 2, KILL_AT - 1])
     temporary = [p.name for p in checkpoints.iterdir() if "orbax-checkpoint-tmp" in p.name]
     if moment == "writing":
         assert len(temporary) == 1 and temporary[0].startswith(f"{KILL_AT}."), temporary

@@ -35,6 +35,7 @@ from jaxrl.config import RunConfig
 from jaxrl.config.settings import RunSettings, SettingError, launch_settings
 from jaxrl.training import initialize_distributed
 from jaxrl.training.sharding import SeedPlacement
+from tests.cli.helpers import assert_kept_checkpoints
 
 ROOT = Path(jaxrl.__file__).resolve().parents[1]
 TIMEOUT = 240  # seconds for the 2-process job (about 60 s on a loaded 2-core CPU)
@@ -166,7 +167,7 @@ def test_two_processes_train_the_seeds_of_one_process_bit_for_bit(tmp_path):
     _same_run(ours, theirs)
     evals = _evals_without_wall_time(ours / "evals.csv")
     assert {row[0] for row in evals[1:]} == {"0", "1", "2", "3"}  # process 1's seeds too
-    assert sorted(p.name for p in (ours / "checkpoints").iterdir()) == ["2", "4"]
+    assert_kept_checkpoints(ours, [2, 4])
     assert (ours / "learning_curve.png").is_file()
     saved = json.loads((ours / "config.json").read_text())
     assert not set(launch_settings()) & set(saved["run"])  # how it was launched is not saved
