@@ -37,6 +37,7 @@ import numpy as np
 import pytest
 
 from jaxrl.runs import read_csv
+from tests.benchmark_scripts.conftest import scripts_cache
 from tests.cli.helpers import ctrl_c_as_in_a_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,10 +51,12 @@ SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM}
 
 @pytest.fixture(scope="module")
 def environment(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The commands' environment, with the benchmark scripts' compilation cache (shared by
+    the test session's workers): the MuJoCo table's programs the benchmark tests compiled
+    are loaded, not compiled again."""
     return {
         **os.environ,
-        "JAX_COMPILATION_CACHE_DIR": str(tmp_path_factory.mktemp("xla-cache")),
-        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        **scripts_cache(tmp_path_factory),
         "JAX_PLATFORMS": "cpu",
         "COLUMNS": "200",
     }
