@@ -21,18 +21,23 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 
 
-@pytest.fixture(scope="session")
-def quick_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The environment of the scripts' processes: one JAX compilation cache for all."""
+def scripts_cache(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The variables of one JAX compilation cache, shared by the test session's processes
+    (pytest-xdist workers included), that keeps every program compiled."""
     # The parent of the base temp folder is shared by pytest-xdist workers.
     cache = tmp_path_factory.getbasetemp().parent / "benchmarks-jax-cache"
     cache.mkdir(exist_ok=True)
     return {
-        **os.environ,
         "JAX_COMPILATION_CACHE_DIR": str(cache),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
     }
+
+
+@pytest.fixture(scope="session")
+def quick_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment of the scripts' processes: one JAX compilation cache for all."""
+    return {**os.environ, **scripts_cache(tmp_path_factory)}
 
 
 @pytest.fixture(scope="session")

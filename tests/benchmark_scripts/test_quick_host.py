@@ -182,7 +182,9 @@ def test_sigterm_checkpoints_the_table_groups_under_way_and_the_next_run_resumes
     pytest.importorskip("mujoco")
     from jaxrl.runs import CheckpointStore
 
-    budget = ["--total-steps", "4096"]  # 4 evaluation periods of 1,024 env steps
+    # 3 evaluation periods of 1,024 env steps: the SIGTERM comes after the first, and the
+    # resumed DDPG group trains updates (its warm-up ends at 1,536 env steps) to the end.
+    budget = ["--total-steps", "3072"]
     command = [sys.executable, str(BENCH / "mujoco_table.py"), "--quick", "--no-tianshou"]
     command += ["--out", str(tmp_path), "--jobs", "2", *budget, "--preemption-grace", "240"]
     process = subprocess.Popen(
@@ -217,4 +219,4 @@ def test_sigterm_checkpoints_the_table_groups_under_way_and_the_next_run_resumes
     assert sorted((r["algo"], r["seed"]) for r in rows) == [
         ("ddpg", 0), ("ddpg", 1), ("trpo", 0), ("trpo", 1)
     ]  # fmt: skip
-    assert all(r["eval_env_steps"] == [1024 * p for p in range(1, 5)] for r in rows)
+    assert all(r["eval_env_steps"] == [1024 * p for p in range(1, 4)] for r in rows)

@@ -6,9 +6,11 @@ error), so the parity tests cannot silently stop running there."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,15 +23,27 @@ def in_ci() -> bool:
 
 
 def importable(module: str) -> bool:
-    """Whether ``module`` imports."""
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return False
-    return True
+    """Whether ``module`` is installed (found, not imported: importing torch and Tianshou
+    takes seconds, which every pytest-xdist worker would pay at start-up, the one that runs
+    no parity test too)."""
+    return importlib.util.find_spec(module) is not None
 
 
 MISSING = tuple(module for module in ("torch", "tianshou") if not importable(module))
+
+
+class Lazy:
+    """A module imported at its first attribute (the parity files' ``torch``, Tianshou and
+    ``tianshou_side``): collecting the parity tests imports none of them, so a worker of
+    ``--dist loadfile`` that runs no parity test never does."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("_"):  # what pytest's collection asks of a module's names
+            raise AttributeError(attribute)
+        return getattr(importlib.import_module(self._name), attribute)
 
 
 class MissingExtra(pytest.Module):

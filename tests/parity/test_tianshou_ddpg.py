@@ -14,13 +14,15 @@ import gymnasium as gym
 import jax
 import numpy as np
 import pytest
-import tianshou_side
-import torch
 
 import jaxrl
 from jaxrl.replay import ReplayBuffer, Transition
+from tests.parity.conftest import Lazy
 
 from .test_tianshou_on_policy import N, T, _mlp_pairs, _torch, rollout_data
+
+tianshou_side = Lazy("tianshou_side")
+torch = Lazy("torch")
 
 OBS_SPACE = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
 # [-1, 1]: jaxrl's actor is tanh-bounded; Tianshou's is max_action * tanh (max_action 1 here,

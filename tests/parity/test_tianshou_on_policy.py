@@ -25,12 +25,14 @@ import gymnasium as gym
 import jax
 import numpy as np
 import pytest
-import tianshou.data.batch as tianshou_batch
-import tianshou_side
-import torch
 from common import pendulum_agent
 
 import jaxrl
+from tests.parity.conftest import Lazy
+
+tianshou_batch = Lazy("tianshou.data.batch")
+tianshou_side = Lazy("tianshou_side")
+torch = Lazy("torch")
 
 T, N = 8, 4
 OBS_SPACE = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
