@@ -5,6 +5,7 @@ final evaluation) and what it returns (:class:`TrainResult`)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import time
@@ -87,10 +88,8 @@ def checkpoint_env_steps(store: CheckpointStore, steps: list[int]) -> dict[int, 
     each holds, from its metadata); a step whose metadata does not read is left out."""
     found = {}
     for step in steps:
-        try:
+        with contextlib.suppress(CheckpointError, KeyError, TypeError, ValueError):
             found[step] = int(store.metadata(step)["env_steps"])
-        except (CheckpointError, KeyError, TypeError, ValueError):
-            continue
     return found
 
 
@@ -114,14 +113,11 @@ def best_checkpoint(run_dir: RunDir, store: CheckpointStore, steps: list[int]) -
 class _NoMetrics:
     """The metrics of a process that writes none (not process 0 of a job)."""
 
-    def log_updates(self, rows: Any) -> None:
-        del rows
+    def log_updates(self, rows: Any) -> None: ...
 
-    def log_evals(self, rows: Any) -> None:
-        del rows
+    def log_evals(self, rows: Any) -> None: ...
 
-    def close(self) -> None:
-        pass
+    def close(self) -> None: ...
 
 
 class RunBook:

@@ -23,6 +23,7 @@ arrays' database under ``tree/`` and ``meta/metadata``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -104,14 +105,6 @@ def _check_sums(flat: dict[str, Any], description: dict[str, Any], where: Path) 
                 f"checkpoint {where} is damaged: {entry['path'] or 'its array'} differs from "
                 "what was saved (CRC-32)"
             )
-
-
-def _shape_dtype(leaf: Any) -> tuple[tuple[int, ...], Any]:
-    """The shape and dtype a leaf is saved with (a typed PRNG key: its key data's)."""
-    if is_key(leaf):
-        data = jax.eval_shape(jax.random.key_data, leaf)
-        return tuple(data.shape), data.dtype
-    return tuple(np.shape(leaf)), leaf.dtype
 
 
 def _read_arrays(tree_dir: Path, description: dict[str, Any]) -> dict[str, Any]:
@@ -208,12 +201,12 @@ def _manager_options(**options: Any) -> Any:
     return ocp.CheckpointManagerOptions(**options)
 
 
+@dataclasses.dataclass(frozen=True)
 class _Kept:
     """orbax's preservation policy of a :class:`CheckpointStore`: its newest ``max_to_keep``
     steps and those its ``preserve`` names."""
 
-    def __init__(self, store: CheckpointStore) -> None:
-        self.store = store
+    store: CheckpointStore
 
     def should_preserve(self, checkpoints: Sequence[Any], *, context: Any) -> list[bool]:
         del context
@@ -229,11 +222,10 @@ class CheckpointStore:
 
     Args:
       directory: where the steps live (created on the first save).
-      max_to_keep: the newest finalized checkpoints kept; orbax deletes older ones as a
-        newer one is finalized, except those ``preserve`` names.
-      preserve: ``steps -> kept``: of the finalized ``steps``, those kept whatever their
-        age (a run's best-evaluated checkpoint, :func:`jaxrl.runs.bookkeeping.best_checkpoint`);
-        asked from orbax's thread that finalizes a save.
+      max_to_keep: the newest finalized checkpoints kept (orbax deletes the older ones).
+      preserve: ``steps -> kept``: of the finalized ``steps``, those kept at any age (a run's
+        best-evaluated one, :func:`jaxrl.runs.bookkeeping.best_checkpoint`), asked by the
+        thread of orbax's that finalizes a save.
     """
 
     def __init__(
@@ -260,8 +252,7 @@ class CheckpointStore:
 
     def latest_step(self) -> int | None:
         """The newest finalized step, or None."""
-        steps = self.steps()
-        return steps[-1] if steps else None
+        return (self.steps() or [None])[-1]
 
     def path(self, step: int) -> Path:
         """The directory of ``step``."""
@@ -279,8 +270,7 @@ class CheckpointStore:
         for path in sorted(self.directory.iterdir()):
             if not path.is_dir():
                 continue
-            name = path.name
-            head = name.split(".", 1)[0]
+            name, head = path.name, path.name.split(".", 1)[0]
             newer = head.isdigit() and step is not None and int(head) > step
             incomplete = not name.isdigit() or int(name) not in finalized
             if (head.isdigit() and (newer or incomplete)) or ".orbax-checkpoint-tmp" in name:
@@ -368,7 +358,8 @@ class CheckpointStore:
                 f"{len(leaves)}: it was written by a different configuration"
             )
         for index, (entry, leaf) in enumerate(zip(saved, leaves, strict=True)):
-            shape = _shape_dtype(leaf)[0]
+            saved_as = jax.eval_shape(jax.random.key_data, leaf) if is_key(leaf) else leaf
+            shape = tuple(np.shape(saved_as))  # a typed PRNG key is saved as its key data
             if tuple(entry["shape"]) != shape or (entry["key_impl"] is None) != (not is_key(leaf)):
                 raise CheckpointError(
                     f"checkpoint {self.path(step)}: {entry['path']} has shape "

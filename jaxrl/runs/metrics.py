@@ -59,12 +59,8 @@ today's names, and a resumed run's :func:`truncate_csv` renames its header."""
 def current_names(header: Sequence[str]) -> list[str]:
     """``header`` with each earlier name of :data:`~jaxrl.runs.metrics.RENAMED_COLUMNS` as
     its name now (kept where the header has the new name too)."""
-    return [
-        RENAMED_COLUMNS[name]
-        if name in RENAMED_COLUMNS and RENAMED_COLUMNS[name] not in header
-        else name
-        for name in header
-    ]
+    renamed = {old: new for old, new in RENAMED_COLUMNS.items() if new not in header}
+    return [renamed.get(name, name) for name in header]
 
 
 def summary_writer_class() -> type:
