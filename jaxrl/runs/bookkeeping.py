@@ -224,7 +224,7 @@ class RunBook:
     def save(self, tree: Any) -> None:
         """Checkpoint ``tree`` as this period, in the background (the primary process; the
         others only note where it is). The learning curve is drawn when the training call
-        ends (:meth:`plot`); ``jaxrl plot`` draws it from the metrics at any time."""
+        ends (``plot``); ``jaxrl plot`` draws it from the metrics at any time."""
         self.checkpoint = self.run_dir.checkpoints / str(self.period)
         self.saved_period = self.period
         if not self.primary:
