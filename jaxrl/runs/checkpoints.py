@@ -14,21 +14,18 @@ runner has process 0 alone save whole arrays (gathered from every process), and 
 restore them, from a directory all of them read. The files are the same either way, so a run
 resumes with any number of processes.
 
-A restore reads the arrays with TensorStore, one blocking read per array, rather than through
-orbax's restore: orbax reads them in tasks of an event loop it closes as soon as one read fails,
-and the reads still under way then each print a traceback from TensorStore's threads. A damaged
-file is one :class:`CheckpointDamaged` instead; only the files a restore needs are read (the
-arrays' database under ``tree/`` and ``meta/metadata``).
+The arrays' format (how a tree is flattened, described and checked, and read back without
+orbax) is :mod:`jaxrl.runs.checkpoint_arrays`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
-import math
 import shutil
-import zlib
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,17 +34,18 @@ import jax
 import numpy as np
 
 from jaxrl.core.prng import is_key
+from jaxrl.runs.checkpoint_arrays import (
+    CheckpointDamaged,
+    CheckpointError,
+    check_sums,
+    decode,
+    encode,
+    read_arrays,
+    several_processes,
+)
 
 COMMIT_MARKER = "commit_success.txt"
 _TREE, _META = "tree", "meta"
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint is missing, incomplete or does not fit the run."""
-
-
-class CheckpointDamaged(CheckpointError):
-    """A checkpoint's files cannot be read back as they were written."""
 
 
 def _quiet_orbax() -> None:
@@ -58,135 +56,18 @@ def _quiet_orbax() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def _several_processes() -> bool:
-    return jax.process_count() > 1
+def _without_stray_callbacks(hook: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``sys.unraisablehook`` less the stray callbacks of a failed save's writes: a failed
+    write closes orbax's event loop while TensorStore still calls back into it, each call a
+    ``RuntimeError('Event loop is closed')`` traceback; the failure itself is raised."""
 
+    def without(unraisable: Any) -> None:
+        value = unraisable.exc_value
+        if not (isinstance(value, RuntimeError) and str(value) == "Event loop is closed"):
+            hook(unraisable)
 
-def encode(tree: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Flatten ``tree`` into ``{"00000": leaf, ...}`` of plain arrays (typed PRNG keys as
-    ``jax.random.key_data``) and a JSON description: leaf paths, shapes, dtypes, key impls
-    and a CRC-32 of each array's bytes (a restore checks it: damage is never silent). An
-    array with no elements (MJX's state has some) is described only: orbax saves none."""
-    leaves_with_paths, _ = jax.tree_util.tree_flatten_with_path(tree)
-    host = _several_processes()  # orbax writes no process-local device arrays there
-    flat, described = {}, []
-    for index, (path, leaf) in enumerate(leaves_with_paths):
-        impl = None
-        if is_key(leaf):
-            impl = str(jax.random.key_impl(leaf))
-            leaf = jax.random.key_data(leaf)
-        if np.size(leaf) > 0:
-            flat[f"{index:05d}"] = np.asarray(leaf) if host else leaf
-        described.append(
-            {
-                "path": jax.tree_util.keystr(path),
-                "shape": list(np.shape(leaf)),
-                "dtype": str(np.asarray(leaf).dtype) if impl is None else str(leaf.dtype),
-                "key_impl": impl,
-                "crc32": _crc32(leaf),
-            }
-        )
-    return flat, {"leaves": described}
-
-
-def _crc32(array: Any) -> int:
-    return zlib.crc32(np.ascontiguousarray(np.asarray(array)).tobytes())
-
-
-def _check_sums(flat: dict[str, Any], description: dict[str, Any], where: Path) -> None:
-    """That each restored array has the CRC-32 it was saved with (checkpoints written before
-    the sums were recorded have none to check)."""
-    for index, entry in enumerate(description["leaves"]):
-        expected = entry.get("crc32")
-        if f"{index:05d}" not in flat:  # an array with no elements: nothing was saved
-            continue
-        if expected is not None and _crc32(flat[f"{index:05d}"]) != expected:
-            raise CheckpointDamaged(
-                f"checkpoint {where} is damaged: {entry['path'] or 'its array'} differs from "
-                "what was saved (CRC-32)"
-            )
-
-
-def _read_arrays(tree_dir: Path, description: dict[str, Any]) -> dict[str, Any]:
-    """The saved arrays of a checkpoint (``{"00000": array, ...}``, as :func:`encode` names
-    them), read from orbax's array database (OCDBT, one zarr array per leaf) with blocking
-    TensorStore reads: on this process's first device, or as NumPy arrays in a job of several
-    processes (no process-local device arrays there).
-
-    Raises:
-      CheckpointDamaged: a file is missing or cannot be decoded (the first reason).
-    """
-    import tensorstore as ts
-
-    names = [
-        f"{index:05d}"
-        for index, entry in enumerate(description["leaves"])
-        if math.prod(entry["shape"]) > 0  # saved as its description only (encode)
-    ]
-    context = ts.Context()  # one cache of the database's manifest and b-tree for every array
-    base = {"driver": "file", "path": str(tree_dir) + "/"}
-    opened = [
-        ts.open(
-            {
-                "driver": "zarr",
-                "kvstore": {"driver": "ocdbt", "base": base, "path": f"{name}/"},
-                "fill_missing_data_reads": False,  # a missing chunk is damage, not zeros
-            },
-            open=True,
-            read=True,
-            context=context,
-        )
-        for name in names
-    ]
-    # Restore onto this process's first device, whatever device wrote the checkpoint (in a
-    # job of several processes jax.devices()[0] may be another process's).
-    device = None if _several_processes() else jax.local_devices()[0]
-
-    def damaged(name: str, error: Exception) -> CheckpointDamaged:
-        path = description["leaves"][int(name)]["path"] or "its array"
-        return CheckpointDamaged(f"reading {path}: {_tensorstore_reason(error)}")
-
-    # Every array's read starts before any is waited for; reads still under way when one
-    # fails run no Python code (no event loop is involved) and end unseen.
-    reads = []
-    for name, future in zip(names, opened, strict=True):
-        try:
-            reads.append(future.result().read())
-        except ValueError as error:  # TensorStore's errors: a file missing, a checksum, ...
-            raise damaged(name, error) from None
-    flat = {}
-    for name, read in zip(names, reads, strict=True):
-        try:
-            array = read.result()
-        except ValueError as error:
-            raise damaged(name, error) from None
-        flat[name] = array if device is None else jax.device_put(array, device)
-    return flat
-
-
-def _tensorstore_reason(error: Exception) -> str:
-    """The innermost clause of a TensorStore error and its status (the message nests every
-    layer the read passed through and appends the JSON specs), e.g. ``Error decoding b-tree
-    node: CRC-32C checksum verification failed: ... (data loss)``."""
-    text = " ".join(str(error).split(" [tensorstore_spec")[0].split())
-    status, _, rest = text.partition(": ")
-    if not (status.isupper() and rest):  # no status code in front
-        status, rest = "", text
-    clause = "Error " + rest.rsplit(": Error ", 1)[-1] if ": Error " in rest else rest
-    return f"{clause} ({status.lower().replace('_', ' ')})" if status else clause
-
-
-def decode(flat: dict[str, Any], like: Any, description: dict[str, Any]) -> Any:
-    """Rebuild a tree shaped like ``like`` from :func:`encode`'s flat dict and description."""
-    leaves, treedef = jax.tree_util.tree_flatten(like)
-    restored = []
-    for index, (template, entry) in enumerate(zip(leaves, description["leaves"], strict=True)):
-        # An array with no elements was described only (encode).
-        value = flat.get(f"{index:05d}", np.zeros(entry["shape"], entry["dtype"]))
-        if is_key(template):
-            value = jax.random.wrap_key_data(value, impl=entry["key_impl"])
-        restored.append(value)
-    return jax.tree_util.tree_unflatten(treedef, restored)
+    without.hook = hook  # type: ignore[attr-defined]
+    return without
 
 
 def _manager_options(**options: Any) -> Any:
@@ -194,7 +75,7 @@ def _manager_options(**options: Any) -> Any:
     processes, for this process alone (orbax then cannot create the directory itself)."""
     import orbax.checkpoint as ocp
 
-    if _several_processes():
+    if several_processes():
         index = jax.process_index()
         alone = ocp.options.MultiprocessingOptions(primary_host=index, active_processes={index})
         options.update(create=False, multiprocessing_options=alone)
@@ -238,6 +119,7 @@ class CheckpointStore:
         self.max_to_keep = max_to_keep
         self.preserve = preserve
         self._manager: Any = None
+        self._hook: Any = None
 
     # ------------------------------------------------------------------ listing
     def steps(self) -> list[int]:
@@ -287,12 +169,22 @@ class CheckpointStore:
             self.directory.mkdir(parents=True, exist_ok=True)
             options = _manager_options(preservation_policy=_Kept(self), create=True)
             self._manager = ocp.CheckpointManager(self.directory, options=options)
+            self._hook = sys.unraisablehook = _without_stray_callbacks(sys.unraisablehook)
         return self._manager
+
+    def _release(self, manager: Any) -> None:
+        self._manager = None
+        try:
+            manager.close()
+        finally:
+            if sys.unraisablehook is self._hook:
+                sys.unraisablehook = self._hook.hook
 
     def save(self, step: int, tree: Any, metadata: dict[str, Any] | None = None) -> Path:
         """Start writing ``tree`` and ``metadata`` (JSON) as ``step``; the write finishes in
-        the background (:meth:`wait` or :meth:`close` to finish it). A Ctrl-C or SIGTERM
-        while the write starts is delivered once it has started
+        the background (:meth:`wait` or :meth:`close` to finish it; a failed write raises
+        there or in the next save, as :meth:`wait` says). A Ctrl-C or SIGTERM while the write
+        starts is delivered once it has started
         (:func:`jaxrl.runs.preemption.interrupts_deferred`)."""
         import orbax.checkpoint as ocp
 
@@ -300,27 +192,50 @@ class CheckpointStore:
 
         flat, description = encode(tree)
         meta = {**(metadata or {}), "step": step, **description}
+        args = ocp.args.Composite(
+            **{_TREE: ocp.args.StandardSave(flat), _META: ocp.args.JsonSave(meta)}
+        )
         with interrupts_deferred():
-            self._get_manager().save(
-                step,
-                args=ocp.args.Composite(
-                    **{_TREE: ocp.args.StandardSave(flat), _META: ocp.args.JsonSave(meta)}
-                ),
-                force=True,
-            )
+            try:
+                self._get_manager().save(step, args=args, force=True)
+            except Exception:  # this save's failure, or the one before it (orbax raises it here)
+                self._abandon()
+                raise
         return self.path(step)
 
     def wait(self) -> None:
-        """Block until pending saves are finalized."""
-        if self._manager is not None:
+        """Block until pending saves are finalized. When one failed, its failure is raised
+        once every write of that save has ended and its incomplete directory is removed."""
+        if self._manager is None:
+            return
+        try:
             self._manager.wait_until_finished()
+        except Exception:
+            self._abandon()
+            raise
 
     def close(self) -> None:
-        """Finish pending saves and release orbax's resources."""
+        """Finish pending saves (as :meth:`wait`) and release orbax's resources."""
         if self._manager is not None:
-            self._manager.wait_until_finished()
-            self._manager.close()
-            self._manager = None
+            self.wait()
+            self._release(self._manager)
+
+    def _abandon(self) -> None:
+        """After a failed save: orbax reports a save's first failed write while its other
+        writes go on in their threads, so wait for those, release the manager and remove the
+        save's temporary directory; nothing then writes into the run behind its back (a run
+        resumed in this process would race the stray writes)."""
+        manager = self._manager
+        checkpointer = getattr(manager, "_checkpointer", None)
+        writes = getattr(getattr(checkpointer, "_async_manager", None), "_commit_futures", None)
+        for write in writes or ():
+            with contextlib.suppress(BaseException):
+                write.result()
+        if manager is not None:
+            with contextlib.suppress(BaseException):
+                self._release(manager)
+        for path in self.directory.glob("*.orbax-checkpoint-tmp"):
+            shutil.rmtree(path, ignore_errors=True)
 
     def __enter__(self) -> CheckpointStore:
         return self
@@ -366,7 +281,7 @@ class CheckpointStore:
                     f"{tuple(entry['shape'])}, the run needs {shape} (array {index})"
                 )
         try:
-            flat = _read_arrays(self.path(step) / _TREE, meta)
+            flat = read_arrays(self.path(step) / _TREE, meta)
         except CheckpointDamaged as damage:
             raise CheckpointDamaged(f"checkpoint {self.path(step)} is damaged: {damage}") from None
         for name, array in flat.items():
@@ -377,7 +292,7 @@ class CheckpointStore:
                     f"is {array.dtype}{list(array.shape)}, saved as {entry['dtype']}"
                     f"{entry['shape']}"
                 )
-        _check_sums(flat, meta, self.path(step))
+        check_sums(flat, meta, self.path(step))
         return decode(flat, like, meta), meta
 
     def restore_newest(self, like: Any) -> tuple[Any, dict[str, Any], list[tuple[int, str]]]:

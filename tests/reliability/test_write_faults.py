@@ -1,5 +1,6 @@
 """Write faults: a file write that fails (ENOSPC, as from a full disk) during ``jaxrl train``
-ends the command in one line that names the file and how to continue, leaves every file the
+ends the command in one line that names the file and how to continue (nothing else is
+printed, from any thread), leaves every file the
 run had written readable, and the run continued from there ends with an uninterrupted run's
 numbers (the JAX driver: exactly).
 
@@ -18,6 +19,7 @@ import io
 import json
 import os
 import re
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -26,6 +28,7 @@ import pytest
 
 from jaxrl.cli import main
 from jaxrl.runs import read_csv
+from jaxrl.runs.checkpoints import CheckpointStore
 
 TINY = [
     *("--num-envs", "4", "--num-steps", "32", "--eval-every", "128", "--eval-episodes", "2"),
@@ -70,13 +73,40 @@ def _train(monkeypatch, writes: Writes, *args) -> int:
 
 
 def _readable(run_dir: Path) -> None:
-    """Every file of the run reads: JSON parses, CSVs parse, no temporary file is left."""
+    """Every file of the run reads: JSON parses, CSVs parse, no temporary file or directory
+    (ours, ``.NAME.tmp``; orbax's, ``STEP.orbax-checkpoint-tmp``) is left."""
     for path in run_dir.rglob("*"):
-        assert ".tmp" not in path.name, path
+        assert ".tmp" not in path.name and not path.name.endswith("-tmp"), path
         if path.suffix == ".json" and "checkpoints" not in path.parts:
             json.loads(path.read_text())
         if path.suffix == ".csv":
             read_csv(path)
+
+
+def test_a_failed_checkpoint_write_is_raised_once_that_saves_every_write_has_ended(
+    tmp_path, monkeypatch
+):
+    """orbax reports a save's first failed write while its other writes still run; the store
+    raises it only when they have ended, with the save's temporary directory removed, so a
+    run resumed in the same process (a notebook's next cell) writes on a clean slate."""
+    tree = {f"layer_{i}": np.full((512, 512), float(i), np.float32) for i in range(8)}
+    store = CheckpointStore(tmp_path / "checkpoints")
+    with monkeypatch.context() as patch:
+        writes = Writes(tmp_path.resolve(), ("metadata", 1))
+        patch.setattr(builtins, "open", writes)
+        patch.setattr(io, "open", writes)
+        with pytest.raises(OSError, match="No space left on device"):
+            store.save(1, tree)
+            store.wait()
+    left = sorted(str(path) for path in tmp_path.rglob("*"))
+    assert not [path for path in left if "tmp" in Path(path).name], left
+    time.sleep(0.3)
+    assert sorted(str(path) for path in tmp_path.rglob("*")) == left
+    store.save(1, tree)
+    store.close()
+    restored, _ = store.restore(tree)
+    assert store.steps() == [1]
+    np.testing.assert_array_equal(restored["layer_7"], tree["layer_7"])
 
 
 def _evals(run_dir: Path) -> dict[str, np.ndarray]:
@@ -94,6 +124,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Counter]:
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 def test_a_failed_write_of_each_file_ends_in_one_line_and_loses_nothing(
     plain, monkeypatch, tmp_path, capsys
 ):
