@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -93,18 +92,19 @@ def checkpoint_env_steps(store: CheckpointStore, steps: list[int]) -> dict[int, 
     return found
 
 
-def best_checkpoint(run_dir: RunDir, store: CheckpointStore, steps: list[int]) -> list[int]:
-    """Of the finalized ``steps``, the one whose policy's evaluation during training (the
-    ``evals.csv`` rows of its env steps) has the best mean across seeds (the earliest of
-    equals), as a list of one; empty where none of them was evaluated. The run's
+def best_checkpoint(run_dir: RunDir, steps: list[int]) -> list[int]:
+    """Of the run's finalized checkpoint ``steps``, the one whose policy's evaluation during
+    training (the ``evals.csv`` rows of its env steps) has the best mean across seeds (the
+    earliest of equals), as a list of one; empty where none of them was evaluated. The run's
     :class:`~jaxrl.runs.checkpoints.CheckpointStore` keeps it whatever its age."""
     try:
         means = evaluation_means(run_dir.evals_csv)
     except DamagedFile:  # no evaluation to go by: the newest checkpoints alone are kept
         return []
+    held = checkpoint_env_steps(CheckpointStore(run_dir.checkpoints), steps)
     scored = {
         step: means[env_steps][1]
-        for step, env_steps in checkpoint_env_steps(store, steps).items()
+        for step, env_steps in held.items()
         if env_steps in means and np.isfinite(means[env_steps][1])
     }
     return [max(scored, key=lambda step: (scored[step], -step))] if scored else []
@@ -141,8 +141,6 @@ class RunBook:
         tracking: Tracking = DEFAULT_TRACKING,
     ) -> None:
         self.config, self.run_dir, self.store = config, run_dir, store
-        # The best-evaluated checkpoint outlives the rotation (jaxrl.load's "best").
-        store.preserve = functools.partial(best_checkpoint, run_dir, store)
         self.period, self.env_steps = start_period, start_steps
         self.num_periods = num_periods
         self.elapsed0, self.started = elapsed, time.perf_counter()

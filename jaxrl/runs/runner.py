@@ -31,7 +31,7 @@ import numpy as np
 
 from jaxrl.algorithms.protocol import Agent
 from jaxrl.config.run_config import RunConfig
-from jaxrl.runs.bookkeeping import RunBook, TrainResult
+from jaxrl.runs.bookkeeping import RunBook, TrainResult, best_checkpoint
 from jaxrl.runs.build import make_loop
 from jaxrl.runs.checkpoints import CheckpointError, CheckpointStore
 from jaxrl.runs.run_dir import RunDir
@@ -225,7 +225,11 @@ def _open_books(
             lambda x: jax.ShapeDtypeStruct((seeds, *x.shape[1:]), x.dtype), whole
         )
 
-    stores = [CheckpointStore(run_dir.checkpoints) for run_dir in run_dirs]
+    # The best-evaluated checkpoint outlives the rotation (jaxrl.load's "best").
+    stores = [
+        CheckpointStore(run_dir.checkpoints, preserve=functools.partial(best_checkpoint, run_dir))
+        for run_dir in run_dirs
+    ]
     points = [_resume_point(store, template, resume, say) for store in stores]
     metas = [meta for _, meta in points]
     if all(m is not None for m in metas) and len({m["period"] for m in metas}) == 1:

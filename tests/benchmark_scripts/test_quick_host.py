@@ -44,7 +44,7 @@ def _alive(pid):
 
 @pytest.mark.slow
 def test_mujoco_table_resumes_after_a_kill(tmp_path, run_quick, quick_env):
-    """The table command killed after its first group continues with the second group only:
+    """The table command killed after its first group continues with the other group only:
     the finished rows are unchanged, the killed group is trained again, and the table is
     generated from the results file. A group stopped after a period (``--stop-after-periods``,
     as a spent budget stops it) is checkpointed and resumed from there, and its run directory
@@ -69,11 +69,19 @@ def test_mujoco_table_resumes_after_a_kill(tmp_path, run_quick, quick_env):
         assert process.poll() is None, process.stdout.read().decode()[-3000:]
         assert time.monotonic() < deadline, "no row within 600 s"
         time.sleep(0.2)
-    children = _children(process.pid)  # with --jobs 2: the DDPG group's process, training
-    process.send_signal(signal.SIGKILL)  # during the second group (DDPG on Hopper)
+    children = _children(process.pid)  # with --jobs 2: the other group's process, training
+    process.send_signal(signal.SIGKILL)  # during the other group
     process.wait(timeout=60)
     first = _rows(results)
-    assert [(r["algo"], r["seed"]) for r in first] == [("trpo", 0), ("trpo", 1)]
+    # Whichever group finished first (one at a time: TRPO on InvertedPendulum, then DDPG on
+    # Hopper; with --jobs 2 both at once), its two seeds' rows and no more.
+    groups = {"trpo": "InvertedPendulum-v5", "ddpg": "Hopper-v5"}
+    done = first[0]["algo"]
+    (killed,) = set(groups) - {done}
+    assert [(r["algo"], r["env"], r["seed"]) for r in first] == [
+        (done, groups[done], 0),
+        (done, groups[done], 1),
+    ]
     required = {"algo", "env", "seed", "total_steps", "eval_env_steps", "eval_return"}
     required |= {"final_return", "seconds", "commit", "machine", "env_backend"}
     assert required <= set(first[0]), required - set(first[0])
@@ -87,18 +95,18 @@ def test_mujoco_table_resumes_after_a_kill(tmp_path, run_quick, quick_env):
         assert not any(_alive(pid) for pid in children), "a group's process outlived the table"
 
     output = run_quick("mujoco_table.py", tmp_path, "--stop-after-periods", "1")
-    assert "1 groups to train" in output  # the finished TRPO seeds are not trained again
+    assert "1 groups to train" in output  # the finished seeds are not trained again
     assert "stopped at 1,024 env steps (resumable)" in output
     assert "resumes from 1,024 env steps" in output  # said under "Remaining"
     assert _rows(results) == first  # nothing recorded for a group that has not finished
     runs = tmp_path / "mujoco_table_runs"
-    assert [p.name.split("-seeds-")[0] for p in runs.iterdir()] == ["ddpg-Hopper-v5"]
+    assert [p.name.split("-seeds-")[0] for p in runs.iterdir()] == [f"{killed}-{groups[killed]}"]
 
     output = run_quick("mujoco_table.py", tmp_path)
-    assert "resuming ddpg Hopper-v5 seeds [0, 1] from 1,024 env steps" in output
+    assert f"resuming {killed} {groups[killed]} seeds [0, 1] from 1,024 env steps" in output
     rows = _rows(results)
     assert rows[:2] == first  # finished rows unchanged
-    assert sorted((r["algo"], r["seed"]) for r in rows[2:]) == [("ddpg", 0), ("ddpg", 1)]
+    assert sorted((r["algo"], r["seed"]) for r in rows[2:]) == [(killed, 0), (killed, 1)]
     for row in rows[2:]:  # the evaluations before and after the stop, in one row
         assert row["eval_env_steps"] == [1024, 2048] and row["resumed_at_env_steps"] == 1024
     assert not any(runs.iterdir())  # the recorded group's run directory is gone

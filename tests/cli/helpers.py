@@ -146,4 +146,4 @@ def assert_kept_checkpoints(run_dir: Path, newest: list[int]) -> None:
     steps = store.steps()
     assert steps[-len(newest) :] == newest, steps
     older = steps[: -len(newest)]
-    assert older in ([], best_checkpoint(RunDir(Path(run_dir)), store, steps)), steps
+    assert older in ([], best_checkpoint(RunDir(Path(run_dir)), steps)), steps
