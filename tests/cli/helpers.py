@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import signal
 import struct
@@ -147,3 +148,11 @@ def assert_kept_checkpoints(run_dir: Path, newest: list[int]) -> None:
     assert steps[-len(newest) :] == newest, steps
     older = steps[: -len(newest)]
     assert older in ([], best_checkpoint(RunDir(Path(run_dir)), steps)), steps
+
+
+def saved_by_an_earlier_version(description: Path, setting: str = "eval_alongside") -> None:
+    """Rewrite a sweep's or study's saved description as a version without the run setting
+    ``setting`` wrote it (the setting came later; its default keeps the old behaviour)."""
+    saved = json.loads(description.read_text())
+    del saved["base"]["run"][setting]
+    description.write_text(json.dumps(saved, indent=2) + "\n")

@@ -16,7 +16,7 @@ import pytest
 from jaxrl import load
 from jaxrl.runs import RunDirError
 
-from .helpers import TINY, Result, single_error_line
+from .helpers import TINY, Result, saved_by_an_earlier_version, single_error_line
 
 BUDGET = ["--total-steps", "256"]  # 2 collections of 4 x 32, 2 evaluation periods
 GRID = ["--sweep", "max-kl=0.005,0.02", "--sweep", "gae-lambda=0.9,0.97"]
@@ -104,6 +104,7 @@ def test_an_interrupted_sweep_resumes_without_retraining(jaxrl: Callable[..., Re
     assert len(_rows(resumed / "sweep.csv")) == 4
     done = resumed / "runs" / "hidden_sizes=8,max_kl=0.005"
     before = (done / "evals.csv").read_text()
+    saved_by_an_earlier_version(resumed / "sweep.json")  # a sweep resumes after an upgrade
     second = jaxrl(*command, "--sweep-dir", resumed).check()
     assert "group 1: 2 setting(s)" in second.stderr and "hidden_sizes=4x4" in second.stderr
     assert "hidden_sizes=8," not in second.stderr  # the finished group is not trained again

@@ -18,7 +18,7 @@ import jax
 import numpy as np
 import pytest
 
-from .helpers import TINY, Result, single_error_line
+from .helpers import TINY, Result, saved_by_an_earlier_version, single_error_line
 
 BUDGET = ["--total-steps", "256"]  # 2 evaluation periods of 128 env steps
 SPACE = ["--search", "max-kl=0.002:0.05:log", "--search", "gae-lambda=0.9:0.97"]
@@ -181,6 +181,7 @@ def test_an_interrupted_study_resumes_where_it_stopped(jaxrl: Callable[..., Resu
     first = jaxrl(*args, "--tune-dir", tune_dir, "--stop-after-batches", "2").check()
     assert "Stopped with 2 of 3 trials; continue with:" in first.stdout
     assert first.stdout.count("--tune-dir") == 1  # the command to continue names it once
+    saved_by_an_earlier_version(tune_dir / "tune.json")  # a study resumes after an upgrade
     jaxrl(*args, "--tune-dir", tune_dir).check()
     study = _study(tune_dir)
     assert [t.state.name for t in study.trials] == ["COMPLETE"] * 3
