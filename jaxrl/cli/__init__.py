@@ -39,7 +39,7 @@ from pathlib import Path
 
 from jaxrl.cli import results, studies, train
 from jaxrl.cli.options import PROG, CompareCommand, EvaluateCommand, ExportCommand, PlotCommand
-from jaxrl.cli.parsing import expand_preset_file, parse, preset_in_force
+from jaxrl.cli.parsing import expand_preset_file, parse, preset_in_force, with_resumed_algorithm
 from jaxrl.cli.usage import UsageError
 from jaxrl.config.files import DamagedFile
 
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _freeze_at_exit()
     try:
-        argv = expand_preset_file(load_plugins(argv))
+        argv = expand_preset_file(with_resumed_algorithm(load_plugins(argv)))
         args = parse(argv)
         if isinstance(args, PlotCommand):
             return results.plot(args)

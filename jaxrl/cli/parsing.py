@@ -240,6 +240,28 @@ def _precheck(argv: list[str]) -> None:
                 raise UsageError(str(error)) from None
 
 
+def with_resumed_algorithm(argv: list[str]) -> list[str]:
+    """``jaxrl train --resume RUN_DIR ...`` as ``jaxrl train ALGO --resume RUN_DIR ...``, the
+    algorithm read from the run's ``config.json`` (other commands are returned as given).
+
+    Raises:
+      UsageError: ``RUN_DIR`` is not a run directory.
+    """
+    resume = _option_value(argv, "--resume")
+    if argv[:1] != ["train"] or resume is None or (len(argv) > 1 and argv[1][:1] != "-"):
+        return argv
+    if any(token in ("-h", "--help") for token in argv):
+        return argv
+    from jaxrl.config.run_config import RunConfig
+    from jaxrl.runs.run_dir import RunDir
+
+    try:
+        run_dir = RunDir.open(resume)
+    except ValueError as error:
+        raise UsageError(f"--resume: {error}") from None
+    return [argv[0], RunConfig.load(run_dir.config).algo, *argv[1:]]
+
+
 def rewrite_aliases(argv: list[str]) -> list[str]:
     """Tianshou 1.x option names (``--discount-factor``) to their 2.x fields (``--gamma``)."""
     if len(argv) < 2 or argv[0] not in TRAINING or argv[1] not in algorithm_names():

@@ -117,6 +117,8 @@ def test_a_resumed_run_keeps_its_configuration(capsys, tmp_path, monkeypatch, tr
     assert "--max-kl 0.02 differs from the resumed run's 0.01" in line
     line = error_line(capsys, ["train", "npg", "--resume", str(run_dir)])
     assert "is a trpo run" in line
+    line = error_line(capsys, ["train", "--resume", str(tmp_path / "nowhere")])
+    assert "--resume: run directory" in line and "does not exist" in line
     existing = error_line(capsys, ["train", "trpo", "--run-dir", str(run_dir)])
     assert "already exists; continue it with --resume" in existing
 

@@ -31,7 +31,7 @@ def test_resumed_run_equals_the_uninterrupted_run(trpo_run, jaxrl, tmp_path):
     (checkpoints / "9" / "tree").mkdir(parents=True)
     assert CheckpointStore(checkpoints).latest_step() == 2
 
-    resumed = jaxrl("train", "trpo", "--resume", run_dir).check()
+    resumed = jaxrl("train", "--resume", run_dir).check()  # the algorithm: the run's
     assert "resuming at period 2/4 (256 env steps)" in resumed.stderr
     assert "Finished TRPO" in resumed.stdout
     assert_kept_checkpoints(run_dir, [2, 4])
@@ -116,7 +116,7 @@ def test_a_run_directory_written_by_an_earlier_jaxrl_resumes_and_evaluates_as_it
     shutil.copytree(fixture / "stopped", run_dir)
     assert leaves_digest(load_run(run_dir, 2).carry) == expected["checkpoint_sha256"]
 
-    resumed = jaxrl("train", "trpo", "--resume", run_dir).check()
+    resumed = jaxrl("train", "--resume", run_dir).check()  # the algorithm: the run's
     assert "resuming at period 2/4 (256 env steps)" in resumed.stderr
     for name in ("updates.csv", "evals.csv"):
         a, b = read_csv(finished / name), read_csv(run_dir / name)
