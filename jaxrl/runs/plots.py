@@ -71,6 +71,12 @@ def _run_config(run_dir: Path) -> dict | None:
     return config if isinstance(config, dict) else None
 
 
+def run_env(run_dir: Path) -> str | None:
+    """The environment id in a run directory's config.json (None without a readable one)."""
+    env = (_run_config(run_dir) or {}).get("env")
+    return env if isinstance(env, str) else None
+
+
 def run_label(run_dir: Path) -> str:
     """The label ``ALGO ENV`` from a run directory's config.json (its name without one)."""
     config = _run_config(run_dir)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxrl.runs.plots import Spread, band, default_title, plot_runs, run_label
+from jaxrl.runs.plots import Spread, band, default_title, plot_runs, run_env, run_label
 from jaxrl.runs.report import CurveSummary, FinalEvaluation
 from jaxrl.runs.run_dir import RunDir
 from jaxrl.runs.vocabulary import (
@@ -47,7 +47,8 @@ def _mean_ci(values: np.ndarray) -> dict[str, float]:
 def compare_rows(
     run_dirs: Sequence[str | Path], labels: Sequence[str] | None = None
 ) -> list[dict[str, Any]]:
-    """One row per run: ``run`` (label), ``run_dir``, ``seeds``, ``last_evaluation`` (its last
+    """One row per run: ``run`` (label), ``run_dir``, ``env`` (None without a readable
+    ``config.json``), ``seeds``, ``last_evaluation`` (its last
     evaluation during training, at ``last_evaluation_steps``), ``best_evaluation`` (the
     evaluation during training with the best mean, at ``best_evaluation_steps``), and, where
     the run finished, ``final_policy``: ``{env_steps, episodes, deterministic, stochastic}``
@@ -59,6 +60,7 @@ def compare_rows(
     for run_dir, label in zip(dirs, labels, strict=True):
         curve = CurveSummary.load(run_dir.evals_csv)
         row: dict[str, Any] = {"run": label, "run_dir": str(run_dir.path)}
+        row["env"] = run_env(run_dir.path)
         row["seeds"] = curve.num_seeds
         if curve.last is not None and curve.best is not None:
             row["last_evaluation_steps"] = int(curve.steps[curve.last])
@@ -117,11 +119,16 @@ def differing_settings(run_dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
 
 
 def _labels(dirs: list[RunDir]) -> list[str]:
-    """``ALGO ENV`` per run and, where runs differ in settings, the settings each has
-    (``TRPO Pendulum-v1 max_kl=0.02``); a label two runs would still share gets the run's
-    directory name."""
+    """``ALGO ENV`` per run and, where runs on the same environment differ in settings, the
+    settings each has (``TRPO Pendulum-v1 max_kl=0.02``); a label two runs would still share
+    gets the run's directory name."""
     base = [run_label(d.path) for d in dirs]
-    differing = differing_settings([d.path for d in dirs])
+    envs = [run_env(d.path) for d in dirs]
+    differing: list[dict[str, Any]] = [{} for _ in dirs]
+    for env in set(envs):
+        same = [i for i, e in enumerate(envs) if e == env]
+        for i, own in zip(same, differing_settings([dirs[i].path for i in same]), strict=True):
+            differing[i] = own
     labels = [
         " ".join([name, *(f"{k}={_spelled(v)}" for k, v in own.items())])
         for name, own in zip(base, differing, strict=True)
@@ -194,16 +201,35 @@ def robust_lines(rows: list[dict[str, Any]], improvement: bool = True) -> list[s
         lines.append(
             f"P({entry['run']} > {entry['other']}) = {entry['probability']:.2f} (a seed of each)"
         )
+    others = [row["run"] for row in _on_other_tasks(finished)] if improvement else []
+    if others:
+        lines.append(
+            f"No P({finished[0]['run']} > ...) for {', '.join(others)}: another environment's "
+            "returns are not comparable (--normalize tianshou compares runs across tasks)"
+        )
     return lines
+
+
+def _on_other_tasks(finished: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs after the first whose environment is known to differ from the first's."""
+    first = finished[0].get("env")
+    return [
+        row for row in finished[1:] if None not in (first, row.get("env")) and row["env"] != first
+    ]
 
 
 def improvements(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The probability of improvement of the first finished run over each other finished
-    run (that a seed of the first beats a seed of the other on the final policy's
-    deterministic return; ties count one half): ``{run, other, probability}`` each."""
+    run on the same environment (that a seed of the first beats a seed of the other on the
+    final policy's deterministic return; ties count one half): ``{run, other,
+    probability}`` each. Runs on another environment are left out: their returns are not
+    comparable."""
     from jaxrl.studies.statistics import probability_of_improvement
 
     finished = [row for row in rows if "final_policy" in row]
+    if not finished:
+        return []
+    elsewhere = [id(row) for row in _on_other_tasks(finished)]
     return [
         {
             "run": finished[0]["run"],
@@ -216,6 +242,7 @@ def improvements(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ),
         }
         for other in finished[1:]
+        if id(other) not in elsewhere
     ]
 
 

@@ -108,3 +108,29 @@ def test_compare_names_the_differing_settings_and_keeps_each_comparisons_figure(
     again = jaxrl("compare", high, low).check().stdout
     assert f"Learning curves: {runs / 'compare-kl-high-vs-kl-low.png'}" in again
     assert (runs / "compare-kl-low-vs-kl-high.png").is_file()  # the first one is still there
+
+
+# Cost: about 3 s (copies of the shared run; nothing trains).
+def test_compare_computes_no_probability_of_improvement_across_environments(
+    jaxrl, trpo_run, tmp_path
+):
+    """Returns of different tasks are not comparable: a run on another environment gets no
+    P(first > it), a line says why, and its label names no setting (settings are compared
+    between runs on one environment)."""
+    runs = {"base": ("Pendulum-v1", 0.01), "kl": ("Pendulum-v1", 0.02), "car": ("Acrobot-v1", 0.02)}
+    for name, (env, max_kl) in runs.items():
+        shutil.copytree(trpo_run[0], tmp_path / name)
+        config = json.loads((tmp_path / name / "config.json").read_text())
+        config["env"], config["hyperparameters"]["max_kl"] = env, max_kl
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+    dirs = [tmp_path / name for name in runs]
+    data = json.loads(jaxrl("compare", *dirs, "--json").check().stdout)
+    labels = ["TRPO Pendulum-v1 max_kl=0.01", "TRPO Pendulum-v1 max_kl=0.02", "TRPO Acrobot-v1"]
+    assert [row["run"] for row in data["runs"]] == labels
+    assert [row["env"] for row in data["runs"]] == ["Pendulum-v1", "Pendulum-v1", "Acrobot-v1"]
+    assert data["probability_of_improvement"] == [
+        {"run": labels[0], "other": labels[1], "probability": 0.5}
+    ]
+    text = jaxrl("compare", *dirs).check().stdout
+    assert f"P({labels[0]} > {labels[1]}) = 0.50" in text
+    assert f"No P({labels[0]} > ...) for TRPO Acrobot-v1: another environment's" in text
