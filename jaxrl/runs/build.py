@@ -80,6 +80,13 @@ def make_config(
     from jaxrl.envs import resolve_backend, resolve_env_backend
     from jaxrl.envs.brax_env import DEFAULT_BRAX_BACKEND, is_brax_id
 
+    for name, value, what in (("algo", algo, "an algorithm's name"), ("env", env, "an env id")):
+        if not isinstance(value, str):
+            hint = "; a RunConfig makes its agent itself: config.make_agent()"
+            raise TypeError(
+                f"{name} must be {what} (a str), got {type(value).__name__}"
+                + (hint if isinstance(value, RunConfig) else "")
+            )
     preset = preset or preset_for_env(env)
     defaults = run_defaults(algo, preset, env)
     options = {

@@ -32,7 +32,7 @@ from jaxrl.runs.runner import load_run
 Checkpoint = Literal["last", "best"] | int
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class Policy:
     """A run's trained policy (:func:`load`): ``policy(obs)`` is its deterministic action.
 
@@ -58,6 +58,15 @@ class Policy:
     step: int
     metadata: dict[str, Any]
     observation_shape: tuple[int, ...]
+
+    def __repr__(self) -> str:
+        seeds = f"seed {self.seed}" if self.seed is not None else f"{self.config.num_seeds} seeds"
+        steps = self.metadata.get("env_steps")
+        per_seed = f" ({steps:,} env steps per seed)" if isinstance(steps, int) else ""
+        return (
+            f"Policy({self.config.algo.upper()} on {self.config.env}, {seeds}, checkpoint "
+            f"{self.step}{per_seed}, obs {list(self.observation_shape)})"
+        )
 
     def __call__(self, obs: Any) -> np.ndarray:
         """:meth:`act` with the deterministic action."""

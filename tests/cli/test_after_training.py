@@ -107,6 +107,10 @@ def test_a_new_user_loads_acts_evaluates_and_exports(
     policy = load(pendulum)  # seed 0, last checkpoint
     every = load(pendulum, seed=None)
     assert (policy.seed, policy.step, policy.observation_shape) == (0, 4, (3,))
+    assert repr(policy) == (
+        "Policy(TRPO on Pendulum-v1, seed 0, checkpoint 4 (512 env steps per seed), obs [3])"
+    )
+    assert repr(every).startswith("Policy(TRPO on Pendulum-v1, 2 seeds, checkpoint 4 ")
     assert policy.config.env == "Pendulum-v1" and isinstance(policy.agent, TRPO)
     obs = _observations(policy, 5)
     one, batch = policy(obs[0]), policy(obs)
@@ -171,6 +175,10 @@ def test_make_config_is_the_run_the_command_trains(trpo_run, hopper_run):
     assert agent == config.make_agent() and agent != NPG()
     with pytest.raises(TypeError, match="max_kll"):
         make_config("trpo", "Pendulum-v1", hyperparameters={"max_kll": 0.1})
+    with pytest.raises(TypeError, match=r"algo must be .* got RunConfig; .* config.make_agent"):
+        make_agent(config)
+    with pytest.raises(TypeError, match=r"env must be an env id .*, got int"):
+        make_config("trpo", 3)
 
 
 # Cost: <1 s (a copy of a run directory, two restores).
