@@ -207,8 +207,9 @@ def cell(value: Any) -> Any:
 def as_written_now(saved: Mapping[str, Any]) -> dict[str, Any]:
     """A sweep's or study's saved description (``{"base": RunConfig.to_dict(), ...}``) with
     its base run as this version writes it: run settings added since it was saved take
-    their defaults, as a resumed run's do (:meth:`RunConfig.from_dict`), so that a study
-    started by an earlier version resumes. Returned as it is when its base is not a run."""
+    their defaults, as a resumed run's do (:meth:`~jaxrl.config.RunConfig.from_dict`), so
+    that a study started by an earlier version resumes. Returned as it is when its base is
+    not a run."""
     try:
         base = RunConfig.from_dict(saved["base"]).to_dict()
     except (KeyError, TypeError, ValueError, AttributeError):
