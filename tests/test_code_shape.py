@@ -1,4 +1,5 @@
-"""The code stays readable as named steps: no function in jaxrl/ is longer than 80 lines."""
+"""The code stays readable as named steps: no function in jaxrl/ is longer than 80 lines, no
+module longer than 500 (split such a module by job, not by size)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import jaxrl
 
 LIMIT = 80
+MODULE_LIMIT = 500
 
 
 def test_no_function_is_longer_than_80_lines():
@@ -20,3 +22,13 @@ def test_no_function_is_longer_than_80_lines():
                 if lines > LIMIT:
                     long.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({lines})")
     assert not long, "split into named steps: " + ", ".join(long)
+
+
+def test_no_module_is_longer_than_500_lines():
+    root = Path(jaxrl.__file__).parent
+    long = [
+        f"{path.relative_to(root)} ({lines})"
+        for path in sorted(root.rglob("*.py"))
+        if (lines := len(path.read_text().splitlines())) > MODULE_LIMIT
+    ]
+    assert not long, "split by job: " + ", ".join(long)

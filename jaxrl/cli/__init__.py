@@ -39,7 +39,7 @@ from pathlib import Path
 
 from jaxrl.cli import results, studies, train
 from jaxrl.cli.options import PROG, CompareCommand, EvaluateCommand, ExportCommand, PlotCommand
-from jaxrl.cli.parsing import expand_preset_file, parse, preset_in_force, with_resumed_algorithm
+from jaxrl.cli.parsing import expand_preset_file, option_value, parse, preset_in_force
 from jaxrl.cli.usage import UsageError
 from jaxrl.config.files import DamagedFile
 
@@ -88,6 +88,28 @@ def load_plugins(argv: list[str]) -> list[str]:
         except plugins.PluginError as error:
             raise UsageError(str(error)) from None
     return rest
+
+
+def with_resumed_algorithm(argv: list[str]) -> list[str]:
+    """``jaxrl train --resume RUN_DIR ...`` as ``jaxrl train ALGO --resume RUN_DIR ...``, the
+    algorithm read from the run's ``config.json`` (other commands are returned as given).
+
+    Raises:
+      UsageError: ``RUN_DIR`` is not a run directory.
+    """
+    resume = option_value(argv, "--resume")
+    if argv[:1] != ["train"] or resume is None or (len(argv) > 1 and argv[1][:1] != "-"):
+        return argv
+    if any(token in ("-h", "--help") for token in argv):
+        return argv
+    from jaxrl.config.run_config import RunConfig
+    from jaxrl.runs.run_dir import RunDir
+
+    try:
+        run_dir = RunDir.open(resume)
+    except ValueError as error:
+        raise UsageError(f"--resume: {error}") from None
+    return [argv[0], RunConfig.load(run_dir.config).algo, *argv[1:]]
 
 
 @functools.cache

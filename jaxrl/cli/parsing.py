@@ -240,28 +240,6 @@ def _precheck(argv: list[str]) -> None:
                 raise UsageError(str(error)) from None
 
 
-def with_resumed_algorithm(argv: list[str]) -> list[str]:
-    """``jaxrl train --resume RUN_DIR ...`` as ``jaxrl train ALGO --resume RUN_DIR ...``, the
-    algorithm read from the run's ``config.json`` (other commands are returned as given).
-
-    Raises:
-      UsageError: ``RUN_DIR`` is not a run directory.
-    """
-    resume = _option_value(argv, "--resume")
-    if argv[:1] != ["train"] or resume is None or (len(argv) > 1 and argv[1][:1] != "-"):
-        return argv
-    if any(token in ("-h", "--help") for token in argv):
-        return argv
-    from jaxrl.config.run_config import RunConfig
-    from jaxrl.runs.run_dir import RunDir
-
-    try:
-        run_dir = RunDir.open(resume)
-    except ValueError as error:
-        raise UsageError(f"--resume: {error}") from None
-    return [argv[0], RunConfig.load(run_dir.config).algo, *argv[1:]]
-
-
 def rewrite_aliases(argv: list[str]) -> list[str]:
     """Tianshou 1.x option names (``--discount-factor``) to their 2.x fields (``--gamma``)."""
     if len(argv) < 2 or argv[0] not in TRAINING or argv[1] not in algorithm_names():
@@ -280,7 +258,7 @@ def rewrite_aliases(argv: list[str]) -> list[str]:
     return rewritten
 
 
-def _option_value(argv: list[str], option: str) -> str | None:
+def option_value(argv: list[str], option: str) -> str | None:
     """The value written for ``option`` (``--env X`` or ``--env=X``; the last one wins)."""
     value = None
     for index, token in enumerate(argv):
@@ -301,8 +279,8 @@ def preset_in_force(argv: list[str]) -> str:
     """
     from jaxrl.config.presets import get_preset, preset_for_env
 
-    name = _option_value(argv, "--preset")
-    env = _option_value(argv, "--env") or "Pendulum-v1"
+    name = option_value(argv, "--preset")
+    env = option_value(argv, "--env") or "Pendulum-v1"
     if name is None or name == "None":
         return preset_for_env(env)
     try:
@@ -333,7 +311,7 @@ def parse(argv: list[str]) -> Any:
             raise UsageError(
                 f"--preset {preset} has no settings for {argv[1]}: it is for {covered}"
             )
-    registry = command_registry(preset, _option_value(argv, "--env") or "Pendulum-v1")
+    registry = command_registry(preset, option_value(argv, "--env") or "Pendulum-v1")
     command_type = _command_type(preset, training=_needs_training(argv))
 
     if any(token in ("-h", "--help") for token in argv):
@@ -361,7 +339,7 @@ def expand_preset_file(argv: list[str]) -> list[str]:
       UsageError: the file cannot be read, is not a preset file, or is for another
         algorithm.
     """
-    file = _option_value(argv, "--preset-file")
+    file = option_value(argv, "--preset-file")
     if file is None or len(argv) < 2 or argv[0] not in TRAINING or file == "None":
         return argv
     from jaxrl.config.run_config import PresetFile
@@ -377,7 +355,7 @@ def expand_preset_file(argv: list[str]) -> list[str]:
         )
     inserted = []
     for name, value in (("env", preset.env), ("preset", preset.preset)):
-        if _option_value(argv, option_flag(name)) is None:
+        if option_value(argv, option_flag(name)) is None:
             inserted += [option_flag(name), str(value)]
     for name, value in {**preset.run, **preset.hyperparameters}.items():
         inserted += _option_tokens(name, value)
