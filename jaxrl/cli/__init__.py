@@ -122,9 +122,27 @@ def _freeze_at_exit() -> None:
     atexit.register(gc.freeze)
 
 
+def _versions() -> str:
+    """``jaxrl X (jax Y, jaxlib Z)``: what a bug report needs, read without importing JAX."""
+    from importlib import metadata
+
+    from jaxrl import __version__
+
+    found = []
+    for package in ("jax", "jaxlib"):
+        try:
+            found.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{package} not installed")
+    return f"{PROG} {__version__} ({', '.join(found)})"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``jaxrl`` command; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv in (["--version"], ["-V"]):
+        print(_versions())
+        return 0
     _freeze_at_exit()
     try:
         argv = expand_preset_file(with_resumed_algorithm(load_plugins(argv)))

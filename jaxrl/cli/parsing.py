@@ -315,7 +315,15 @@ def parse(argv: list[str]) -> Any:
     command_type = _command_type(preset, training=_needs_training(argv))
 
     if any(token in ("-h", "--help") for token in argv):
-        return tyro.cli(command_type, prog=PROG, args=argv, registry=registry)  # exits 0
+        description = None
+        if argv[0] in ("-h", "--help"):  # the top-level help says what else jaxrl takes
+            description = (
+                "Tianshou's NPG, TRPO and DDPG in JAX: train, study, evaluate and export "
+                f"agents. {PROG} --version prints the versions of jaxrl and JAX."
+            )
+        return tyro.cli(
+            command_type, prog=PROG, args=argv, registry=registry, description=description
+        )  # exits 0
     try:
         # Quiet: the one-line message below replaces tyro's report (some of tyro's value
         # errors are printed even with its console output off, hence the redirect too).

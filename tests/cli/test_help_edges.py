@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from jaxrl.cli import main
 from jaxrl.cli import parsing as cli
 from jaxrl.cli.usage import name_flags
 from jaxrl.config.presets import PRESETS
@@ -121,3 +122,23 @@ def test_a_budget_note_names_a_default_as_the_default():
     assert passed.startswith("Note: --eval-every 2,048 does not divide the run: evaluations")
     (default,) = _budget_notes(config, {"total_steps"})
     assert default.startswith("Note: the default --eval-every (2,048) does not divide the run")
+
+
+def test_version_names_jaxrl_and_jax_and_the_help_says_how_to_ask(capsys):
+    from importlib import metadata
+
+    import jaxrl
+
+    for flag in ("--version", "-V"):
+        assert main([flag]) == 0
+        line = capsys.readouterr().out.strip()
+        assert line == f"jaxrl {jaxrl.__version__} (jax {metadata.version('jax')}, jaxlib " + (
+            f"{metadata.version('jaxlib')})"
+        )
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    assert "jaxrl --version prints the versions" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    assert "--version" not in capsys.readouterr().out  # a command's help is its own
