@@ -32,6 +32,12 @@ def arg(help: str | None, **kwargs: Any) -> Any:
     return tyro.conf.arg(help=help, **kwargs)
 
 
+CHECKPOINT_HELP = (
+    "last (the newest checkpoint), best (the best evaluation's, if its checkpoint is kept) or "
+    "an evaluation period"
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class EvaluateCommand:
     """Load the final policy of a run and report its evaluation returns."""
@@ -39,9 +45,8 @@ class EvaluateCommand:
     run_dir: Annotated[str, tyro.conf.Positional, arg("the run directory", metavar="RUN_DIR")]
     episodes: Annotated[int, arg("evaluation episodes per seed")] = 10
     seed: Annotated[int, arg("seed of the evaluation episodes")] = 0
-    step: Annotated[
-        int | None, arg("checkpoint to load (an evaluation period); None: the newest")
-    ] = None
+    checkpoint: Annotated[str, arg(CHECKPOINT_HELP)] = "last"
+    step: Annotated[int | None, arg("an evaluation period: the same as --checkpoint STEP")] = None
     json: Annotated[bool, arg("print the result as JSON")] = False
     video: Annotated[
         str | None,
@@ -69,13 +74,7 @@ class ExportCommand:
         str | None, arg("the file to write; None: RUN_DIR/policy.onnx or RUN_DIR/policy.jax")
     ] = None
     seed_index: Annotated[int, arg("the seed whose policy is written")] = 0
-    checkpoint: Annotated[
-        str,
-        arg(
-            "last (the newest checkpoint), best (the best evaluation's, if its checkpoint "
-            "is kept) or an evaluation period"
-        ),
-    ] = "last"
+    checkpoint: Annotated[str, arg(CHECKPOINT_HELP)] = "last"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,26 +21,19 @@ def evaluate(args: EvaluateCommand) -> int:
 
     if args.episodes < 1:
         raise UsageError(f"--episodes must be a positive integer, got {args.episodes}")
+    checkpoint = _checkpoint(args.checkpoint, args.step)
     if args.video is not None:
         return write_video(
-            args.run_dir, args.video, args.seed_index, args.video_episodes, args.step
+            args.run_dir, args.video, args.seed_index, args.video_episodes, checkpoint
         )
-    if args.step is not None and Path(args.run_dir).is_dir():
-        from jaxrl.runs.checkpoints import CheckpointStore
-
-        steps = CheckpointStore(RunDir(Path(args.run_dir)).checkpoints).steps()
-        if args.step not in steps:
-            have = ", ".join(map(str, steps)) if steps else "none"
-            raise UsageError(
-                f"--step {args.step}: {args.run_dir} has no finished checkpoint at that "
-                f"evaluation period (its checkpoints: {have})"
-            )
     try:
-        loaded = load(
-            args.run_dir, seed=None, checkpoint="last" if args.step is None else args.step
-        )
+        loaded = load(args.run_dir, seed=None, checkpoint=checkpoint)
         returns = evaluate_policy(loaded, args.episodes, args.seed)
-    except (RunDirError, CheckpointError, ValueError) as error:
+    except CheckpointError as error:
+        flag = "--step" if args.step is not None else "--checkpoint"
+        chosen = "" if checkpoint == "last" else f"{flag} {checkpoint}: "
+        raise UsageError(f"{chosen}{error}") from None
+    except (RunDirError, ValueError) as error:
         raise UsageError(str(error)) from None
     config = loaded.config
     env_steps = loaded.metadata.get("env_steps")
@@ -83,13 +76,7 @@ def export(args: ExportCommand) -> int:
     from jaxrl.runs.policy import load
     from jaxrl.runs.run_dir import RunDirError
 
-    checkpoint: Any = args.checkpoint
-    if checkpoint not in ("last", "best"):
-        if not checkpoint.isdigit():
-            raise UsageError(
-                f"--checkpoint must be last, best or an evaluation period, got {checkpoint!r}"
-            )
-        checkpoint = int(checkpoint)
+    checkpoint = _checkpoint(args.checkpoint)
     out = Path(args.out) if args.out else Path(args.run_dir) / f"policy{SUFFIXES[args.format]}"
     try:
         policy = load(args.run_dir, seed=args.seed_index, checkpoint=checkpoint)
@@ -108,7 +95,23 @@ def export(args: ExportCommand) -> int:
     return 0
 
 
-def write_video(run_dir: str, path: str, seed_index: int, episodes: int, step: int | None) -> int:
+def _checkpoint(written: str, step: int | None = None) -> Any:
+    """``--checkpoint``'s ``"last"``, ``"best"`` or evaluation period (an int); ``--step N``,
+    its earlier spelling in ``evaluate``, is ``--checkpoint N``."""
+    if step is not None:
+        if written not in ("last", str(step)):
+            raise UsageError(f"--step {step} and --checkpoint {written}: give one of them")
+        return step
+    if written in ("last", "best"):
+        return written
+    if not written.isdigit():
+        raise UsageError(
+            f"--checkpoint must be last, best or an evaluation period, got {written!r}"
+        )
+    return int(written)
+
+
+def write_video(run_dir: str, path: str, seed_index: int, episodes: int, checkpoint: Any) -> int:
     """``--video``: episodes of one seed's policy written to ``path``."""
     from jaxrl.runs.checkpoints import CheckpointError
     from jaxrl.runs.run_dir import RunDirError
@@ -117,7 +120,9 @@ def write_video(run_dir: str, path: str, seed_index: int, episodes: int, step: i
     if episodes < 1:
         raise UsageError(f"--video-episodes must be a positive integer, got {episodes}")
     try:
-        video = record_video(run_dir, path, seed_index=seed_index, episodes=episodes, step=step)
+        video = record_video(
+            run_dir, path, seed_index=seed_index, episodes=episodes, checkpoint=checkpoint
+        )
     except (RunDirError, CheckpointError, ValueError) as error:
         raise UsageError(str(error)) from None
     returns = ", ".join(f"{r:.1f}" for r in video.returns)

@@ -327,7 +327,7 @@ def train(args: Any, argv: list[str]) -> int:
         return 0
     _report(config, run_dir, result, resume_cmd, tracking)
     if result.finished and args.video is not None:
-        write_video(str(run_dir.path), args.video, 0, 1, None)
+        write_video(str(run_dir.path), args.video, 0, 1, "last")
     return 0
 
 

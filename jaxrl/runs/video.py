@@ -26,7 +26,7 @@ import jax
 import numpy as np
 
 from jaxrl.config.run_config import RunConfig
-from jaxrl.runs.policy import load
+from jaxrl.runs.policy import Checkpoint, load
 from jaxrl.runs.run_dir import RunDir
 
 # gymnax task -> how a gymnax state is drawn by gymnasium's renderer of the same task.
@@ -68,11 +68,14 @@ def record_video(
     *,
     seed_index: int = 0,
     episodes: int = 1,
+    checkpoint: Checkpoint = "last",
     step: int | None = None,
     seed: int = 0,
     fps: int = 30,
 ) -> Video:
-    """Render ``episodes`` episodes of seed ``seed_index``'s policy to ``path``.
+    """Render ``episodes`` episodes of seed ``seed_index``'s policy of ``checkpoint``
+    (:func:`jaxrl.load`'s: ``"last"``, ``"best"`` or an evaluation period; ``step=N``,
+    its earlier name, is ``checkpoint=N``) to ``path``.
 
     Raises:
       ValueError: a path that is not ``.gif`` or ``.mp4``, a seed index the run does not
@@ -89,7 +92,7 @@ def record_video(
             f"--seed-index {seed_index}: the run has {config.num_seeds} seeds "
             f"(0-{config.num_seeds - 1})"
         )
-    policy = load(run_dir, seed=seed_index, checkpoint="last" if step is None else step)
+    policy = load(run_dir, seed=seed_index, checkpoint=checkpoint if step is None else step)
     deterministic = policy.agent.evaluates_deterministically  # as the run's evaluations
 
     def act(obs: Any, key: Any) -> np.ndarray:

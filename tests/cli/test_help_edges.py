@@ -4,6 +4,7 @@ names (``TRPO.max_kl``, ``TrainConfig.total_steps``) reach the user naming the f
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -13,6 +14,7 @@ from jaxrl.cli import parsing as cli
 from jaxrl.cli.usage import name_flags
 from jaxrl.config.presets import PRESETS
 from jaxrl.envs import resolve_backend
+from jaxrl.runs import CheckpointError, load
 
 from .helpers import error_line
 
@@ -82,13 +84,29 @@ def test_cli_errors_name_the_flag(capsys, tmp_path, argv, expected):
     assert not (tmp_path / "run").exists()
 
 
-def test_evaluate_names_the_step_flag(trpo_run, capsys):
+def test_evaluate_names_the_checkpoint_flag(trpo_run, capsys):
     run_dir, _ = trpo_run
-    line = error_line(capsys, ["evaluate", str(run_dir), "--step", "3"])
-    assert line == (
-        f"jaxrl: error: --step 3: {run_dir} has no finished checkpoint at that evaluation "
-        "period (its checkpoints: 2, 4)"
-    )
+    for flag in ("--step", "--checkpoint"):
+        line = error_line(capsys, ["evaluate", str(run_dir), flag, "3"])
+        assert line == (
+            f"jaxrl: error: {flag} 3: run {str(run_dir)!r} has no finished checkpoint at "
+            "period 3 (its checkpoints: 2, 4)"
+        )
+    evaluated = {}
+    for flags in (["--step", "2"], ["--checkpoint", "2"], ["--checkpoint", "best"]):
+        status = main(["evaluate", str(run_dir), "--episodes", "1", "--json", *flags])
+        out, err = capsys.readouterr()
+        evaluated[" ".join(flags)] = json.loads(out) if status == 0 else err
+    assert evaluated["--step 2"] == evaluated["--checkpoint 2"]  # --step: its earlier spelling
+    try:  # the best evaluation's checkpoint, as jaxrl.load finds it
+        best = load(run_dir, checkpoint="best").step
+        assert evaluated["--checkpoint best"]["checkpoint"] == best
+    except CheckpointError as error:
+        assert evaluated["--checkpoint best"] == f"jaxrl: error: --checkpoint best: {error}\n"
+    line = error_line(capsys, ["evaluate", str(run_dir), "--step", "2", "--checkpoint", "4"])
+    assert line == "jaxrl: error: --step 2 and --checkpoint 4: give one of them"
+    line = error_line(capsys, ["evaluate", str(run_dir), "--checkpoint", "newest"])
+    assert "--checkpoint must be last, best or an evaluation period, got 'newest'" in line
 
 
 # Cost: about 1 s (three --help pages; nothing imports JAX).

@@ -111,12 +111,12 @@ def _evaluate(jaxrl: Callable[..., Result], run_dir: Path, *args: str) -> dict:
 def test_evaluate_step_and_seed_choose_the_checkpoint_and_the_episodes(
     trpo_run: tuple[Path, Result], jaxrl: Callable[..., Result]
 ):
-    """``--step 2`` evaluates checkpoint 2 (256 env steps) instead of the newest (4), and
+    """``--checkpoint 2`` evaluates checkpoint 2 (256 env steps) instead of the newest (4), and
     ``--seed 1`` plays other episodes than the default seed 0: each result is exactly the
     evaluation of that checkpoint's policy with that seed, and the results differ."""
     run_dir, _ = trpo_run
     newest = _evaluate(jaxrl, run_dir)
-    earlier = _evaluate(jaxrl, run_dir, "--step", "2")
+    earlier = _evaluate(jaxrl, run_dir, "--checkpoint", "2")
     reseeded = _evaluate(jaxrl, run_dir, "--seed", "1")
     assert (newest["checkpoint"], newest["env_steps"]) == (4, 512)
     assert (earlier["checkpoint"], earlier["env_steps"]) == (2, 256)
