@@ -471,8 +471,9 @@ class RunLayout:
         short, every = self.period_collections[-1], self.collections_per_period
         periods = self.num_periods
         last = f"; the last period {short} collection{_s(short)}" if short != every else ""
+        count = self.num_collections
         return (
-            f"{self.num_collections:,} collections of {num_envs} x {num_steps} env steps "
+            f"{count:,} collection{_s(count)} of {num_envs} x {num_steps} env steps "
             f"({self.total_steps:,} env steps), {periods} evaluation{_s(periods)} every {every} "
             f"collection{_s(every)}{last}"
         )

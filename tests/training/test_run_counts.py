@@ -148,6 +148,13 @@ def test_a_run_extended_after_a_shorter_last_period_keeps_the_period_boundaries(
     assert first.period_collections == (3, 3, 1)
     assert extended.periods_after(7) == (2, 3)  # to the next boundary (9), then 12
     assert extended.periods_after(0) == (3, 3, 3, 3)
+    assert first.describe(2, 8) == (
+        "7 collections of 2 x 8 env steps (112 env steps), 3 evaluations every 3 collections; "
+        "the last period 1 collection"
+    )
+    assert RunLayout.of(2, 8, 16, 16).describe(2, 8) == (
+        "1 collection of 2 x 8 env steps (16 env steps), 1 evaluation every 1 collection"
+    )
 
 
 def test_a_budget_under_one_collection_is_refused_by_name():
