@@ -133,8 +133,9 @@ def ranking_markdown(ranked: Sequence[dict[str, Any]], fields: Sequence[str], to
         robust = f"{entry['iqm']:.1f}"
         if np.isfinite(entry["iqm_low"]):
             robust += f" [{entry['iqm_low']:.1f}, {entry['iqm_high']:.1f}]"
+        spread = f" +- {entry['std']:.1f}" if entry["seeds"] > 1 else ""  # none of one seed
         lines.append(
-            f"| {rank} | {values} | {entry['seeds']} | {entry['mean']:.1f} +- {entry['std']:.1f}"
+            f"| {rank} | {values} | {entry['seeds']} | {entry['mean']:.1f}{spread}"
             f" | {interval} | {robust} |"
         )
     return "\n".join(lines) + "\n"

@@ -221,12 +221,13 @@ def test_a_lone_setting_of_a_host_sweep_with_jobs_trains_here(monkeypatch, tmp_p
 
 
 def test_a_ranking_over_one_seed_has_no_interval():
-    """One seed gives a mean but no confidence interval: the table says n/a, not [nan, nan]."""
+    """One seed gives a mean but no spread and no confidence interval: the table says n/a,
+    not [nan, nan], and no +- 0.0 (as the run's own report)."""
     from jaxrl.studies.sweep_report import ranking, ranking_markdown
 
     rows = [{"setting": "max_kl=0.01", "max_kl": 0.01, "final_return": -200.0}]
     text = ranking_markdown(ranking(rows, ["max_kl"]), ["max_kl"], 1)
-    assert "| 1 | 0.01 | 1 | -200.0 +- 0.0 | n/a (one seed) | -200.0 |" in text
+    assert "| 1 | 0.01 | 1 | -200.0 | n/a (one seed) | -200.0 |" in text
     assert "nan" not in text
 
 
