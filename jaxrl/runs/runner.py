@@ -73,9 +73,20 @@ class LoadedRun:
 # ---------------------------------------------------------------------------------------------
 
 
+def _run_dir_at(path: Path, resume: bool) -> RunDir:
+    """The run directory at ``path``: created by process 0 (a new run's must not exist or be
+    empty; a resumed one's is created where it does not exist yet)."""
+    if not is_primary():
+        return RunDir(path)
+    if not resume:
+        return RunDir.create(path)
+    path.mkdir(parents=True, exist_ok=True)
+    return RunDir(path)
+
+
 def train_run(
     config: RunConfig,
-    run_dir: RunDir,
+    run_dir: RunDir | str | Path,
     *,
     resume: bool = False,
     stop_after_periods: int | None = None,
@@ -89,7 +100,8 @@ def train_run(
 
     Args:
       config: the run's configuration (saved to ``config.json`` first).
-      run_dir: its directory.
+      run_dir: its directory: a path is created (it must not exist or be empty), or, with
+        ``resume``, continued (created if it does not exist).
       resume: continue from the newest checkpoint that restores (else from scratch).
       stop_after_periods: end after this many periods of this call, as an interruption would.
       stop: asked after every evaluation period but the last; ``True`` ends the call there,
@@ -108,9 +120,12 @@ def train_run(
 
     Raises:
       ValueError, TypeError: invalid configuration (before anything is trained).
+      RunDirError: a new run's path holds files already.
       KeyboardInterrupt: after finishing pending checkpoint writes.
     """
     agent = config.make_agent()
+    if not isinstance(run_dir, RunDir):
+        run_dir = _run_dir_at(Path(run_dir), resume)
     if is_primary():
         config.save(run_dir.config)
     loop = make_loop(config, agent)

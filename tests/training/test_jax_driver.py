@@ -281,11 +281,12 @@ def _assert_same_carry(expected_dir: Any, got_dir: Any) -> None:
 def test_a_run_stopped_by_its_stop_hook_is_checkpointed_there_and_resumes_exactly(tmp_path):
     """``train_run(stop=...)``: the call ends after the period where ``stop`` says so, with
     that period checkpointed even when ``checkpoint_every`` would not (0: only at the end),
-    and the resumed run ends bit-identical to an uninterrupted one."""
-    from jaxrl.runs import RunDir, train_run
+    and the resumed run ends bit-identical to an uninterrupted one. A run directory may be
+    given as a path: created for a new run (refused where a run is), opened to resume."""
+    from jaxrl.runs import RunDir, RunDirError, train_run
 
     config = _tiny_run_config(checkpoint_every=0)
-    whole, cut = RunDir.create(tmp_path / "whole"), RunDir.create(tmp_path / "cut")
+    whole, cut = RunDir.create(tmp_path / "whole"), RunDir(tmp_path / "cut")
     train_run(config, whole, progress=False)
     asked = []
 
@@ -293,9 +294,11 @@ def test_a_run_stopped_by_its_stop_hook_is_checkpointed_there_and_resumes_exactl
         asked.append(True)
         return len(asked) == 2
 
-    stopped = train_run(config, cut, progress=False, stop=stop)
+    stopped = train_run(config, str(cut.path), progress=False, stop=stop)
     assert not stopped.finished and stopped.period == 2 and stopped.env_steps == 64
     assert stopped.checkpoint == cut.checkpoints / "2"
-    resumed = train_run(config, cut, resume=True, progress=False, stop=lambda: False)
+    with pytest.raises(RunDirError, match="already exists"):
+        train_run(config, cut.path, progress=False)
+    resumed = train_run(config, cut.path, resume=True, progress=False, stop=lambda: False)
     assert resumed.finished and resumed.env_steps == 96
     _assert_same_carry(whole, cut)
