@@ -201,7 +201,8 @@ def robust_lines(rows: list[dict[str, Any]], improvement: bool = True) -> list[s
         lines.append(
             f"P({entry['run']} > {entry['other']}) = {entry['probability']:.2f} (a seed of each)"
         )
-    others = [row["run"] for row in _on_other_tasks(finished)] if improvement else []
+    others = [r["run"] for r in finished[1:] if not _comparable(finished[0], r)]
+    others = others if improvement else []
     if others:
         lines.append(
             f"No P({finished[0]['run']} > ...) for {', '.join(others)}: another environment's "
@@ -210,12 +211,10 @@ def robust_lines(rows: list[dict[str, Any]], improvement: bool = True) -> list[s
     return lines
 
 
-def _on_other_tasks(finished: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The runs after the first whose environment is known to differ from the first's."""
-    first = finished[0].get("env")
-    return [
-        row for row in finished[1:] if None not in (first, row.get("env")) and row["env"] != first
-    ]
+def _comparable(first: dict[str, Any], row: dict[str, Any]) -> bool:
+    """Whether ``row``'s returns compare with ``first``'s: the same environment, or one of
+    them unknown (no readable ``config.json``)."""
+    return None in (first.get("env"), row.get("env")) or row["env"] == first["env"]
 
 
 def improvements(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -227,9 +226,6 @@ def improvements(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from jaxrl.studies.statistics import probability_of_improvement
 
     finished = [row for row in rows if "final_policy" in row]
-    if not finished:
-        return []
-    elsewhere = [id(row) for row in _on_other_tasks(finished)]
     return [
         {
             "run": finished[0]["run"],
@@ -242,7 +238,7 @@ def improvements(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ),
         }
         for other in finished[1:]
-        if id(other) not in elsewhere
+        if _comparable(finished[0], other)
     ]
 
 
