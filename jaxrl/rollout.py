@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, NamedTuple
 
 import jax
@@ -54,22 +55,32 @@ def check_time_major(
             f"rollout.reward must have shape [T, N] (time-major: T steps of N environments), "
             f"got {list(reward_shape)}; {_GUIDE}"
         )
+    # (T, N) is what most fields lead with (rollout.reward's on a tie): the odd one is named.
+    leading = {name: np.shape(getattr(rollout, name))[:2] for name in Rollout._fields}
+    counts = Counter(leading.values())
+    steps_envs = max(counts, key=lambda dims: (counts[dims], dims == reward_shape))
     expected = {
-        "obs": reward_shape + obs_shape,
-        "next_obs": reward_shape + obs_shape,
-        "action": reward_shape + action_shape,
-        "terminated": reward_shape,
-        "truncated": reward_shape,
+        "reward": steps_envs,
+        "obs": steps_envs + obs_shape,
+        "next_obs": steps_envs + obs_shape,
+        "action": steps_envs + action_shape,
+        "terminated": steps_envs,
+        "truncated": steps_envs,
     }
     rest = {"obs": "obs_shape", "next_obs": "obs_shape", "action": "action_shape"}
     for name, shape in expected.items():
         got = np.shape(getattr(rollout, name))
         if got != shape:
             layout = ", ".join(["T", "N", *([f"*{rest[name]}"] if name in rest else [])])
+            agree = ", ".join(
+                f"rollout.{other}"
+                for other, dims in leading.items()
+                if dims == steps_envs and other != name
+            )
             raise ValueError(
                 f"rollout.{name} must have shape {list(shape)}, got {list(got)}: fields are "
                 f"time-major [{layout}] with T = {shape[0]} steps of N = {shape[1]} "
-                f"environments, as rollout.reward; {_GUIDE}"
+                f"environments, as {agree}; {_GUIDE}"
             )
     check_dtypes(
         "rollout",
@@ -83,7 +94,7 @@ def check_time_major(
             "action": "iu" if discrete else "f",
         },
     )
-    return reward_shape
+    return steps_envs
 
 
 _KIND_NAMES = {"f": "float", "i": "int", "u": "unsigned int", "b": "bool"}

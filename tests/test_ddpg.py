@@ -453,6 +453,11 @@ def test_discrete_action_space_is_refused():
         DDPG().init(jax.random.key(0), gymnasium.spaces.Discrete(5), ACTION_SPACE)
 
 
+def test_an_integer_key_is_refused_naming_the_argument():
+    with pytest.raises(TypeError, match=r"^DDPG\.init: key must be a PRNG key .*got int 0$"):
+        DDPG().init(0, OBS_SPACE, ACTION_SPACE)
+
+
 def test_init_buffer_capacity_and_errors():
     agent = DDPG(buffer_size=20_000)
     state = agent.init(jax.random.key(0), OBS_SPACE, ACTION_SPACE)

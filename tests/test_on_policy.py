@@ -248,6 +248,40 @@ def test_bad_rollouts_are_refused_with_the_field_name(compiled):
         agent.update(state, {"obs": rollout.obs}, jax.random.key(0))
 
 
+def test_a_rollout_error_names_the_field_that_differs_from_the_others(compiled):
+    agent, state, _ = compiled
+    rollout = random_rollout(jax.random.key(12))
+    # rewards laid out [N, T] while every other field is [T, N]: the rewards are named.
+    with pytest.raises(
+        ValueError, match=r"^rollout\.reward must have shape \[16, 4\], got \[4, 16\]"
+    ):
+        agent.update(state, rollout._replace(reward=rollout.reward.T), jax.random.key(0))
+    # Two fields against four: the two are wrong, the message names the four it followed.
+    transposed = rollout._replace(
+        obs=rollout.obs.swapaxes(0, 1), next_obs=rollout.obs.swapaxes(0, 1)
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"^rollout\.obs .*as rollout\.action, rollout\.reward, rollout\.terminated, "
+        r"rollout\.truncated;",
+    ):
+        agent.update(state, transposed, jax.random.key(0))
+
+
+@pytest.mark.parametrize("algo", sorted(AGENTS))
+def test_an_integer_key_is_refused_naming_the_argument(algo):
+    agent = AGENTS[algo]
+    name = type(agent).__name__
+    with pytest.raises(
+        TypeError,
+        match=rf"^{name}\.init: key must be a PRNG key \(jax\.random\.key\(seed\)\), got int 0$",
+    ):
+        agent.init(0, OBS_SPACE, ACT_SPACE)
+    state = agent.init(jax.random.key(0), OBS_SPACE, ACT_SPACE)
+    with pytest.raises(TypeError, match=rf"^{name}\.update: key .* got int 7$"):
+        agent.update(state, random_rollout(jax.random.key(1)), 7)
+
+
 def test_unsupported_spaces_are_refused():
     with pytest.raises(TypeError, match=r"MultiDiscrete.*supported"):
         jaxrl.NPG().init(jax.random.key(0), OBS_SPACE, gymnasium.spaces.MultiDiscrete([2, 3]))

@@ -53,6 +53,7 @@ from jaxrl.algorithms._common import (
 )
 from jaxrl.algorithms.noise import GaussianNoise, Noise, OUNoise
 from jaxrl.algorithms.protocol import ActionSample, LearningMode
+from jaxrl.core._checks import check_key
 from jaxrl.networks import Activation, DeterministicActor, QCritic
 from jaxrl.replay import NStepBatch, ReplayBuffer, Transition
 from jaxrl.spaces import SpaceSpec
@@ -263,6 +264,7 @@ class DDPG(struct.PyTreeNode):
             ``[num_envs, action_dim]`` (``[action_dim]`` when None, for unbatched acting).
             Only OU noise needs it to match the actions; see :meth:`reset_noise`.
         """
+        check_key(f"{type(self).__name__}.init: key", key)
         obs_space, act_space = check_spaces(
             observation_space, action_space, type(self).__name__, discrete=False
         )

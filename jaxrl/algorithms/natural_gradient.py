@@ -41,6 +41,7 @@ from jaxrl.algorithms.natural_step import TRUST_REGION_PRECISION, ActorRule, sum
 from jaxrl.algorithms.on_policy import OnPolicyBatch, OnPolicyState, minibatch_layout
 from jaxrl.algorithms.protocol import ActionSample, LearningMode
 from jaxrl.core import distributions
+from jaxrl.core._checks import check_key
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.networks import Activation, CategoricalActor, GaussianActor, ValueCritic
 from jaxrl.rollout import Rollout
@@ -218,6 +219,7 @@ class NaturalGradient(struct.PyTreeNode):
           observation_space: a gymnasium or gymnax ``Box``.
           action_space: a gymnasium or gymnax ``Box`` (continuous) or ``Discrete``.
         """
+        check_key(f"{type(self).__name__}.init: key", key)
         obs_space, act_space = check_spaces(
             observation_space, action_space, type(self).__name__, discrete=True
         )
@@ -303,6 +305,7 @@ class NaturalGradient(struct.PyTreeNode):
           ``backtracks`` (total line-search backtracks), ``line_search_failures`` and
           ``rejected_steps`` (non-finite steps refused, parameters kept).
         """
+        check_key(f"{type(self).__name__}.update: key", key)
         batch, return_rms = self.prepare_batch(state, rollout)
         actor_params, critic, per_step = self._learn(state, batch, key)
         new_state = state.replace(

@@ -84,7 +84,7 @@ def export(args: ExportCommand) -> int:
     except (RunDirError, CheckpointError, UnsupportedPrimitive, ImportError) as error:
         raise UsageError(str(error)) from None
     except ValueError as error:
-        raise UsageError(f"--seed-index: {error}" if "seed" in str(error) else str(error)) from None
+        raise UsageError(_seed_index(error)) from None
     config = policy.config
     batch = ", ".join(["batch", *map(str, policy.observation_shape)])
     print(
@@ -93,6 +93,12 @@ def export(args: ExportCommand) -> int:
         f"({args.format}; obs [{batch}] float32 -> action)"
     )
     return 0
+
+
+def _seed_index(error: Exception) -> str:
+    """A loading error as the command says it: :func:`jaxrl.load`'s ``seed`` is
+    ``--seed-index``."""
+    return f"--seed-index: {error}" if str(error).startswith("seed ") else str(error)
 
 
 def _checkpoint(written: str, step: int | None = None) -> Any:
@@ -124,7 +130,7 @@ def write_video(run_dir: str, path: str, seed_index: int, episodes: int, checkpo
             run_dir, path, seed_index=seed_index, episodes=episodes, checkpoint=checkpoint
         )
     except (RunDirError, CheckpointError, ValueError) as error:
-        raise UsageError(str(error)) from None
+        raise UsageError(_seed_index(error)) from None
     returns = ", ".join(f"{r:.1f}" for r in video.returns)
     print(
         f"Video: {video.path} ({video.frames} frames; seed {seed_index}'s policy of checkpoint "

@@ -53,6 +53,19 @@ def check_in_range(
         raise ValueError(f"{name} must be in {left}{low}, {high}{right}, got {value!r}")
 
 
+def check_key(name: str, key: Any) -> None:
+    """Raise ``TypeError`` naming ``name`` unless ``key`` is a JAX PRNG key, concrete or
+    traced: a typed key (``jax.random.key(seed)``) or raw ``uint32`` key data
+    (``jax.random.PRNGKey(seed)``); leading batch axes are allowed."""
+    dtype = getattr(key, "dtype", None)
+    if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        return
+    if dtype == np.uint32 and np.ndim(key) >= 1:
+        return
+    got = f"{type(key).__name__} {key!r}" if dtype is None else f"{dtype}{list(np.shape(key))}"
+    raise TypeError(f"{name} must be a PRNG key (jax.random.key(seed)), got {got}")
+
+
 def check_same_shape(names: Sequence[str], arrays: Sequence[Any]) -> None:
     """Raise ``ValueError`` naming the first array whose shape differs from the first one."""
     reference = np.shape(arrays[0])

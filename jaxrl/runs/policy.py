@@ -218,8 +218,8 @@ def load(
     config = RunConfig.load(run_dir.config)
     if seed is not None and not 0 <= seed < config.num_seeds:
         raise ValueError(
-            f"seed must be one of the run's {config.num_seeds} seeds, 0 to "
-            f"{config.num_seeds - 1} (None: every seed), got {seed}"
+            f"seed {seed} is not one of the run's {config.num_seeds} seeds "
+            f"(0 to {config.num_seeds - 1})"
         )
     step = _checkpoint_step(run_dir, CheckpointStore(run_dir.checkpoints), checkpoint)
     loaded = load_run(run_dir, step)

@@ -25,9 +25,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxrl.config.run_config import RunConfig
 from jaxrl.runs.policy import Checkpoint, load
-from jaxrl.runs.run_dir import RunDir
 
 # gymnax task -> how a gymnax state is drawn by gymnasium's renderer of the same task.
 _GYMNAX_DRAWINGS: dict[str, Callable[[Any, Any, Any], None]] = {
@@ -86,13 +84,8 @@ def record_video(
         raise ValueError(f"--video {path}: write a .gif or an .mp4 file")
     if episodes < 1:
         raise ValueError(f"--episodes must be a positive integer, got {episodes}")
-    config = RunConfig.load(RunDir.open(run_dir).config)
-    if not 0 <= seed_index < config.num_seeds:
-        raise ValueError(
-            f"--seed-index {seed_index}: the run has {config.num_seeds} seeds "
-            f"(0-{config.num_seeds - 1})"
-        )
     policy = load(run_dir, seed=seed_index, checkpoint=checkpoint if step is None else step)
+    config = policy.config
     deterministic = policy.agent.evaluates_deterministically  # as the run's evaluations
 
     def act(obs: Any, key: Any) -> np.ndarray:

@@ -355,7 +355,10 @@ def test_export_errors_are_one_line(trpo_run, jaxrl, tmp_path):
             [run_dir, "--checkpoint", "3"],
             "no finished checkpoint at period 3 (its checkpoints: 2, 4)",
         ),
-        ([run_dir, "--seed-index", "2"], "--seed-index: seed must be one of the run's 2 seeds"),
+        (
+            [run_dir, "--seed-index", "2"],
+            "--seed-index: seed 2 is not one of the run's 2 seeds (0 to 1)",
+        ),
         ([tmp_path / "sweep"], "holds 1 run (a sweep or a tune): load one of them, runs"),
         ([tmp_path / "none"], "does not exist"),
     ]

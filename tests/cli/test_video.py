@@ -111,5 +111,5 @@ def test_bad_video_requests_are_one_line(jaxrl, trpo_run, tmp_path):
     assert "--video" in line and "write a .gif or an .mp4 file" in line
     line = single_error_line(jaxrl("evaluate", run_dir, "--video", tmp_path / "v.gif",
                                    "--seed-index", "2"))  # fmt: skip
-    assert "--seed-index 2: the run has 2 seeds (0-1)" in line
+    assert "--seed-index: seed 2 is not one of the run's 2 seeds (0 to 1)" in line
     assert not (tmp_path / "v.gif").exists()

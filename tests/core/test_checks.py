@@ -13,7 +13,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.core._checks import check_in_range, check_min_rank, check_same_shape, concrete_value
+from jaxrl.core._checks import (
+    check_in_range,
+    check_key,
+    check_min_rank,
+    check_same_shape,
+    concrete_value,
+)
 
 
 def test_concrete_value_of_concrete_and_traced_values():
@@ -92,3 +98,34 @@ def test_min_rank():
     message = "rewards must have at least one step, got shape (0, 4)"
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         check_min_rank("rewards", np.zeros((0, 4)), 1)
+
+
+def test_check_key_takes_typed_and_raw_keys_concrete_or_traced():
+    keys = [jax.random.key(0), jax.random.PRNGKey(0), jax.random.split(jax.random.key(0), 3)]
+    for key in keys:
+        check_key("key", key)
+    jax.jit(lambda k: check_key("key", k) or 0)(jax.random.key(1))
+    jax.vmap(lambda k: check_key("key", k) or 0)(jax.random.split(jax.random.PRNGKey(1), 2))
+
+
+@pytest.mark.parametrize(
+    "value, got",
+    [
+        (0, "int 0"),
+        (None, "NoneType None"),
+        (np.int32(3), "int32[]"),
+        (jnp.zeros(2), "float32[2]"),
+        (np.uint32(7), "uint32[]"),
+    ],
+)
+def test_check_key_refuses_what_is_not_a_key(value, got):
+    message = f"TRPO.init: key must be a PRNG key (jax.random.key(seed)), got {got}"
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        check_key("TRPO.init: key", value)
+
+
+def test_check_key_refuses_a_traced_integer():
+    with pytest.raises(
+        TypeError, match=re.escape("key must be a PRNG key (jax.random.key(seed)), got int32[]")
+    ):
+        jax.jit(lambda k: check_key("key", k) or 0)(0)
