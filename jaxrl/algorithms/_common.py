@@ -21,47 +21,13 @@ import optax
 from flax import struct
 from flax.training.train_state import TrainState
 
-from jaxrl.core._checks import check_in_range, concrete_value
+from jaxrl.core._checks import check_in_range
 from jaxrl.core.actions import check_bound_method, map_action
 from jaxrl.core.tree import all_finite, tree_select
 from jaxrl.networks import check_activation, stable_apply
 from jaxrl.spaces import SpaceSpec, describe_space
 
 Schedule = Callable[[jax.Array], jax.Array]
-
-
-def numeric_or_none(value: Any) -> np.ndarray | None:
-    """A concrete numeric value as an array; ``None`` for tracers and placeholders.
-
-    Algorithm objects are pytrees: JAX rebuilds them with tracers (under ``jit``/``vmap``)
-    and occasionally with placeholder objects, so checks look only at real numbers.
-    """
-    if isinstance(value, bool | int | float | np.ndarray | np.number | jax.Array):
-        concrete = concrete_value(value)
-        if concrete is not None and concrete.dtype.kind in "biuf":
-            return concrete
-    return None
-
-
-def check_field(
-    owner: str,
-    name: str,
-    value: Any,
-    low: float,
-    high: float,
-    *,
-    low_open: bool = False,
-    high_open: bool = False,
-) -> None:
-    """Raise ``ValueError`` naming ``owner.name`` if a concrete value is out of range
-    (``jaxrl.core._checks.check_in_range`` on a hyperparameter field: tracers and JAX's
-    placeholder objects are skipped, a string raises ``TypeError``)."""
-    if isinstance(value, str):
-        raise TypeError(f"{owner}.{name} must be a number, got {value!r}")
-    concrete = numeric_or_none(value)
-    if concrete is None:
-        return
-    check_in_range(f"{owner}.{name}", value, low, high, low_open=low_open, high_open=high_open)
 
 
 def check_int_field(owner: str, name: str, value: Any, low: int, allow_none: bool = False) -> None:
@@ -106,10 +72,11 @@ def hyperparameter(
 
 
 def check_bounds(algorithm: Any) -> None:
-    """Raise ``ValueError`` (``TypeError`` for a value of the wrong kind) naming
-    ``Class.field`` where a concrete field value is outside the bounds its
-    :func:`hyperparameter` declares; a field typed ``int`` (or ``int | None``) must be an int
-    (or None)."""
+    """Raise ``ValueError`` naming ``Class.field`` where a concrete field value is outside the
+    bounds its :func:`hyperparameter` declares (:func:`jaxrl.core._checks.check_in_range`);
+    ``TypeError`` where it is no number: a string, a field typed ``int`` (or ``int | None``)
+    that holds no int (or None), a static field that holds None or a bool. Traced leaves are
+    skipped, and so are the placeholders (None, ``object()``) JAX rebuilds pytrees with."""
     owner, hints = type(algorithm).__name__, _type_hints(type(algorithm))
     for field in dataclasses.fields(algorithm):
         if "bounds" not in field.metadata:
@@ -117,11 +84,14 @@ def check_bounds(algorithm: Any) -> None:
         low, high, low_open, high_open = field.metadata["bounds"]
         value, hint = getattr(algorithm, field.name), hints[field.name]
         members = typing.get_args(hint) if typing.get_origin(hint) in _UNIONS else (hint,)
+        name, leaf = f"{owner}.{field.name}", field.metadata["pytree_node"]
+        placeholder = value is None or type(value) is object
         if int in members:
-            allow_none = type(None) in members
-            check_int_field(owner, field.name, value, low, allow_none=allow_none)
-        else:
-            check_field(owner, field.name, value, low, high, low_open=low_open, high_open=high_open)
+            check_int_field(owner, field.name, value, low, allow_none=type(None) in members)
+        elif isinstance(value, str) or (not leaf and (placeholder or isinstance(value, bool))):
+            raise TypeError(f"{name} must be a number, got {value!r}")
+        elif not placeholder:
+            check_in_range(name, value, low, high, low_open=low_open, high_open=high_open)
 
 
 _UNIONS = (typing.Union, types.UnionType)

@@ -26,14 +26,12 @@ parameters are leaves (vmappable). Ornstein-Uhlenbeck noise has a state, kept in
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 from flax.training.train_state import TrainState
 
@@ -181,6 +179,8 @@ class DDPG(struct.PyTreeNode):
         "its test: 8 envs, collect 8 steps, 0.125 -> 1 update per collect). Read by training "
         "loops",
         static=True,
+        low=0.0,
+        low_open=True,
     )
     action_scaling: bool = hyperparameter(
         True, "scale bounded actions from [-1, 1] to the action space's [low, high]", static=True
@@ -220,14 +220,6 @@ class DDPG(struct.PyTreeNode):
         owner = type(self).__name__
         object.__setattr__(self, "exploration_noise", _resolve_noise(self.exploration_noise))
         check_bounds(self)
-        if isinstance(self.update_per_step, bool) or not isinstance(
-            self.update_per_step, int | float | np.integer | np.floating
-        ):
-            raise TypeError(
-                f"{owner}.update_per_step must be a number, got {self.update_per_step!r}"
-            )
-        if not (math.isfinite(self.update_per_step) and self.update_per_step > 0):
-            raise ValueError(f"{owner}.update_per_step must be > 0, got {self.update_per_step!r}")
         if not isinstance(self.action_scaling, bool):
             raise TypeError(f"{owner}.action_scaling must be a bool, got {self.action_scaling!r}")
         check_structure(self, DDPG_BOUND_METHODS)

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jaxrl.algorithms._common import check_field
+from jaxrl.algorithms._common import check_bounds, hyperparameter
 
 Array = jax.Array
 
@@ -21,12 +21,11 @@ class GaussianNoise(struct.PyTreeNode):
     action space ``[-h, h]`` it moves the environment action by ``h * sigma``.
     """
 
-    sigma: float | Array = 1.0
-    mu: float | Array = 0.0
+    sigma: float | Array = hyperparameter(1.0, "standard deviation", low=0.0)
+    mu: float | Array = hyperparameter(0.0, "mean", low=-math.inf)
 
     def __post_init__(self) -> None:
-        check_field("GaussianNoise", "sigma", self.sigma, 0.0, math.inf)
-        check_field("GaussianNoise", "mu", self.mu, -math.inf, math.inf)
+        check_bounds(self)
 
     def sample(self, key: Array, noise_state: Array, shape: tuple[int, ...]) -> tuple[Array, Array]:
         """``(noise [shape], noise_state)``; the state is returned unchanged."""
@@ -47,16 +46,13 @@ class OUNoise(struct.PyTreeNode):
     ``(1 - theta dt)^k``.
     """
 
-    sigma: float | Array = 0.3
-    theta: float | Array = 0.15
-    dt: float | Array = 0.01
-    mu: float | Array = 0.0
+    sigma: float | Array = hyperparameter(0.3, "scale of the random steps", low=0.0)
+    theta: float | Array = hyperparameter(0.15, "rate of reversion to mu", low=0.0)
+    dt: float | Array = hyperparameter(0.01, "time step", low=0.0, low_open=True)
+    mu: float | Array = hyperparameter(0.0, "mean the process reverts to", low=-math.inf)
 
     def __post_init__(self) -> None:
-        check_field("OUNoise", "sigma", self.sigma, 0.0, math.inf)
-        check_field("OUNoise", "theta", self.theta, 0.0, math.inf)
-        check_field("OUNoise", "dt", self.dt, 0.0, math.inf, low_open=True)
-        check_field("OUNoise", "mu", self.mu, -math.inf, math.inf)
+        check_bounds(self)
 
     def sample(self, key: Array, noise_state: Array, shape: tuple[int, ...]) -> tuple[Array, Array]:
         """One OU step from ``noise_state`` (shape ``shape``): ``(x_new, x_new)``."""

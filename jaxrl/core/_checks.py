@@ -38,7 +38,7 @@ def check_in_range(
     reaches it). Traced values are skipped; a non-numeric value raises ``TypeError``.
 
     The one range check of the library: the core calls it with argument names, the algorithm
-    objects (:func:`jaxrl.algorithms._common.check_field`) with ``Owner.field``."""
+    objects (:func:`jaxrl.algorithms._common.check_bounds`) with ``Owner.field``."""
     concrete = concrete_value(value)
     if concrete is None:
         return
