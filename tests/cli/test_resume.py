@@ -121,25 +121,36 @@ def test_a_run_directory_written_by_an_earlier_jaxrl_resumes_and_evaluates_as_it
     for name in ("updates.csv", "evals.csv"):
         a, b = read_csv(finished / name), read_csv(run_dir / name)
         assert list(a) == list(b), name
+        rtol = TRAINED_HERE_RTOL if name == "evals.csv" else RTOL
         for column in set(a) - {"wall_time"}:
-            assert_as_written(a[column], b[column], f"{name}: {column}")
+            assert_as_written(a[column], b[column], f"{name}: {column}", rtol)
     written = json.loads((finished / "final_eval.json").read_text())
     got = json.loads((run_dir / "final_eval.json").read_text())
     assert set(written) == set(got)
     for key in written:
-        assert_as_written(np.asarray(written[key]), np.asarray(got[key]), key)
+        assert_as_written(np.asarray(written[key]), np.asarray(got[key]), key, TRAINED_HERE_RTOL)
 
     for step, returns in expected["returns_by_step"].items():
         policy = load(run_dir, seed=None, checkpoint="last" if step == "final" else int(step))
         got = evaluate_policy(policy, expected["episodes"], expected["seed"])
         as_written = np.array([float.fromhex(x) for x in returns])
-        assert_as_written(as_written, np.asarray(got, np.float64), f"evaluate_run step {step}")
+        rtol = TRAINED_HERE_RTOL if step == "final" else RTOL
+        assert_as_written(as_written, np.asarray(got, np.float64), f"evaluate_run {step}", rtol)
 
 
-def assert_as_written(written: np.ndarray, got: np.ndarray, what: str) -> None:
-    """Integers exactly; floats to 1e-4 relative (tests/fixtures/old_run/README.md)."""
+# Floats as written to 1e-4 relative: the update statistics of the resumed periods, and the
+# evaluations of policies the fixture holds. Evaluation returns of policies trained here, after
+# the resume, to 1e-3: Pendulum's episodes amplify rounding, and XLA compiles for the CPU at
+# hand (tests/fixtures/old_run/README.md: bit for bit on the CPU that wrote the fixture, 1.3e-4
+# apart on another). A resume that restores the wrong state moves the update statistics by
+# 0.3% or more: a changed key, a reset Adam state or reset return statistics, each tried.
+RTOL, TRAINED_HERE_RTOL = 1e-4, 1e-3
+
+
+def assert_as_written(written: np.ndarray, got: np.ndarray, what: str, rtol: float) -> None:
+    """Integers exactly; floats to ``rtol`` relative."""
     if np.issubdtype(np.asarray(written).dtype, np.floating):
-        np.testing.assert_allclose(got, written, rtol=1e-4, atol=1e-6, err_msg=what)
+        np.testing.assert_allclose(got, written, rtol=rtol, atol=1e-6, err_msg=what)
     else:
         np.testing.assert_array_equal(got, written, err_msg=what)
 
