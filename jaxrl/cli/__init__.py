@@ -102,14 +102,7 @@ def with_resumed_algorithm(argv: list[str]) -> list[str]:
         return argv
     if any(token in ("-h", "--help") for token in argv):
         return argv
-    from jaxrl.config.run_config import RunConfig
-    from jaxrl.runs.run_dir import RunDir
-
-    try:
-        run_dir = RunDir.open(resume)
-    except ValueError as error:
-        raise UsageError(f"--resume: {error}") from None
-    return [argv[0], RunConfig.load(run_dir.config).algo, *argv[1:]]
+    return [argv[0], train.resumed_run(resume)[1].algo, *argv[1:]]
 
 
 @functools.cache

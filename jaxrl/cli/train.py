@@ -74,17 +74,25 @@ def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     return config, RunDir.create(path), False
 
 
-def _resumed_config(algo: str, wanted: dict[str, Any], given: set[str]) -> tuple[Any, Any]:
-    """The configuration of the run in ``--resume``'s directory, with the settings a resume
-    may change (:data:`jaxrl.config.run_config.RESUME_OVERRIDES`) taken from ``given``."""
-    from jaxrl.config.run_config import RESUME_OVERRIDES, ResumeConflict, RunConfig
+def resumed_run(path: str) -> tuple[Any, Any]:
+    """``--resume PATH``'s run directory and its saved configuration
+    (``(RunDir, RunConfig)``); a usage error where ``PATH`` is not a run directory."""
+    from jaxrl.config.run_config import RunConfig
     from jaxrl.runs.run_dir import RunDir
 
     try:
-        run_dir = RunDir.open(wanted["resume"])
+        run_dir = RunDir.open(path)
     except ValueError as error:
         raise UsageError(f"--resume: {error}") from None
-    saved = RunConfig.load(run_dir.config)
+    return run_dir, RunConfig.load(run_dir.config)
+
+
+def _resumed_config(algo: str, wanted: dict[str, Any], given: set[str]) -> tuple[Any, Any]:
+    """The configuration of the run in ``--resume``'s directory, with the settings a resume
+    may change (:data:`jaxrl.config.run_config.RESUME_OVERRIDES`) taken from ``given``."""
+    from jaxrl.config.run_config import RESUME_OVERRIDES, ResumeConflict
+
+    run_dir, saved = resumed_run(wanted["resume"])
     if saved.algo != algo:
         raise UsageError(
             f"{wanted['resume']} is a {saved.algo} run; resume it with jaxrl train "
