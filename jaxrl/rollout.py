@@ -55,18 +55,24 @@ def check_time_major(
             f"rollout.reward must have shape [T, N] (time-major: T steps of N environments), "
             f"got {list(reward_shape)}; {_GUIDE}"
         )
-    # (T, N) is what most fields lead with (rollout.reward's on a tie): the odd one is named.
-    leading = {name: np.shape(getattr(rollout, name))[:2] for name in Rollout._fields}
+    # (T, N) is what most well-formed fields lead with (rollout.reward's on a tie), so that
+    # the field that differs is the one named.
+    trailing = {
+        "reward": (),
+        "obs": obs_shape,
+        "next_obs": obs_shape,
+        "action": action_shape,
+        "terminated": (),
+        "truncated": (),
+    }
+    leading = {}
+    for name, tail in trailing.items():
+        shape = np.shape(getattr(rollout, name))
+        if len(shape) == 2 + len(tail) and shape[2:] == tuple(tail):
+            leading[name] = shape[:2]
     counts = Counter(leading.values())
     steps_envs = max(counts, key=lambda dims: (counts[dims], dims == reward_shape))
-    expected = {
-        "reward": steps_envs,
-        "obs": steps_envs + obs_shape,
-        "next_obs": steps_envs + obs_shape,
-        "action": steps_envs + action_shape,
-        "terminated": steps_envs,
-        "truncated": steps_envs,
-    }
+    expected = {name: steps_envs + tuple(tail) for name, tail in trailing.items()}
     rest = {"obs": "obs_shape", "next_obs": "obs_shape", "action": "action_shape"}
     for name, shape in expected.items():
         got = np.shape(getattr(rollout, name))

@@ -262,10 +262,20 @@ def test_a_rollout_error_names_the_field_that_differs_from_the_others(compiled):
     )
     with pytest.raises(
         ValueError,
-        match=r"^rollout\.obs .*as rollout\.action, rollout\.reward, rollout\.terminated, "
+        match=r"^rollout\.obs .*as rollout\.reward, rollout\.action, rollout\.terminated, "
         r"rollout\.truncated;",
     ):
         agent.update(state, transposed, jax.random.key(0))
+    # Only fields whose trailing shape is right take part: with the environment axis dropped
+    # from every field but the rewards, the observations are named against the rewards.
+    dropped = rollout._replace(
+        **{name: getattr(rollout, name)[:, 0] for name in jaxrl.Rollout._fields if name != "reward"}
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"^rollout\.obs must have shape \[16, 4, 3\], got \[16, 3\].* as rollout\.reward;",
+    ):
+        agent.update(state, dropped, jax.random.key(0))
 
 
 @pytest.mark.parametrize("algo", sorted(AGENTS))
