@@ -18,6 +18,7 @@ cd "$(dirname "$0")/.."
 export XLA_FLAGS="${XLA_FLAGS:-} --xla_llvm_disable_expensive_passes=true"
 export JAX_DISABLE_MOST_OPTIMIZATIONS=1
 export JAX_DEFAULT_MATMUL_PRECISION=float32
+export JAXRL_TESTS_EMITTERS=default  # XLA's own CPU emitters: no flag check per mutant
 unset PYTHONPATH  # the mutated copy under mutants/ must be the jaxrl that tests import
 
 start=$(date +%s)
