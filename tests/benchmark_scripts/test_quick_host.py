@@ -13,8 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import optimized_programs
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
+
+
+def _table(run_quick, out, *extra):
+    """The MuJoCo table's quick run, its programs compiled optimized (they run long)."""
+    return run_quick("mujoco_table.py", out, *extra, env=optimized_programs())
 
 
 def _rows(path):
@@ -60,7 +67,7 @@ def test_mujoco_table_resumes_after_a_kill(tmp_path, run_quick, quick_env):
     process = subprocess.Popen(
         [*command, "--jobs", str(jobs)],
         cwd=ROOT,
-        env=quick_env,
+        env={**quick_env, **optimized_programs()},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
@@ -94,7 +101,7 @@ def test_mujoco_table_resumes_after_a_kill(tmp_path, run_quick, quick_env):
             time.sleep(0.2)
         assert not any(_alive(pid) for pid in children), "a group's process outlived the table"
 
-    output = run_quick("mujoco_table.py", tmp_path, "--stop-after-periods", "1")
+    output = _table(run_quick, tmp_path, "--stop-after-periods", "1")
     assert "1 groups to train" in output  # the finished seeds are not trained again
     assert "stopped at 1,024 env steps (resumable)" in output
     assert "resumes from 1,024 env steps" in output  # said under "Remaining"
@@ -102,7 +109,7 @@ def test_mujoco_table_resumes_after_a_kill(tmp_path, run_quick, quick_env):
     runs = tmp_path / "mujoco_table_runs"
     assert [p.name.split("-seeds-")[0] for p in runs.iterdir()] == [f"{killed}-{groups[killed]}"]
 
-    output = run_quick("mujoco_table.py", tmp_path)
+    output = _table(run_quick, tmp_path)
     assert f"resuming {killed} {groups[killed]} seeds [0, 1] from 1,024 env steps" in output
     rows = _rows(results)
     assert rows[:2] == first  # finished rows unchanged
@@ -196,7 +203,11 @@ def test_sigterm_checkpoints_the_table_groups_under_way_and_the_next_run_resumes
     command = [sys.executable, str(BENCH / "mujoco_table.py"), "--quick", "--no-tianshou"]
     command += ["--out", str(tmp_path), "--jobs", "2", *budget, "--preemption-grace", "240"]
     process = subprocess.Popen(
-        command, cwd=ROOT, env=quick_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        command,
+        cwd=ROOT,
+        env={**quick_env, **optimized_programs()},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     runs = tmp_path / "mujoco_table_runs"
 
@@ -219,7 +230,7 @@ def test_sigterm_checkpoints_the_table_groups_under_way_and_the_next_run_resumes
     for group in under_way:  # every group under way kept its work
         assert CheckpointStore(group / "checkpoints").steps(), group.name
 
-    output = run_quick("mujoco_table.py", tmp_path, *budget)
+    output = _table(run_quick, tmp_path, *budget)
     resumed = re.findall(r"resuming (?:trpo|ddpg) \S+ seeds \[0, 1\] from", output)
     assert len(resumed) == len(under_way), output[-3000:]
     assert "Every cell asked for is complete." in output

@@ -39,6 +39,7 @@ import pytest
 from jaxrl.runs import read_csv
 from tests.benchmark_scripts.conftest import scripts_cache
 from tests.cli.helpers import ctrl_c_as_in_a_terminal
+from tests.conftest import optimized_programs
 
 ROOT = Path(__file__).resolve().parents[2]
 PERIODS = 24  # evaluation periods of 128 env steps per seed
@@ -309,7 +310,7 @@ def test_the_mujoco_table_killed_at_two_points_records_every_group_once(
         [],
         progress,
         kill_points(5, 2, 2 * periods - 2),
-        environment,
+        {**environment, **optimized_programs()},
         script=command,
     )
     assert len(kills) == 2, kills
@@ -326,11 +327,12 @@ def test_the_mujoco_table_interrupted_ends_in_one_line(environment: dict[str, st
     """A Ctrl-C in the table command's training: exit 130 and one line that continues it."""
     pytest.importorskip("mujoco")
     command = [str(ROOT / "benchmarks" / "mujoco_table.py"), "--quick", "--no-tianshou"]
-    command += ["--out", str(tmp_path), "--total-steps", str(1024 * 4)]
+    # The budget of the kill test above: its programs, compiled optimized, are in the cache.
+    command += ["--out", str(tmp_path), "--total-steps", str(1024 * 3)]
     process = subprocess.Popen(
         [sys.executable, *command],
         cwd=ROOT,
-        env=environment,
+        env={**environment, **optimized_programs()},
         preexec_fn=ctrl_c_as_in_a_terminal,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
