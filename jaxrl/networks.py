@@ -31,11 +31,6 @@ ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
 }
 
 
-def check_activation(activation: str) -> None:
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
-
-
 @functools.partial(jax.jit, static_argnums=(1, 2, 3))
 def _orthogonal(key: jax.Array, shape: tuple[int, ...], dtype: Any, scale: float) -> jax.Array:
     """One orthogonal matrix (see :func:`orthogonal`); jitted with static shape, dtype and

@@ -204,6 +204,7 @@ def test_tianshou_1x_aliases():
         (jaxrl.NPG, "optim_critic_iters", -1, ValueError),
         (jaxrl.NPG, "action_bound_method", "sigmoid", ValueError),
         (jaxrl.NPG, "activation", "swish2", ValueError),
+        (jaxrl.TRPO, "action_scaling", "yes", TypeError),
         (jaxrl.TRPO, "max_kl", 0.0, ValueError),
         (jaxrl.TRPO, "backtrack_coeff", 1.5, ValueError),
         (jaxrl.TRPO, "max_backtracks", 0, ValueError),

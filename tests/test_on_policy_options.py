@@ -1,7 +1,8 @@
 """NPG/TRPO options that users set and rely on take effect as documented: the network
 initialization options (``init_gain``, ``actor_output_scale``, ``log_std_init``), the critic's
-``lr_schedule``, NPG's ``normalize_step`` (a KL-bounded step) and ``fvp_batch_size``
-(Fisher-vector products on a subsample)."""
+``lr_schedule``, NPG's ``normalize_step`` (a KL-bounded step), ``fvp_batch_size``
+(Fisher-vector products on a subsample) and the critic's steps (``optim_critic_iters``,
+``critic_batch_size``)."""
 
 from __future__ import annotations
 
@@ -230,3 +231,80 @@ def test_fvp_batch_size_computes_the_fisher_on_a_subsample():
     same_sub = _npg_params(4, same_obs=True)
     for a, b in zip(same_full, same_sub, strict=True):
         np.testing.assert_allclose(b, a, rtol=2e-3, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# The critic's steps
+# ---------------------------------------------------------------------------------------------
+
+
+def _critic_loop(critic, batch, weights, passes, key, batch_size):
+    """The critic's Adam steps as a plain loop: each pass shuffles the samples (with
+    ``batch_size``) and cuts them as Tianshou's ``split`` does, the last minibatch taking the
+    remainder; one step per minibatch on the weighted mean squared error."""
+    total, losses, apply = weights.shape[0], [], critic.apply_fn
+    keys = [None] * passes if batch_size is None else list(jax.random.split(key, passes))
+    for pass_key in keys:
+        order = np.arange(total)
+        if pass_key is not None:
+            order = np.asarray(jax.random.permutation(pass_key, total))
+        size = total if batch_size is None else min(batch_size, total)
+        count = total // size
+        for i in range(count):
+            rows = order[i * size : total if i == count - 1 else (i + 1) * size]
+
+            def loss_fn(params, rows=rows):
+                error = (batch.target[rows] - apply(params, batch.obs[rows])) ** 2
+                return jnp.sum(error * weights[rows]) / jnp.sum(weights[rows])
+
+            loss, grads = jax.value_and_grad(loss_fn)(critic.params)
+            critic = critic.apply_gradients(grads=grads)
+            losses.append(loss)
+    return critic, losses[-1]
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["nojit", "jit"])
+@pytest.mark.parametrize(("passes", "batch_size"), [(3, None), (2, 6), (2, 40)])
+def test_the_critics_steps_are_a_plain_loops(jitted, passes, batch_size):
+    """``critic_steps``: ``passes`` Adam steps on the whole minibatch (Tianshou's
+    ``optim_critic_iters``), or with ``batch_size`` passes over shuffled minibatches of it,
+    the last taking the remainder (``critic_batch_size``); padded samples (weight 0) take no
+    part. Its loss is the last step's."""
+    from jaxrl.algorithms import on_policy
+
+    agent = jaxrl.NPG(hidden_sizes=HIDDEN)
+    critic = agent.init(jax.random.key(0), OBS_SPACE, ACT_SPACE).critic
+    keys = jax.random.split(jax.random.key(1), 3)
+    size = 20
+    batch = on_policy.OnPolicyBatch(
+        obs=jax.random.normal(keys[0], (size, 3)),
+        action=jnp.zeros((size, 1)),
+        advantage=jnp.zeros((size,)),
+        target=jax.random.normal(keys[1], (size,)),
+        log_prob_old=jnp.zeros((size,)),
+    )
+    weights = jnp.ones((size,)).at[-3:].set(0.0)  # a padded minibatch
+    steps = functools.partial(on_policy.critic_steps, passes=passes, batch_size=batch_size)
+    steps = jax.jit(steps) if jitted else steps
+    got, loss, rejected = steps(critic, batch, weights, key=keys[2])
+    want, want_loss = _critic_loop(critic, batch, weights, passes, keys[2], batch_size)
+    for a, b in zip(leaves(got.params), leaves(want.params), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(loss, want_loss, rtol=1e-5)
+    assert int(rejected) == 0 and int(got.step) == int(want.step)
+
+
+def test_no_critic_steps_leave_the_critic_and_measure_its_loss():
+    from jaxrl.algorithms import on_policy
+
+    agent = jaxrl.NPG(hidden_sizes=HIDDEN)
+    critic = agent.init(jax.random.key(0), OBS_SPACE, ACT_SPACE).critic
+    obs, target = jax.random.normal(jax.random.key(1), (10, 3)), jnp.arange(10.0)
+    batch = on_policy.OnPolicyBatch(obs, jnp.zeros((10, 1)), target, target, target)
+    for batch_size in (None, 4):
+        got, loss, rejected = on_policy.critic_steps(
+            critic, batch, jnp.ones((10,)), 0, jax.random.key(2), batch_size
+        )
+        assert got is critic and int(rejected) == 0
+        want = jnp.mean((target - critic.apply_fn(critic.params, obs)) ** 2)
+        np.testing.assert_allclose(loss, want, rtol=1e-6)

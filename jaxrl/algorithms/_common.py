@@ -22,9 +22,9 @@ from flax import struct
 from flax.training.train_state import TrainState
 
 from jaxrl.core._checks import check_in_range
-from jaxrl.core.actions import check_bound_method, map_action
+from jaxrl.core.actions import BOUND_METHODS, map_action
 from jaxrl.core.tree import all_finite, tree_select
-from jaxrl.networks import check_activation, stable_apply
+from jaxrl.networks import ACTIVATIONS, stable_apply
 from jaxrl.spaces import SpaceSpec, describe_space
 
 Schedule = Callable[[jax.Array], jax.Array]
@@ -211,11 +211,12 @@ def guarded_gradient_step(
 # ---------------------------------------------------------------------------------------------
 
 
-def check_structure(agent: Any, bound_methods: tuple[str | None, ...] | None = None) -> None:
+def check_structure(agent: Any, bound_methods: tuple[str | None, ...] = BOUND_METHODS) -> None:
     """The checks of the structure fields NPG, TRPO and DDPG share, each naming its field:
-    ``hidden_sizes`` (a list becomes a tuple; positive ints), ``activation`` (a known name),
-    ``action_bound_method`` (one of ``bound_methods``, or any :mod:`jaxrl.core.actions` knows)
-    and every ``*lr_schedule`` field (None or callable). Call it from ``__post_init__``."""
+    ``hidden_sizes`` (a list becomes a tuple; positive ints), ``activation`` (a name in
+    :data:`jaxrl.networks.ACTIVATIONS`), ``action_bound_method`` (one of ``bound_methods``),
+    ``action_scaling`` (a bool) and every ``*lr_schedule`` field (None or callable). Call it
+    from ``__post_init__``."""
     owner = type(agent).__name__
     if isinstance(agent.hidden_sizes, list):
         object.__setattr__(agent, "hidden_sizes", tuple(agent.hidden_sizes))
@@ -223,18 +224,18 @@ def check_structure(agent: Any, bound_methods: tuple[str | None, ...] | None = N
         isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in agent.hidden_sizes
     ):
         raise ValueError(f"{owner}.hidden_sizes must be positive ints, got {agent.hidden_sizes}")
-    try:
-        check_activation(agent.activation)
-    except ValueError as error:
-        raise ValueError(f"{owner}.{error}") from None
-    method = agent.action_bound_method
-    if bound_methods is not None and method not in bound_methods:
-        names = " or ".join(repr(m) if m else "None" for m in bound_methods)
-        raise ValueError(f"{owner}.action_bound_method must be {names}, got {method!r}")
-    try:
-        check_bound_method(method)
-    except ValueError as error:
-        raise ValueError(f"{owner}.{error}") from None
+    if agent.activation not in ACTIVATIONS:
+        raise ValueError(
+            f"{owner}.activation must be one of {sorted(ACTIVATIONS)}, got {agent.activation!r}"
+        )
+    if agent.action_bound_method not in bound_methods:
+        names = ", ".join(repr(m) for m in bound_methods)
+        raise ValueError(
+            f"{owner}.action_bound_method must be one of {names}, "
+            f"got {agent.action_bound_method!r}"
+        )
+    if not isinstance(agent.action_scaling, bool):
+        raise TypeError(f"{owner}.action_scaling must be a bool, got {agent.action_scaling!r}")
     for field in dataclasses.fields(agent):
         schedule = getattr(agent, field.name)
         if field.name.endswith("lr_schedule") and schedule is not None and not callable(schedule):

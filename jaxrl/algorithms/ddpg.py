@@ -217,11 +217,8 @@ class DDPG(struct.PyTreeNode):
 
     # ------------------------------------------------------------------ validation
     def __post_init__(self) -> None:
-        owner = type(self).__name__
         object.__setattr__(self, "exploration_noise", _resolve_noise(self.exploration_noise))
         check_bounds(self)
-        if not isinstance(self.action_scaling, bool):
-            raise TypeError(f"{owner}.action_scaling must be a bool, got {self.action_scaling!r}")
         check_structure(self, DDPG_BOUND_METHODS)
 
     # ------------------------------------------------------------------ construction

@@ -368,19 +368,14 @@ class NaturalGradient(struct.PyTreeNode):
                     cg_iters=self.cg_iters,
                     fvp_batch_size=self.fvp_batch_size,
                 )
-            if self.critic_batch_size is None:
-                critic_state, critic_loss, critic_rejected = on_policy.critic_steps(
-                    critic_state, minibatch, weights, self.optim_critic_iters
-                )
-            else:
-                critic_state, critic_loss, critic_rejected = on_policy.critic_passes(
-                    critic_state,
-                    minibatch,
-                    weights,
-                    critic_key,
-                    self.optim_critic_iters,
-                    self.critic_batch_size,
-                )
+            critic_state, critic_loss, critic_rejected = on_policy.critic_steps(
+                critic_state,
+                minibatch,
+                weights,
+                self.optim_critic_iters,
+                critic_key,
+                self.critic_batch_size,
+            )
             actor_stats["rejected"] = actor_stats["rejected"] + critic_rejected
             return (actor_params, critic_state), {**actor_stats, "critic_loss": critic_loss}
 

@@ -9,7 +9,7 @@ One update (:meth:`jaxrl.algorithms.NaturalGradient.update`) is:
 2. ``repeat`` passes over shuffled minibatches (:func:`minibatch_layout`), each an actor
    step (:func:`jaxrl.algorithms.natural_step.actor_step`: the natural-gradient direction
    by conjugate gradients, then the algorithm's rule along it) and the critic's Adam steps
-   (:func:`critic_steps`, or :func:`critic_passes` in minibatches).
+   (:func:`critic_steps`).
 
 Shapes: a rollout ``[T, N, ...]`` becomes ``B = T * N`` samples, flattened time-major
 (sample ``t * N + n``); a minibatch holds ``S`` positions of them with ``weights [S]``
@@ -252,61 +252,41 @@ def minibatch_layout(total: int, batch_size: int | None) -> tuple[np.ndarray, np
 
 
 def critic_steps(
-    critic: TrainState, minibatch: OnPolicyBatch, weights: Array, iters: int
-) -> tuple[TrainState, Array, Array]:
-    """``iters`` Adam steps on the minibatch's mean squared error against ``target``
-    (Tianshou's); returns the critic, the last loss and the number of steps refused as
-    non-finite."""
-
-    def loss_fn(params: PyTree) -> Array:
-        prediction = critic.apply_fn(params, minibatch.obs)
-        return weighted_mean((minibatch.target - prediction) ** 2, weights)
-
-    def step(critic: TrainState, _: None) -> tuple[TrainState, tuple[Array, Array]]:
-        loss, grads = jax.value_and_grad(loss_fn)(critic.params)
-        critic, rejected = guarded_gradient_step(critic, loss, grads)
-        return critic, (loss, rejected)
-
-    if iters == 0:
-        return critic, loss_fn(critic.params), jnp.zeros((), jnp.int32)
-    critic, (losses, rejected) = lax.scan(step, critic, None, length=iters)
-    return critic, losses[-1], jnp.sum(rejected)
-
-
-def critic_passes(
     critic: TrainState,
     minibatch: OnPolicyBatch,
     weights: Array,
-    key: Array,
     passes: int,
-    batch_size: int,
+    key: Array | None = None,
+    batch_size: int | None = None,
 ) -> tuple[TrainState, Array, Array]:
-    """``passes`` passes over ``minibatch`` (``weights [S]`` mask its padding) in shuffled
-    minibatches of ``batch_size`` (the last takes the remainder, as :func:`minibatch_layout`
-    lays out the actor's), one Adam step each (sb3-contrib's critic); returns the critic,
-    the last step's loss and the number of steps refused as non-finite."""
+    """The critic's Adam steps on the mean squared error against ``target`` over
+    ``minibatch`` (``weights [S]`` mask its padding): ``passes`` passes, one step per
+    minibatch of ``batch_size``, shuffled with ``key`` (the last takes the remainder, as
+    :func:`minibatch_layout` lays out the actor's; sb3-contrib's critic), or with
+    ``batch_size`` None one step per pass on the whole minibatch (Tianshou's
+    ``optim_critic_iters`` steps). Returns the critic, the last step's loss and the number of
+    steps refused as non-finite."""
     total = weights.shape[0]
     positions, mask = minibatch_layout(total, batch_size)
+    positions, mask = jnp.asarray(positions), jnp.asarray(mask, jnp.float32)
+
+    def loss_fn(params: PyTree, indices: Array, valid: Array) -> Array:
+        prediction = critic.apply_fn(params, minibatch.obs[indices])
+        error = (minibatch.target[indices] - prediction) ** 2
+        return weighted_mean(error, weights[indices] * valid)
 
     def step(critic: TrainState, inputs: tuple) -> tuple[TrainState, tuple[Array, Array]]:
-        indices, valid = inputs
-        obs, target = minibatch.obs[indices], minibatch.target[indices]
-        own_weights = weights[indices] * valid
-
-        def loss_fn(params: PyTree) -> Array:
-            prediction = critic.apply_fn(params, obs)
-            return weighted_mean((target - prediction) ** 2, own_weights)
-
-        loss, grads = jax.value_and_grad(loss_fn)(critic.params)
+        loss, grads = jax.value_and_grad(loss_fn)(critic.params, *inputs)
         critic, rejected = guarded_gradient_step(critic, loss, grads)
         return critic, (loss, rejected)
 
-    def one_pass(critic: TrainState, pass_key: Array) -> tuple[TrainState, tuple]:
-        order = jax.random.permutation(pass_key, total)
-        inputs = (order[jnp.asarray(positions)], jnp.asarray(mask, jnp.float32))
-        return lax.scan(step, critic, inputs)
+    def one_pass(critic: TrainState, pass_key: Array | None) -> tuple[TrainState, tuple]:
+        order = jnp.arange(total) if pass_key is None else jax.random.permutation(pass_key, total)
+        return lax.scan(step, critic, (order[positions], mask))
 
     if passes == 0:
-        return critic_steps(critic, minibatch, weights, 0)
-    critic, (losses, rejected) = lax.scan(one_pass, critic, jax.random.split(key, passes))
+        loss = loss_fn(critic.params, jnp.arange(total), jnp.ones((total,), jnp.float32))
+        return critic, loss, jnp.zeros((), jnp.int32)
+    keys = None if batch_size is None else jax.random.split(key, passes)
+    critic, (losses, rejected) = lax.scan(one_pass, critic, keys, length=passes)
     return critic, losses[-1, -1], jnp.sum(rejected)
