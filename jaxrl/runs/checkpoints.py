@@ -26,6 +26,7 @@ import json
 import logging
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -234,8 +235,16 @@ class CheckpointStore:
         if manager is not None:
             with contextlib.suppress(BaseException):
                 self._release(manager)
-        for path in self.directory.glob("*.orbax-checkpoint-tmp"):
-            shutil.rmtree(path, ignore_errors=True)
+        # A save whose first failed write raised in save() itself (an array's metadata,
+        # written while its arrays' writes start) leaves those writes running, out of
+        # orbax's reach: they may make the temporary directory again. It is removed until
+        # nothing has reappeared for 0.3 s (5 s at most).
+        quiet = deadline = time.monotonic()
+        while time.monotonic() - quiet < 0.3 and time.monotonic() < deadline + 5.0:
+            for path in self.directory.glob("*.orbax-checkpoint-tmp"):
+                shutil.rmtree(path, ignore_errors=True)
+                quiet = time.monotonic()
+            time.sleep(0.05)
 
     def __enter__(self) -> CheckpointStore:
         return self
