@@ -231,8 +231,7 @@ def check_structure(agent: Any, bound_methods: tuple[str | None, ...] = BOUND_ME
     if agent.action_bound_method not in bound_methods:
         names = ", ".join(repr(m) for m in bound_methods)
         raise ValueError(
-            f"{owner}.action_bound_method must be one of {names}, "
-            f"got {agent.action_bound_method!r}"
+            f"{owner}.action_bound_method must be one of {names}, got {agent.action_bound_method!r}"
         )
     if not isinstance(agent.action_scaling, bool):
         raise TypeError(f"{owner}.action_scaling must be a bool, got {agent.action_scaling!r}")
