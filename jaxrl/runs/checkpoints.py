@@ -239,8 +239,8 @@ class CheckpointStore:
         # written while its arrays' writes start) leaves those writes running, out of
         # orbax's reach: they may make the temporary directory again. It is removed until
         # nothing has reappeared for 0.3 s (5 s at most).
-        quiet = deadline = time.monotonic()
-        while time.monotonic() - quiet < 0.3 and time.monotonic() < deadline + 5.0:
+        quiet = start = time.monotonic()
+        while time.monotonic() - quiet < 0.3 and time.monotonic() - start < 5.0:
             for path in self.directory.glob("*.orbax-checkpoint-tmp"):
                 shutil.rmtree(path, ignore_errors=True)
                 quiet = time.monotonic()
