@@ -101,17 +101,14 @@ def _compile_mode(request: pytest.FixtureRequest):
     compile time (``@pytest.mark.optimized``), compile with XLA's full optimizations and its
     fusion emitters, as users' programs do; tests marked ``default_emitters`` unoptimized
     with the fusion emitters."""
-    if not any(request.node.get_closest_marker(name) for name in ("learning", "optimized")):
-        if request.node.get_closest_marker("default_emitters") is None:
-            yield
-        else:
-            with _compile_options({"xla_cpu_use_fusion_emitters": True}):
-                yield
+    optimized = any(request.node.get_closest_marker(n) for n in ("learning", "optimized"))
+    if not optimized and request.node.get_closest_marker("default_emitters") is None:
+        yield
         return
     import jax
 
     previous = jax.config.values["jax_disable_most_optimizations"]
-    jax.config.update("jax_disable_most_optimizations", False)
+    jax.config.update("jax_disable_most_optimizations", previous and not optimized)
     try:
         with _compile_options({"xla_cpu_use_fusion_emitters": True}):
             yield
