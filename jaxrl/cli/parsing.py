@@ -31,7 +31,7 @@ from jaxrl.cli.options import (
     option_flag,
     own_fields,
 )
-from jaxrl.cli.usage import CommandSpec, UsageError, explain
+from jaxrl.cli.usage import CommandSpec, UsageError, explain, explain_value
 
 _HYPERPARAMETERS_HELP = "{name} hyperparameters: Tianshou 2.x names, defaults of preset {preset}"
 
@@ -344,8 +344,8 @@ def expand_preset_file(argv: list[str]) -> list[str]:
     ``--env`` and ``--preset`` from the file where the command line gives none.
 
     Raises:
-      UsageError: the file cannot be read, is not a preset file, or is for another
-        algorithm.
+      UsageError: the file cannot be read, is not a preset file, is for another algorithm,
+        or holds a value the command does not take (naming it: ``hyperparameters.max_kl``).
     """
     file = option_value(argv, "--preset-file")
     if file is None or len(argv) < 2 or argv[0] not in TRAINING or file == "None":
@@ -365,8 +365,13 @@ def expand_preset_file(argv: list[str]) -> list[str]:
     for name, value in (("env", preset.env), ("preset", preset.preset)):
         if option_value(argv, option_flag(name)) is None:
             inserted += [option_flag(name), str(value)]
-    for name, value in {**preset.run, **preset.hyperparameters}.items():
-        inserted += _option_tokens(name, value)
+    spec = command_spec(argv[:2], preset_in_force([*argv[:2], *inserted, *argv[2:]]))
+    for section in ("run", "hyperparameters"):
+        for name, value in getattr(preset, section).items():
+            problem = explain_value(spec, f"{section}.{name}", name, value)
+            if problem:
+                raise UsageError(f"--preset-file {file}: {problem}")
+            inserted += _option_tokens(name, value)
     return [*argv[:2], *inserted, *argv[2:]]
 
 

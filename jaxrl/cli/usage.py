@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import math
 import re
 import types
@@ -62,15 +63,18 @@ def _is_sequence(kind: Any) -> bool:
     return typing.get_origin(_members(kind)[0]) in (tuple, list, Sequence)
 
 
-def _value_problem(flag: str, kind: Any, value: str) -> str | None:
-    """Why ``value`` is not a ``kind`` for ``flag`` (None when it is)."""
+def _value_problem(flag: str, kind: Any, value: str, in_file: bool = False) -> str | None:
+    """Why ``value`` is not a ``kind`` for ``flag`` (None when it is); the hints spell values
+    as a command line does, or ``in_file`` as a JSON file does."""
     kind, optional = _members(kind)
     if optional and value == "None":
         return None
     if typing.get_origin(kind) in (tuple, list, Sequence):
-        problem = _value_problem(flag, typing.get_args(kind)[0], value)
+        problem = _value_problem(flag, typing.get_args(kind)[0], value, in_file)
         spelled = value.strip("[]()").replace(",", " ").split()
-        if problem and len(spelled) > 1:  # "64,64" or "[64, 64]": a list in one word
+        if problem and len(spelled) > 1 and in_file:  # "64,64": a list in a string
+            problem += f"; write a list: [{', '.join(spelled)}]"
+        elif problem and len(spelled) > 1:  # "64,64" or "[64, 64]": a list in one word
             problem += f"; give the values separated by spaces: {flag} {' '.join(spelled)}"
         return problem
     if typing.get_origin(kind) is Literal:
@@ -88,7 +92,9 @@ def _value_problem(flag: str, kind: Any, value: str) -> str | None:
         expected = "an integer" if kind is int else "a number"
         problem = f"invalid value for {flag}: {value!r} is not {expected}"
         whole = _whole_number(value) if kind is int else None
-        return problem if whole is None else f"{problem}; write it out: {flag} {whole}"
+        if whole is None:
+            return problem
+        return f"{problem}; write it out: {whole if in_file else f'{flag} {whole}'}"
     return None
 
 
@@ -158,6 +164,31 @@ def explain(spec: CommandSpec, tokens: list[str]) -> str:
     if spec.positional_required and not positionals:
         return f"missing {spec.positional} for {spec.name} {see}"
     return f"invalid arguments for {spec.name} {see}"
+
+
+def explain_value(spec: CommandSpec, label: str, name: str, value: Any) -> str | None:
+    """Why a file's JSON ``value`` for the field ``name`` (``label`` says where the file holds
+    it: ``hyperparameters.max_kl``) is not one ``spec``'s command takes; None when it is: a
+    switch takes true or false, a list only a list-valued field, and every item must read as
+    the option's type."""
+    found = _lookup(spec, "--" + name.replace("_", "-"))
+    if found is None:
+        fields = [flag[2:].replace("-", "_") for flag in spec.options if flag.startswith("--")]
+        close = difflib.get_close_matches(name, fields, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        what = "hyperparameter or option" if spec.hyperparameters else "option"
+        return f"{label}: {spec.name} has no {what} {name}{hint}"
+    kind = found[1]
+    shown = json.dumps(value)
+    if kind is bool:
+        return None if isinstance(value, bool) else f"{label} must be true or false, got {shown}"
+    if isinstance(value, list) and not _is_sequence(kind):
+        return f"{label} must be a single value, got the list {shown}"
+    for item in value if isinstance(value, list) else [value]:
+        problem = _value_problem(label, kind, "None" if item is None else str(item), True)
+        if problem:
+            return problem
+    return None
 
 
 # A field name as the library's errors write it: ``TRPO.max_kl``, ``TrainConfig.total_steps=100``,

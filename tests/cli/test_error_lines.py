@@ -11,6 +11,7 @@ and the command that resumes the run."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -67,6 +68,32 @@ GRIDS = {
     ),
     "search-unknown": ([*TUNE, "--search", "foo=1:2"], "--search foo: trpo has no such"),
     "search-none": (TUNE, "the search space is empty"),
+}
+
+# A preset file's values: (its "run", its "hyperparameters", what the line says after
+# "--preset-file FILE: "). Each names the file's field, not an option no one wrote.
+PRESET_FILES = {
+    "switch": ({}, {"action_scaling": "yes"}, "hyperparameters.action_scaling must be true or"),
+    "number": ({}, {"max_kl": "big"}, "invalid value for hyperparameters.max_kl: 'big' is not"),
+    "integer": (
+        {"total_steps": 1e6},
+        {},
+        "invalid value for run.total_steps: '1000000.0' is not an integer; write it out: 1000000",
+    ),
+    "choice": ({}, {"activation": "tanhh"}, "invalid value 'tanhh' for hyperparameters.activ"),
+    "unknown": (
+        {},
+        {"max_kll": 0.1},
+        "hyperparameters.max_kll: jaxrl train trpo has no hyperparameter or option max_kll; "
+        "did you mean max_kl?",
+    ),
+    "list": (
+        {},
+        {"hidden_sizes": "64,64"},
+        "invalid value for hyperparameters.hidden_sizes: '64,64' is not an integer; "
+        "write a list: [64, 64]",
+    ),
+    "scalar": ({}, {"max_kl": [0.1]}, "hyperparameters.max_kl must be a single value, got"),
 }
 
 
@@ -134,6 +161,16 @@ def test_a_bad_command_line_is_one_line(jaxrl, tmp_path, case):
     line = single_error_line(jaxrl(*_argv(argv, tmp_path), cwd=tmp_path))
     assert expected in line, line
     assert not (tmp_path / "s").exists() and not (tmp_path / "t").exists()  # nothing written
+
+
+@pytest.mark.parametrize("case", PRESET_FILES)
+def test_a_bad_value_in_a_preset_file_is_one_line_naming_its_field(jaxrl, tmp_path, case):
+    run, hyperparameters, expected = PRESET_FILES[case]
+    file = tmp_path / "best.json"
+    preset = {"algo": "trpo", "env": "Pendulum-v1", "preset": "pendulum"}
+    file.write_text(json.dumps({**preset, "run": run, "hyperparameters": hyperparameters}))
+    line = single_error_line(jaxrl("train", "trpo", "--preset-file", file, cwd=tmp_path))
+    assert f"--preset-file {file}: {expected}" in line, line
 
 
 @pytest.mark.parametrize("case", DAMAGED)
