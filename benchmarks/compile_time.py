@@ -303,7 +303,11 @@ def _run_program(
     return _measure(name, over_seeds(loop.train, SEED_AXIS, agent), keys)
 
 
-def _cli_program() -> dict[str, Any]:
+def cli_programs(concrete: bool = False) -> list[tuple[str, Any, tuple]]:
+    """``(name, function, arguments)`` of each program ``jaxrl train trpo --env Pendulum-v1``
+    compiles: the vmapped ``init`` and ``run_period``, and the initial and final evaluations,
+    both modes (a traced flag: one program). The carry the last two take is ``init``'s shapes
+    (enough to lower and compile them), or with ``concrete`` its value (``init`` run)."""
     import jax
 
     from jaxrl.config import RunConfig
@@ -313,24 +317,25 @@ def _cli_program() -> dict[str, Any]:
     config = RunConfig.from_preset("trpo", "Pendulum-v1", backend="jax")
     agent = config.make_agent()
     group = make_loop(config, agent)  # the programs `jaxrl train` runs
-    keys = group.keys()
-    leaves = group.leaves
-    parts = [_measure("init", group.init_program, leaves, keys)]
-    carry = group.init_program(leaves, keys)
-    whole = group.layout.collections_per_period
-    parts.append(_measure("run_period", group.period_program(whole), leaves, carry))
-    # The initial and final evaluations, both modes (a traced flag): one program.
+    keys, leaves = group.keys(), group.leaves
+    if concrete:
+        carry = group.init_program(leaves, keys)
+    else:
+        carry = jax.eval_shape(group.init_program, leaves, keys)
+    period = group.period_program(group.layout.collections_per_period)
     agent_leaves, structure = jax.tree_util.tree_flatten(agent)
-    evaluate = jax_evaluation_program(
-        structure,
-        config.env,
-        config.brax_backend,
-        group.solver,
-        config.eval_episodes,
-        None,
-    )
-    args = (agent_leaves, carry.state, carry.obs_stats, keys, jax.numpy.asarray(True))
-    parts.append(_measure("evaluate", evaluate.__wrapped__, *args))
+    evaluate = jax_evaluation_program(structure, *group.env, config.eval_episodes, None)
+    flag = jax.numpy.asarray(True)
+    evaluate_args = (agent_leaves, carry.state, carry.obs_stats, keys, flag)
+    return [
+        ("init", group.init_program, (leaves, keys)),
+        ("run_period", period, (leaves, carry)),
+        ("evaluate", evaluate.__wrapped__, evaluate_args),
+    ]
+
+
+def _cli_program() -> dict[str, Any]:
+    parts = [_measure(name, fn, *args) for name, fn, args in cli_programs(concrete=EXECUTE)]
     total = {
         key: sum(part[key] for part in parts)
         for key in (

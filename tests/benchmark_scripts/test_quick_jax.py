@@ -156,3 +156,14 @@ def test_compile_time_quick(tmp_path, run_quick):
         known = {name for name, _ in compile_time.KERNEL_CATEGORIES} | {"other"}
         assert set(row["kernel_categories"]) <= known
     assert "| program |" in output and "distinct kernels" in output
+
+
+def test_the_command_programs_compile_time_measures_are_the_commands():
+    """compile_time's ``cli-trpo``: the programs it measures trace with the arguments it
+    gives them (the jitted driver's init, period and evaluation, at the command's shapes)."""
+    import compile_time
+
+    programs = compile_time.cli_programs()
+    assert [name for name, _, _ in programs] == ["init", "run_period", "evaluate"]
+    for _, fn, args in programs:
+        jax.eval_shape(fn, *args)
