@@ -73,7 +73,7 @@ class Unguarded(DDPG):
 
     def update(self, state, batch, key):
         guarded = op.guarded_gradient_step
-        op.guarded_gradient_step = lambda train_state, loss, grads: (
+        op.guarded_gradient_step = lambda train_state, loss, grads, *finite_test: (
             train_state.apply_gradients(grads=grads),
             jnp.zeros((), jnp.int32),
         )

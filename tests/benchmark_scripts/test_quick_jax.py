@@ -167,3 +167,22 @@ def test_the_command_programs_compile_time_measures_are_the_commands():
     assert [name for name, _, _ in programs] == ["init", "run_period", "evaluate"]
     for _, fn, args in programs:
         jax.eval_shape(fn, *args)
+
+
+def test_offpolicy_breakdowns_unguarded_ddpg_updates_as_ddpg_does():
+    """offpolicy_breakdown's ``Unguarded``: its stand-in for the guarded gradient step takes
+    what the off-policy steps pass (the update traces), and the guard is back afterwards."""
+    import gymnasium as gym
+    import offpolicy_breakdown
+
+    from jaxrl.algorithms import off_policy
+
+    guard = off_policy.guarded_gradient_step
+    agent = offpolicy_breakdown.Unguarded(hidden_sizes=(8,), batch_size=4, buffer_size=16)
+    key = jax.random.key(0)
+    spaces = gym.spaces.Box(-1.0, 1.0, (3,)), gym.spaces.Box(-1.0, 1.0, (1,))
+    state, buffer = agent.init_training(key, *spaces, 1)
+    batch = jax.eval_shape(agent.sample_batch, buffer, key)
+    _, stats = jax.eval_shape(agent.update, state, batch, key)
+    assert "critic_loss" in stats
+    assert off_policy.guarded_gradient_step is guard
