@@ -6,6 +6,7 @@ algorithm, environment and preset (:func:`jaxrl.make_config`), its agent
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from jaxrl.algorithms.protocol import Agent
@@ -94,7 +95,7 @@ def make_config(
     }
     unknown = set(run) - set(options) - {"backend"}
     if unknown:
-        raise TypeError(f"make_config() got unknown run settings: {', '.join(sorted(unknown))}")
+        raise TypeError(f"make_config() got {_unknown('run setting', unknown, options)}")
     given = {name: value for name, value in run.items() if name != "backend"}
     settings = {
         name: value for name, value in options.items() if name not in ("env", "backend", "preset")
@@ -114,13 +115,21 @@ def make_config(
     unknown = set(hyperparameters or {}) - set(hyper)
     if unknown:
         raise TypeError(
-            f"{algo} has no command-line hyperparameters {', '.join(sorted(unknown))} "
-            f"(it has {', '.join(sorted(hyper))})"
+            f"make_config() got {_unknown(f'{algo} hyperparameter', unknown, hyper)} "
+            f"({algo} has {', '.join(sorted(hyper))})"
         )
     hyper.update(hyperparameters or {})
     return RunConfig(
         algo=algo, env=env, backend=backend, hyperparameters=hyper, preset=preset, **settings
     )
+
+
+def _unknown(kind: str, names: set[str], known: Any) -> str:
+    """``unknown KIND(s) a, b; did you mean c?``: the closest known name of each, if any."""
+    names = sorted(names)
+    close = [match for name in names for match in difflib.get_close_matches(name, known, n=1)]
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return f"unknown {kind}{'s' if len(names) > 1 else ''} {', '.join(names)}{hint}"
 
 
 def make_agent(

@@ -173,8 +173,10 @@ def test_make_config_is_the_run_the_command_trains(trpo_run, hopper_run):
     assert config.preset == "mujoco" and config.normalize_obs and config.backend == "gymnasium"
     agent = make_agent("npg", "Hopper-v5", total_steps=40_960)
     assert agent == config.make_agent() and agent != NPG()
-    with pytest.raises(TypeError, match="max_kll"):
+    with pytest.raises(TypeError, match="unknown trpo hyperparameter max_kll; did you mean max_kl"):
         make_config("trpo", "Pendulum-v1", hyperparameters={"max_kll": 0.1})
+    with pytest.raises(TypeError, match="unknown run setting total_step; did you mean total_steps"):
+        make_config("trpo", "Pendulum-v1", total_step=512)
     with pytest.raises(TypeError, match=r"algo must be .* got RunConfig; .* config.make_agent"):
         make_agent(config)
     with pytest.raises(TypeError, match=r"env must be an env id .*, got int"):
