@@ -37,7 +37,7 @@ def evaluate(args: EvaluateCommand) -> int:
         raise UsageError(str(error)) from None
     config = loaded.config
     env_steps = loaded.metadata.get("env_steps")
-    policy = _evaluated_policy(RunDir(Path(args.run_dir)), env_steps)
+    policy = _evaluated_policy(RunDir(Path(args.run_dir)), env_steps, checkpoint == "best")
     mode = DETERMINISTIC if loaded.agent.evaluates_deterministically else STOCHASTIC
     if args.json:
         print(
@@ -139,16 +139,17 @@ def write_video(run_dir: str, path: str, seed_index: int, episodes: int, checkpo
     return 0
 
 
-def _evaluated_policy(run_dir: Any, env_steps: int | None) -> str:
+def _evaluated_policy(run_dir: Any, env_steps: int | None, best: bool) -> str:
     """``"final policy"`` for the checkpoint a finished run ended with (the policy of its
-    ``final_eval.json``), ``"policy during training"`` for an earlier one."""
+    ``final_eval.json``), ``"policy of the best evaluation during training"`` for an earlier
+    one chosen as ``best``, ``"policy during training"`` for another."""
     from jaxrl.runs.report import FinalEvaluation
-    from jaxrl.runs.vocabulary import DURING_TRAINING, FINAL_POLICY
+    from jaxrl.runs.vocabulary import BEST_EVALUATION, DURING_TRAINING, FINAL_POLICY
 
     final = FinalEvaluation.load(run_dir.final_eval)
     if final is not None and final.env_steps == env_steps:
         return FINAL_POLICY
-    return f"policy {DURING_TRAINING}"
+    return f"policy {f'of the {BEST_EVALUATION} ' if best else ''}{DURING_TRAINING}"
 
 
 def _check_run_dirs(run_dirs: tuple[str, ...], command: str, least: int = 1) -> None:

@@ -183,8 +183,10 @@ def test_make_config_is_the_run_the_command_trains(trpo_run, hopper_run):
         make_config("trpo", 3)
 
 
-# Cost: <1 s (a copy of a run directory, two restores).
-def test_best_loads_the_best_evaluation_s_checkpoint_or_says_it_is_not_kept(trpo_run, tmp_path):
+# Cost: 2-3 s (a copy of a run directory, two restores, an evaluation of 1 episode per seed).
+def test_best_loads_the_best_evaluation_s_checkpoint_or_says_it_is_not_kept(
+    trpo_run, tmp_path, jaxrl
+):
     run_dir = tmp_path / "run"
     shutil.copytree(trpo_run[0], run_dir)
     lines = (run_dir / "evals.csv").read_text().splitlines()
@@ -200,6 +202,8 @@ def test_best_loads_the_best_evaluation_s_checkpoint_or_says_it_is_not_kept(trpo
     best_at(2)
     assert load(run_dir, checkpoint="best").step == 2
     assert load(run_dir, checkpoint="last").step == 4
+    said = jaxrl("evaluate", run_dir, "--checkpoint", "best", "--episodes", "1").check().stdout
+    assert said.startswith("TRPO on Pendulum-v1: policy of the best evaluation during training")
     best_at(3)
     with pytest.raises(CheckpointError, match=r"period 3\) has no checkpoint.*periods 2, 4"):
         load(run_dir, checkpoint="best")
