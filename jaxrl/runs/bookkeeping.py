@@ -164,7 +164,6 @@ class RunBook:
         self.checkpoint: Path | None = (
             run_dir.checkpoints / str(start_period) if start_period in store.steps() else None
         )
-        self.saved_period = start_period if self.checkpoint is not None else -1
         description = f"{config.algo.upper()} {config.env}" + (
             f" x{config.num_seeds}" if config.num_seeds > 1 else ""
         )
@@ -224,7 +223,6 @@ class RunBook:
         others only note where it is). The learning curve is drawn when the training call
         ends (``plot``); ``jaxrl plot`` draws it from the metrics at any time."""
         self.checkpoint = self.run_dir.checkpoints / str(self.period)
-        self.saved_period = self.period
         if not self.primary:
             return
         self.store.save(
