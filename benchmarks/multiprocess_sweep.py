@@ -8,7 +8,8 @@ launches them), then the same sweep in 1 process; prints whether the two ``sweep
 (without ``wall_time``) are equal and draws the two rankings side by side.
 
     python benchmarks/multiprocess_sweep.py                      # 2 seeds x 20,000 steps
-    python benchmarks/multiprocess_sweep.py --total-steps 4096   # a quick look
+    python benchmarks/multiprocess_sweep.py --total-steps 8192 --out /tmp/mp
+                                     # a quick look (one collection), its results apart
 """
 
 from __future__ import annotations
@@ -68,20 +69,30 @@ def main() -> None:
     parser.add_argument("--total-steps", type=int, default=20_000)
     parser.add_argument("--num-seeds", type=int, default=2)
     parser.add_argument("--sweep", default="max-kl=0.005,0.01,0.02")
-    parser.add_argument("--out", type=Path, default=RUNS)
-    parser.add_argument("--figure", type=Path, default=FIGURE)
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS, help="folder of the results (JSON, both sweep.csv)"
+    )
+    parser.add_argument(
+        "--runs-dir",
+        type=Path,
+        default=RUNS,
+        help="where the sweeps run (its process0, process1 and single folders are replaced)",
+    )
+    parser.add_argument(
+        "--figure", type=Path, default=None, help=f"default: {FIGURE}, or in --out if given"
+    )
     args = parser.parse_args()
+    figure = args.figure or (FIGURE if args.out == RESULTS else args.out / FIGURE.name)
 
     sweep = [
         *("sweep", "trpo", "--env", "Pendulum-v1", "--sweep", args.sweep),
         *("--num-seeds", str(args.num_seeds), "--total-steps", str(args.total_steps)),
         *("--sweep-dir", "sweep"),
     ]
-    if args.out.exists():
-        shutil.rmtree(args.out)
-    two = [args.out / "process0", args.out / "process1"]
-    one = args.out / "single"
+    two = [args.runs_dir / "process0", args.runs_dir / "process1"]
+    one = args.runs_dir / "single"
     for directory in (*two, one):
+        shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir(parents=True)
 
     port = _free_port()
@@ -132,9 +143,9 @@ def main() -> None:
     for entry in ranked_two:
         print(f"  {entry['setting']}: mean {entry['mean']:.1f} +- {entry['std']:.1f}")
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     for name, directory in (("2_processes", two[0]), ("1_process", one)):
-        shutil.copy(directory / "sweep" / "sweep.csv", RESULTS / f"multiprocess_sweep_{name}.csv")
+        shutil.copy(directory / "sweep" / "sweep.csv", args.out / f"multiprocess_sweep_{name}.csv")
     summary = {
         "command": "jaxrl " + " ".join(sweep),
         "launch": "--coordinator-address localhost:PORT --num-processes 2 --process-id {0,1}",
@@ -144,8 +155,8 @@ def main() -> None:
         "ranking_2_processes": ranked_two,
         "ranking_1_process": ranked_one,
     }
-    (RESULTS / "multiprocess_sweep.json").write_text(json.dumps(summary, indent=1) + "\n")
-    print(f"wrote {RESULTS / 'multiprocess_sweep.json'}")
+    (args.out / "multiprocess_sweep.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(f"wrote {args.out / 'multiprocess_sweep.json'}")
 
     import matplotlib
 
@@ -187,9 +198,9 @@ def main() -> None:
         fontsize=10,
     )
     fig.tight_layout()
-    args.figure.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.figure)
-    print(f"wrote {args.figure}")
+    figure.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(figure)
+    print(f"wrote {figure}")
 
 
 if __name__ == "__main__":
