@@ -240,17 +240,24 @@ def _precheck(argv: list[str]) -> None:
                 raise UsageError(str(error)) from None
 
 
+def _alias_flags(algo: str) -> dict[str, str]:
+    """``--alias -> --field`` for ``algo``'s Tianshou 1.x names, each spelled with ``_`` and
+    with ``-``."""
+    from jaxrl.config.spellings import hyperparameters
+
+    aliases = {}
+    for spec in hyperparameters(algo):
+        for alias in spec.aliases:
+            for spelling in (alias, alias.replace("_", "-")):
+                aliases["--" + spelling] = option_flag(spec.name)
+    return aliases
+
+
 def rewrite_aliases(argv: list[str]) -> list[str]:
     """Tianshou 1.x option names (``--discount-factor``) to their 2.x fields (``--gamma``)."""
     if len(argv) < 2 or argv[0] not in TRAINING or argv[1] not in algorithm_names():
         return argv
-    from jaxrl.config.spellings import hyperparameters
-
-    aliases = {}
-    for spec in hyperparameters(argv[1]):
-        for alias in spec.aliases:
-            for spelling in (alias, alias.replace("_", "-")):
-                aliases["--" + spelling] = option_flag(spec.name)
+    aliases = _alias_flags(argv[1])
     rewritten = []
     for token in argv:
         option, equals, value = token.partition("=")
@@ -366,9 +373,11 @@ def expand_preset_file(argv: list[str]) -> list[str]:
         if option_value(argv, option_flag(name)) is None:
             inserted += [option_flag(name), str(value)]
     spec = command_spec(argv[:2], preset_in_force([*argv[:2], *inserted, *argv[2:]]))
+    aliases = _alias_flags(argv[1])  # a 1.x name in the file is its field's, as on the line
     for section in ("run", "hyperparameters"):
         for name, value in getattr(preset, section).items():
-            problem = explain_value(spec, f"{section}.{name}", name, value)
+            field = aliases.get(option_flag(name), option_flag(name))[2:].replace("-", "_")
+            problem = explain_value(spec, f"{section}.{name}", field, value)
             if problem:
                 raise UsageError(f"--preset-file {file}: {problem}")
             inserted += _option_tokens(name, value)

@@ -94,6 +94,8 @@ PRESET_FILES = {
         "write a list: [64, 64]",
     ),
     "scalar": ({}, {"max_kl": [0.1]}, "hyperparameters.max_kl must be a single value, got"),
+    # A Tianshou 1.x name is its field's, as on the command line: its value is checked.
+    "alias": ({}, {"discount_factor": "x"}, "invalid value for hyperparameters.discount_factor"),
 }
 
 
