@@ -194,9 +194,22 @@ def command_spec(argv: list[str], preset: str) -> CommandSpec:
     if head in TRAINING and len(argv) >= 2 and argv[1] in algorithm_names():
         from jaxrl.config.spellings import hyperparameters
 
-        options = {option_flag(f[0]): f[1] for f in _run_fields(argv[1], preset, head)}
+        def options_of(command: str) -> dict[str, Any]:
+            fields = _run_fields(argv[1], preset, command)
+            return {option_flag(name): kind for name, kind, *_ in fields}
+
+        options = options_of(head)
         options.update({option_flag(h.name): h.type for h in hyperparameters(argv[1], preset)})
-        return CommandSpec(f"{PROG} {head} {argv[1]}", options, hyperparameters=True)
+        elsewhere = {
+            flag: f"{PROG} {other} {argv[1]}"
+            for other in reversed(TRAINING)
+            if other != head
+            for flag in options_of(other)
+            if flag not in options
+        }
+        return CommandSpec(
+            f"{PROG} {head} {argv[1]}", options, hyperparameters=True, elsewhere=elsewhere
+        )
     if head not in SUBCOMMANDS:
         return CommandSpec(PROG, {})
     hints = typing.get_type_hints(SUBCOMMANDS[head])

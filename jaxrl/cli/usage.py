@@ -38,6 +38,8 @@ class CommandSpec:
       positional_required: whether at least one positional argument is needed.
       many_positional: whether several positional arguments are accepted.
       hyperparameters: whether the options include the algorithm's (for the message).
+      elsewhere: ``--flag -> command`` for options this command lacks and a sibling takes
+        (``--plan`` is ``jaxrl train``'s, not ``jaxrl sweep``'s).
     """
 
     name: str
@@ -46,6 +48,7 @@ class CommandSpec:
     positional_required: bool = False
     many_positional: bool = False
     hyperparameters: bool = False
+    elsewhere: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _members(kind: Any) -> tuple[Any, bool]:
@@ -133,6 +136,8 @@ def explain(spec: CommandSpec, tokens: list[str]) -> str:
             continue
         option, equals, inline = token.partition("=")
         found = _lookup(spec, option)
+        if found is None and option in spec.elsewhere:
+            return f"{option} is an option of {spec.elsewhere[option]}, not of {spec.name} {see}"
         if found is None:
             close = difflib.get_close_matches(option, list(spec.options), n=1)
             hint = f"; did you mean {close[0]}?" if close else ""

@@ -27,6 +27,7 @@ USAGE = {
     "algorithm": (["train", "sac"], "unknown algorithm 'sac'"),
     "env": (["train", "trpo", "--env", "NoSuchEnv-v0"], "unknown environment id 'NoSuchEnv-v0'"),
     "option": (["train", "trpo", "--max-kll", "0.01"], "did you mean --max-kl?"),
+    "sibling": (["sweep", "trpo", "--plan"], "--plan is an option of jaxrl train trpo, not of"),
     "value": (["train", "trpo", "--max-kl", "abc"], "invalid value for --max-kl: 'abc'"),
     "list": (
         ["train", "trpo", "--hidden-sizes", "64,64"],
