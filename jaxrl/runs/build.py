@@ -97,6 +97,7 @@ def make_config(
     if unknown:
         raise TypeError(f"make_config() got {_unknown('run setting', unknown, options)}")
     given = {name: value for name, value in run.items() if name != "backend"}
+    RunConfig.validate(given)  # before a default or the budget's arithmetic reads them
     settings = {
         name: value for name, value in options.items() if name not in ("env", "backend", "preset")
     }

@@ -123,6 +123,11 @@ def train_run(
       RunDirError: a new run's path holds files already.
       KeyboardInterrupt: after finishing pending checkpoint writes.
     """
+    if not isinstance(config, RunConfig):
+        raise TypeError(
+            f"config must be a RunConfig (jaxrl.make_config(algo, env, ...) makes one), got "
+            f"{type(config).__name__} {config!r:.80}"
+        )
     agent = config.make_agent()
     if not isinstance(run_dir, RunDir):
         run_dir = _run_dir_at(Path(run_dir), resume)

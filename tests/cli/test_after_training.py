@@ -32,7 +32,7 @@ from jaxrl import (
 )
 from jaxrl.config import RunConfig
 from jaxrl.core import RunningMeanStd
-from jaxrl.runs import CheckpointError
+from jaxrl.runs import CheckpointError, train_run
 
 from .helpers import TINY, Result, single_error_line
 
@@ -177,6 +177,13 @@ def test_make_config_is_the_run_the_command_trains(trpo_run, hopper_run):
         make_config("trpo", "Pendulum-v1", hyperparameters={"max_kll": 0.1})
     with pytest.raises(TypeError, match="unknown run setting total_step; did you mean total_steps"):
         make_config("trpo", "Pendulum-v1", total_step=512)
+    # Checked before a default replaces them (0 seeds is not "the default number").
+    with pytest.raises(ValueError, match="num_seeds must be a positive integer, got 0"):
+        make_config("trpo", "Pendulum-v1", num_seeds=0)
+    with pytest.raises(ValueError, match="total_steps must be a positive integer, got '8k'"):
+        make_config("trpo", "Pendulum-v1", total_steps="8k")
+    with pytest.raises(TypeError, match=r"config must be a RunConfig .*, got str 'trpo'"):
+        train_run("trpo", "runs/x")
     with pytest.raises(TypeError, match=r"algo must be .* got RunConfig; .* config.make_agent"):
         make_agent(config)
     with pytest.raises(TypeError, match=r"env must be an env id .*, got int"):
@@ -218,7 +225,7 @@ def test_best_loads_the_best_evaluation_s_checkpoint_or_says_it_is_not_kept(
 def test_the_best_evaluated_checkpoint_outlives_the_rotation(tmp_path, monkeypatch):
     """A run whose first period's policy evaluates best, four checkpoints after it: the
     rotation keeps the newest two and that one, and ``"best"`` loads the policy saved then."""
-    from jaxrl.runs import CheckpointStore, RunDir, train_run
+    from jaxrl.runs import CheckpointStore, RunDir
     from jaxrl.runs.bookkeeping import RunBook
 
     end_period, save = RunBook.end_period, CheckpointStore.save
