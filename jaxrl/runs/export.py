@@ -61,11 +61,17 @@ def export_policy(policy: Policy, path: str | Path, format: Format | None = None
     ``path`` as ``format`` (default: from the suffix, ``.onnx`` or ``.jax``). Returns the path.
 
     Raises:
+      TypeError: ``policy`` is no :class:`~jaxrl.runs.policy.Policy`.
       ValueError: an unknown format, or a policy of every seed.
       jaxrl.runs.jaxpr_onnx.UnsupportedPrimitive: ONNX of a policy using a primitive the
         converter does not translate.
       ImportError: ONNX without the ``onnx`` package.
     """
+    if not isinstance(policy, Policy):
+        raise TypeError(
+            f"policy must be a jaxrl.Policy (jaxrl.load(run_dir, seed=i)), got "
+            f"{type(policy).__name__} {policy!r:.80}"
+        )
     path = Path(path)
     if format is None:
         format = "onnx" if path.suffix == ".onnx" else "jax"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -212,8 +213,9 @@ def load(
       RunDirError: ``run_dir`` is not a run directory.
       CheckpointError: no finished checkpoint (or none of the period asked for), or one that
         does not restore.
-      ValueError: ``seed`` outside the run's seeds.
+      ValueError, TypeError: ``seed`` outside the run's seeds, or no int.
     """
+    _check_int("seed", seed, allow_none=True)
     run_dir = _open(run_dir)
     config = RunConfig.load(run_dir.config)
     if seed is not None and not 0 <= seed < config.num_seeds:
@@ -228,6 +230,21 @@ def load(
         state, stats = jax.tree_util.tree_map(lambda x: x[seed], (state, stats))
     shape = _observation_shape(config)
     return Policy(loaded.agent, state, stats, config, seed, step, loaded.metadata, shape)
+
+
+def _check_int(name: str, value: Any, allow_none: bool = False) -> None:
+    """``TypeError`` naming ``name`` unless ``value`` is an integer (an int, a NumPy or JAX
+    integer scalar; or, if allowed, None)."""
+    if value is None and allow_none:
+        return
+    try:
+        operator.index(value)
+        integral = not isinstance(value, bool)
+    except TypeError:
+        integral = False
+    if not integral:
+        expected = "an int or None" if allow_none else "an int"
+        raise TypeError(f"{name} must be {expected}, got {value!r}")
 
 
 def _observation_shape(config: RunConfig) -> tuple[int, ...]:
@@ -270,8 +287,10 @@ def evaluate_policy(
         ``deterministic_eval``).
 
     Raises:
-      ValueError: ``episodes`` not positive.
+      ValueError, TypeError: ``episodes`` not a positive int, ``seed`` no int.
     """
+    _check_int("episodes", episodes)
+    _check_int("seed", seed)
     if not isinstance(policy, Policy):
         policy = load(policy, seed=None)
     if episodes < 1:
