@@ -100,3 +100,23 @@ def test_an_algorithm_is_its_fields_and_a_rule():
         jax.tree_util.tree_leaves(mixed_state.actor.params)[0],
         jax.tree_util.tree_leaves(trpo_state.actor.params)[0],
     )
+
+
+@pytest.mark.parametrize("algo", ["npg", "trpo", "ddpg"])
+def test_acting_on_observations_of_another_shape_names_the_shape_expected(algo):
+    """``explore`` and ``policy`` check that observations end in the observation space's
+    shape (when traced: a jitted call pays nothing), instead of failing inside Flax."""
+    import jax
+    import numpy as np
+
+    agent = registry.get(algo).cls(hidden_sizes=(8,))
+    box = gymnasium.spaces.Box(-1.0, 1.0, (3,))
+    state = agent.init(jax.random.key(0), box, gymnasium.spaces.Box(-1.0, 1.0, (1,)))
+    key = jax.random.key(1)
+    expected = rf"{type(agent).__name__}: obs must have shape \[\.\.\., 3\] .*got \[2, 5\]"
+    with pytest.raises(ValueError, match=expected):
+        agent.explore(state, np.zeros((2, 5)), key)
+    with pytest.raises(ValueError, match=expected):
+        jax.jit(agent.policy, static_argnums=3)(state, np.zeros((2, 5)), key, True)
+    assert agent.policy(state, np.zeros((2, 3)), key, True).shape == (2, 1)
+    assert agent.policy(state, np.zeros(3), key, True).shape == (1,)

@@ -293,6 +293,20 @@ def new_train_state(
     return state.replace(opt_state=set_learning_rate(state.opt_state, lr))
 
 
+def observations(state: Any, obs: Any, owner: str) -> jax.Array:
+    """``obs [..., *obs_shape]`` as float32; ``ValueError`` naming ``owner`` unless its
+    trailing axes are ``state`` 's observation shape (checked when traced: shapes are
+    static, so a jitted call pays nothing)."""
+    obs = jnp.asarray(obs, jnp.float32)
+    shape = tuple(state.observation_space.shape)
+    if obs.ndim < len(shape) or obs.shape[obs.ndim - len(shape) :] != shape:
+        raise ValueError(
+            f"{owner}: obs must have shape [..., {', '.join(map(str, shape))}] (the "
+            f"observation space's), got {list(obs.shape)}"
+        )
+    return obs
+
+
 def to_env_action(state: Any, action: jax.Array, agent: Any) -> jax.Array:
     """Raw actions bounded (``agent.action_bound_method``) and scaled
     (``agent.action_scaling``) to ``state`` 's Box bounds; Discrete actions pass through."""

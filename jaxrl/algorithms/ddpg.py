@@ -47,6 +47,7 @@ from jaxrl.algorithms._common import (
     document_fields,
     hyperparameter,
     new_train_state,
+    observations,
     to_env_action,
 )
 from jaxrl.algorithms.noise import GaussianNoise, Noise, OUNoise
@@ -355,7 +356,8 @@ class DDPG(struct.PyTreeNode):
     def _actions(
         self, state: DDPGState, obs: Array, key: Array, deterministic: bool | Array
     ) -> tuple[DDPGState, ActionSample]:
-        action = state.actor.apply_fn(state.actor.params, jnp.asarray(obs, jnp.float32))
+        obs = observations(state, obs, type(self).__name__)
+        action = state.actor.apply_fn(state.actor.params, obs)
         action, noise_state = off_policy.add_exploration_noise(
             self.exploration_noise, state.noise_state, action, key, deterministic
         )

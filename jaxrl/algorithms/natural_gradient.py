@@ -33,6 +33,7 @@ from jaxrl.algorithms._common import (
     document_fields,
     hyperparameter,
     new_train_state,
+    observations,
     scheduled_learning_rate,
     set_learning_rate,
     to_env_action,
@@ -272,7 +273,8 @@ class NaturalGradient(struct.PyTreeNode):
     def _actions(
         self, state: OnPolicyState, obs: Array, key: Array, deterministic: bool | Array
     ) -> ActionSample:
-        dist = state.actor.apply_fn(state.actor.params, jnp.asarray(obs, jnp.float32))
+        obs = observations(state, obs, type(self).__name__)
+        dist = state.actor.apply_fn(state.actor.params, obs)
         if isinstance(deterministic, bool | np.bool_) and deterministic:
             # No sampling is traced for a static deterministic policy (evaluation).
             dtype = jnp.int32 if state.action_space.kind == "discrete" else jnp.float32
