@@ -82,6 +82,12 @@ def test_the_algorithms_follow_the_protocol():
         assert isinstance(agent, Agent)
         assert isinstance(agent, OffPolicyAgent) == info.off_policy
     assert isinstance(Tiny(), Agent) and not isinstance(Tiny(), OffPolicyAgent)
+    # The drivers name what they were given instead of an agent.
+    no_agent = r"agent must be an algorithm object \(jaxrl.NPG\(\), .*got str 'trpo'"
+    with pytest.raises(TypeError, match=no_agent):
+        make_train("trpo", "Pendulum-v1")
+    with pytest.raises(TypeError, match=no_agent):
+        train_gymnasium("trpo", "Pendulum-v1")
 
 
 def test_a_new_algorithm_trains_on_both_drivers(tiny):

@@ -99,6 +99,17 @@ class Agent(Protocol):
         ...
 
 
+def check_agent(agent: Any) -> None:
+    """``TypeError`` unless ``agent`` follows :class:`Agent` (an algorithm object), naming
+    what was given instead (a driver's first check: an algorithm's name is no agent)."""
+    if not isinstance(agent, Agent):
+        raise TypeError(
+            "agent must be an algorithm object (jaxrl.NPG(), jaxrl.TRPO(), jaxrl.DDPG(), or "
+            f"one following jaxrl.algorithms.protocol.Agent), got {type(agent).__name__} "
+            f"{agent!r:.80}"
+        )
+
+
 @runtime_checkable
 class OffPolicyAgent(Agent, Protocol):
     """An off-policy agent: the run-shape fields and the batch sampler its drivers need."""

@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl.algorithms.protocol import Agent, learns_from_replay
+from jaxrl.algorithms.protocol import Agent, check_agent, learns_from_replay
 from jaxrl.config.settings import RunSettings, SettingError
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.core.prng import bucketed_keys
@@ -259,6 +259,7 @@ def train_gymnasium(
       agent's stats means; NaN for collections inside DDPG's warm-up, which run no update)
       and per-evaluation arrays ``eval/env_steps``, ``eval/return``.
     """
+    check_agent(agent)
     if num_seeds is not None and (
         isinstance(num_seeds, bool) or not isinstance(num_seeds, int) or num_seeds < 1
     ):

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import checkify
 
-from jaxrl.algorithms.protocol import Agent, learns_from_replay
+from jaxrl.algorithms.protocol import Agent, check_agent, learns_from_replay
 from jaxrl.config.settings import RunLayout, RunSettings
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.envs.jax_envs import make_env
@@ -161,6 +161,7 @@ def make_train_loop(
       averaged over the updates of the collection for off-policy agents) and per-evaluation
       arrays ``eval/env_steps`` and ``eval/return``.
     """
+    check_agent(agent)
     env, env_params = make_env(env, env_params)
     run = _JittedRun.build(agent, env, env_params, config, progress)
     return TrainLoop(
