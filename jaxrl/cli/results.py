@@ -149,7 +149,8 @@ def _evaluated_policy(run_dir: Any, env_steps: int | None, best: bool) -> str:
     final = FinalEvaluation.load(run_dir.final_eval)
     if final is not None and final.env_steps == env_steps:
         return FINAL_POLICY
-    return f"policy {f'of the {BEST_EVALUATION} ' if best else ''}{DURING_TRAINING}"
+    when = f"of the {BEST_EVALUATION} {DURING_TRAINING}" if best else DURING_TRAINING
+    return f"policy {when}"
 
 
 def _check_run_dirs(run_dirs: tuple[str, ...], command: str, least: int = 1) -> None:
