@@ -421,6 +421,7 @@ def test_estimation_step_alias():
         ({"action_bound_method": "tanh"}, ValueError, r"DDPG\.action_bound_method"),
         ({"action_scaling": "yes"}, TypeError, r"DDPG\.action_scaling"),
         ({"hidden_sizes": [128, 0]}, ValueError, r"DDPG\.hidden_sizes"),
+        ({"hidden_sizes": 64}, TypeError, r"DDPG\.hidden_sizes must be a list .*got 64"),
         ({"activation": "sigmoid"}, ValueError, r"DDPG\.activation"),
         ({"exploration_noise": "ou"}, ValueError, r"DDPG\.exploration_noise"),
         ({"exploration_noise": 0.1}, TypeError, r"DDPG\.exploration_noise"),

@@ -120,3 +120,26 @@ def test_acting_on_observations_of_another_shape_names_the_shape_expected(algo):
         jax.jit(agent.policy, static_argnums=3)(state, np.zeros((2, 5)), key, True)
     assert agent.policy(state, np.zeros((2, 3)), key, True).shape == (2, 1)
     assert agent.policy(state, np.zeros(3), key, True).shape == (1,)
+
+
+@pytest.mark.parametrize(("algo", "other"), [("npg", "ddpg"), ("trpo", "ddpg"), ("ddpg", "trpo")])
+def test_a_train_state_of_another_algorithm_is_refused_by_name(algo, other):
+    """``update``, ``explore`` and ``policy`` name the train state they expect instead of
+    failing inside a network that got another algorithm's parameters."""
+    import jax
+    import numpy as np
+
+    agent, stranger = (registry.get(name).cls(hidden_sizes=(8,)) for name in (algo, other))
+    box = gymnasium.spaces.Box(-1.0, 1.0, (3,))
+    action = gymnasium.spaces.Box(-1.0, 1.0, (1,))
+    state = stranger.init(jax.random.key(0), box, action)
+    own = type(agent.init(jax.random.key(0), box, action)).__name__
+    name = type(agent).__name__
+    expected = f"state must be the {own} that {name}.init returns, got {type(state).__name__}"
+    key = jax.random.key(1)
+    with pytest.raises(TypeError, match=rf"{name}: {expected}"):
+        agent.explore(state, np.zeros((2, 3)), key)
+    with pytest.raises(TypeError, match=rf"{name}: {expected}"):
+        jax.jit(agent.policy, static_argnums=3)(state, np.zeros(3), key, True)
+    with pytest.raises(TypeError, match=rf"{name}\.update: {expected}"):
+        agent.update(state, None, key)

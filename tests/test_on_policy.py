@@ -209,6 +209,7 @@ def test_tianshou_1x_aliases():
         (jaxrl.TRPO, "backtrack_coeff", 1.5, ValueError),
         (jaxrl.TRPO, "max_backtracks", 0, ValueError),
         (jaxrl.TRPO, "gamma", float("nan"), ValueError),
+        (jaxrl.TRPO, "hidden_sizes", 64, TypeError),
     ],
 )
 def test_invalid_hyperparameters_name_the_field(cls, field, value, error):

@@ -218,6 +218,11 @@ def check_structure(agent: Any, bound_methods: tuple[str | None, ...] = BOUND_ME
     ``action_scaling`` (a bool) and every ``*lr_schedule`` field (None or callable). Call it
     from ``__post_init__``."""
     owner = type(agent).__name__
+    if not isinstance(agent.hidden_sizes, list | tuple):
+        raise TypeError(
+            f"{owner}.hidden_sizes must be a list of positive ints, one per hidden layer "
+            f"([64, 64]), got {agent.hidden_sizes!r}"
+        )
     if isinstance(agent.hidden_sizes, list):
         object.__setattr__(agent, "hidden_sizes", tuple(agent.hidden_sizes))
     if not all(
@@ -293,10 +298,23 @@ def new_train_state(
     return state.replace(opt_state=set_learning_rate(state.opt_state, lr))
 
 
-def observations(state: Any, obs: Any, owner: str) -> jax.Array:
-    """``obs [..., *obs_shape]`` as float32; ``ValueError`` naming ``owner`` unless its
-    trailing axes are ``state`` 's observation shape (checked when traced: shapes are
-    static, so a jitted call pays nothing)."""
+def check_state(owner: str, state: Any, expected: type) -> None:
+    """``TypeError`` naming ``owner`` unless ``state`` is an ``expected``, the train state
+    the algorithm's ``init`` returns (a check of the Python type: free under ``jit``)."""
+    if not isinstance(state, expected):
+        algorithm = owner.split(".")[0]
+        raise TypeError(
+            f"{owner}: state must be the {expected.__name__} that {algorithm}.init returns, "
+            f"got {type(state).__name__}"
+        )
+
+
+def observations(state: Any, obs: Any, owner: str, state_type: type) -> jax.Array:
+    """``obs [..., *obs_shape]`` as float32; ``TypeError`` naming ``owner`` unless ``state``
+    is a ``state_type``, ``ValueError`` unless ``obs`` 's trailing axes are ``state`` 's
+    observation shape (checked when traced: shapes are static, so a jitted call pays
+    nothing)."""
+    check_state(owner, state, state_type)
     obs = jnp.asarray(obs, jnp.float32)
     shape = tuple(state.observation_space.shape)
     if obs.ndim < len(shape) or obs.shape[obs.ndim - len(shape) :] != shape:

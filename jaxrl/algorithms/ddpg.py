@@ -43,6 +43,7 @@ from jaxrl.algorithms._common import (
     check_bounds,
     check_int_field,
     check_spaces,
+    check_state,
     check_structure,
     document_fields,
     hyperparameter,
@@ -356,7 +357,7 @@ class DDPG(struct.PyTreeNode):
     def _actions(
         self, state: DDPGState, obs: Array, key: Array, deterministic: bool | Array
     ) -> tuple[DDPGState, ActionSample]:
-        obs = observations(state, obs, type(self).__name__)
+        obs = observations(state, obs, type(self).__name__, DDPGState)
         action = state.actor.apply_fn(state.actor.params, obs)
         action, noise_state = off_policy.add_exploration_noise(
             self.exploration_noise, state.noise_state, action, key, deterministic
@@ -390,6 +391,7 @@ class DDPG(struct.PyTreeNode):
     def check_batch(self, state: DDPGState, batch: NStepBatch) -> None:
         """Raise naming the field unless ``batch`` fits ``state`` 's spaces and the horizon
         (:func:`jaxrl.algorithms.off_policy.check_batch`; static, so it runs under ``jit``)."""
+        check_state(f"{type(self).__name__}.update", state, DDPGState)
         obs_shape, action_shape = state.observation_space.shape, state.action_space.shape
         off_policy.check_batch(batch, obs_shape, action_shape, self.n_step_return_horizon)
 

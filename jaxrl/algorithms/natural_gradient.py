@@ -29,6 +29,7 @@ from jaxrl.algorithms._common import (
     action_bounds,
     check_bounds,
     check_spaces,
+    check_state,
     check_structure,
     document_fields,
     hyperparameter,
@@ -273,7 +274,7 @@ class NaturalGradient(struct.PyTreeNode):
     def _actions(
         self, state: OnPolicyState, obs: Array, key: Array, deterministic: bool | Array
     ) -> ActionSample:
-        obs = observations(state, obs, type(self).__name__)
+        obs = observations(state, obs, type(self).__name__, OnPolicyState)
         dist = state.actor.apply_fn(state.actor.params, obs)
         if isinstance(deterministic, bool | np.bool_) and deterministic:
             # No sampling is traced for a static deterministic policy (evaluation).
@@ -307,6 +308,7 @@ class NaturalGradient(struct.PyTreeNode):
           ``backtracks`` (total line-search backtracks), ``line_search_failures`` and
           ``rejected_steps`` (non-finite steps refused, parameters kept).
         """
+        check_state(f"{type(self).__name__}.update", state, OnPolicyState)
         check_key(f"{type(self).__name__}.update: key", key)
         batch, return_rms = self.prepare_batch(state, rollout)
         actor_params, critic, per_step = self._learn(state, batch, key)
