@@ -119,7 +119,8 @@ def parse_grid(algo: str, preset: str, specs: Sequence[str]) -> dict[str, list[A
         check_once("--sweep", name, written_name, spelled)
         written = split_values(text)
         grid[name] = [parse_value(name, value, kinds[name]) for value in written]
-        check_distinct("--sweep", name, text, written, [cell(v) for v in grid[name]])
+        keys = [cell(v) for v in grid[name]]
+        check_distinct("--sweep", name, text, written, keys, is_list(kinds[name]))
     return grid
 
 
@@ -147,12 +148,24 @@ def check_once(flag: str, name: str, written: str, spelled: dict[str, str]) -> N
     spelled[name] = written
 
 
+def is_list(kind: Any) -> bool:
+    """Whether command-line type ``kind`` is a list (``tuple[int, ...]``, optional or not)."""
+    args = typing.get_args(kind) if typing.get_origin(kind) is not Literal else ()
+    return typing.get_origin(kind) is tuple or any(is_list(a) for a in args)
+
+
 def check_distinct(
-    flag: str, name: str, text: str, written: Sequence[str], keys: Sequence[Any]
+    flag: str,
+    name: str,
+    text: str,
+    written: Sequence[str],
+    keys: Sequence[Any],
+    list_field: bool = False,
 ) -> None:
     """That the ``written`` values of field ``name`` are distinct settings: their ``keys``
     (how a directory name or a table writes each, :func:`cell`) all differ, and each is a
-    name a directory can have.
+    name a directory can have. For a ``list_field`` written without brackets the error shows
+    how a list is written.
 
     Raises:
       SweepError: a value listed twice, two spellings of one value (``0.1`` and ``1e-1``),
@@ -168,7 +181,9 @@ def check_distinct(
         if key not in first:
             first[key] = value
         elif first[key] == value:
-            raise SweepError(f"{flag} {name}={text}: {value} is listed twice")
+            bare = list_field and not any(char in value for char in "[(x")
+            how = "; each value is one list: [64,64],[32,32] (or 64x64,32x32)" if bare else ""
+            raise SweepError(f"{flag} {name}={text}: {value} is listed twice{how}")
         else:
             raise SweepError(
                 f"{flag} {name}={text}: {first[key]} and {value} are one value ({name}={key}); "

@@ -15,6 +15,7 @@ from jaxrl.studies.grid import (
     check_field,
     check_once,
     field_name,
+    is_list,
     parse_value,
     split_values,
     sweepable_fields,
@@ -145,7 +146,8 @@ def _choices(name: str, text: str, kind: Any) -> Dimension:
     except SweepError as error:
         raise TuneError(str(error)) from None
     try:
-        check_distinct("--search", name, text, written, [label(value) for value in values])
+        keys = [label(value) for value in values]
+        check_distinct("--search", name, text, written, keys, is_list(kind))
     except SweepError as error:
         raise TuneError(str(error)) from None
     if len(values) < 2:

@@ -125,6 +125,14 @@ def test_an_interrupted_sweep_resumes_without_retraining(jaxrl: Callable[..., Re
         ([], "missing --sweep FIELD=VALUE,...: the grid to train"),
         # Two settings that would train into one directory.
         (["--sweep", "max-kl=0.01,0.01"], "--sweep max_kl=0.01,0.01: 0.01 is listed twice"),
+        (
+            ["--sweep", "hidden-sizes=8,8"],
+            "8 is listed twice; each value is one list: [64,64],[32,32] (or 64x64,32x32)",
+        ),
+        (
+            ["--sweep", "hidden-sizes=[8,8],[8,8]"],
+            "hidden_sizes=[8,8],[8,8]: [8,8] is listed twice",
+        ),
         (["--sweep", "hidden-sizes=8x8,[8,8]"], "8x8 and [8,8] are one value (hidden_sizes=8x8)"),
         (["--sweep", "max-kl=0.1,1e-1"], "0.1 and 1e-1 are one value (max_kl=0.1); list it once"),
         (["--sweep", "max-kl=0.01", "--sweep", "max_kl=0.02"], "--sweep max_kl is given twice"),

@@ -201,6 +201,7 @@ def test_an_interrupted_study_resumes_where_it_stopped(jaxrl: Callable[..., Resu
         ("max-kll=0.01:0.1", "--search max_kll: trpo has no such hyperparameter"),
         ("hidden-sizes=1:3", "a range needs an int or float field"),
         ("gamma=0.9,0.9", "--search gamma=0.9,0.9: 0.9 is listed twice"),
+        ("hidden-sizes=8,8", "8 is listed twice; each value is one list: [64,64],[32,32]"),
         ("gamma=0.9", "one value is not a search; set it with --gamma 0.9"),
         ("gamma=", "--search gamma=: give a range LOW:HIGH or at least two values"),
         ("gae-lambda=0.9,0.90", "0.9 and 0.90 are one value (gae_lambda=0.9); list it once"),
