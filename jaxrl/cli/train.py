@@ -141,7 +141,7 @@ def _backends(values: dict[str, Any]) -> tuple[str, str, str | None]:
         backend = resolve_backend(env, "gymnasium" if host_backend else values["backend"])
     except ValueError as error:  # an unknown id, or a Brax id on the host driver
         flag = "--env"
-        if is_brax_id(env):
+        if is_brax_id(env) and (host_backend or values["backend"] == "gymnasium"):
             flag = "--env-backend" if host_backend else "--backend"
         raise UsageError(f"{flag}: {error}") from None
     if host_backend and values["backend"] == "jax":

@@ -90,6 +90,19 @@ def brax_env_names() -> list[str]:
     return sorted(_import_brax_envs()._envs)
 
 
+def check_brax_name(name: str, prefix: str = "") -> None:
+    """``ValueError`` (``prefix`` first) unless Brax registers ``name``, with the closest
+    names and the list of Brax's."""
+    names = brax_env_names()
+    if name not in names:
+        close = difflib.get_close_matches(name, names, n=3)
+        hint = f" (did you mean {', '.join(BRAX_PREFIX + c for c in close)}?)" if close else ""
+        raise ValueError(
+            f"{prefix}unknown Brax environment {BRAX_PREFIX + name!r}{hint}; "
+            f"Brax has {', '.join(names)}"
+        )
+
+
 def _gymnax_spaces() -> Any:
     from jaxrl.envs.gymnax_env import import_gymnax
 
@@ -227,14 +240,7 @@ class BraxEnv:
                 f"use brax_backend 'mjx', not {backend!r}"
             )
         envs = _import_brax_envs()
-        names = brax_env_names()
-        if name not in names:
-            close = difflib.get_close_matches(name, names, n=3)
-            hint = f" (did you mean {', '.join(BRAX_PREFIX + c for c in close)}?)" if close else ""
-            raise ValueError(
-                f"env: unknown Brax environment {BRAX_PREFIX + name!r}{hint}; "
-                f"Brax has {', '.join(names)}"
-            )
+        check_brax_name(name, "env: ")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.env = envs.get_environment(name, backend=backend, **kwargs)

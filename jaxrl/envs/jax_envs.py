@@ -21,6 +21,7 @@ from jaxrl.envs.brax_env import (
     DEFAULT_BRAX_BACKEND,
     Solver,
     brax_name,
+    check_brax_name,
     is_brax_id,
     make_brax_env,
 )
@@ -83,8 +84,8 @@ def resolve_backend(env: str, backend: str = "auto") -> Literal["jax", "gymnasiu
     gymnasium ids (or any id when ``backend="gymnasium"``).
 
     Raises:
-      ValueError: an id neither library knows, naming the closest known ids, or a Brax id
-        with ``backend="gymnasium"``.
+      ValueError: an id neither library knows, naming the closest known ids, a Brax id
+        Brax does not register, or a Brax id with ``backend="gymnasium"``.
     """
     import gymnasium as gym
 
@@ -92,6 +93,7 @@ def resolve_backend(env: str, backend: str = "auto") -> Literal["jax", "gymnasiu
     if is_brax_id(env):
         if backend == "gymnasium":
             raise ValueError(f"{env} is a Brax environment: it runs in the jitted driver (jax)")
+        check_brax_name(brax_name(env))
         return "jax"
 
     jax_ids = list(gymnax.registered_envs)

@@ -57,9 +57,9 @@ def test_brax_run_records_its_backend_and_resumes_exactly(jaxrl, tmp_path):
     [
         (
             ["--env", "brax:hoper"],
-            "unknown Brax environment 'brax:hoper' (did you mean brax:hopper",
+            "--env: unknown Brax environment 'brax:hoper' (did you mean brax:hopper",
         ),
-        (["--env", "brax:hopper", "--backend", "gymnasium"], "runs in the jitted driver"),
+        (["--env", "brax:hopper", "--backend", "gymnasium"], "--backend: brax:hopper is a Brax"),
         (["--env", "Pendulum-v1", "--brax-backend", "mjx"], "--brax-backend is for Brax"),
         (["--env", "brax:hopper", "--brax-backend", "physx"], "invalid value 'physx'"),
         (
