@@ -20,7 +20,8 @@ modules that register algorithms; they are loaded before the command line is rea
 Every run writes a run directory (:mod:`jaxrl.runs.run_dir`): ``config.json``, metrics as CSV
 and TensorBoard events, ``learning_curve.png`` and orbax checkpoints. Bad arguments, and a
 damaged file a command reads back (:class:`jaxrl.config.DamagedFile`), end with one line on
-stderr naming the problem and exit status 2.
+stderr naming the problem and exit status 2; a path the system refuses (a file where a folder
+is needed, no permission, no space), with one naming the path and exit status 1.
 
 The command's modules import one way: this entry point -> :mod:`jaxrl.cli.studies`
 (``sweep``, ``tune``) -> :mod:`jaxrl.cli.train` -> :mod:`jaxrl.cli.results` (``evaluate``,
@@ -31,6 +32,7 @@ The command's modules import one way: this entry point -> :mod:`jaxrl.cli.studie
 from __future__ import annotations
 
 import atexit
+import errno
 import functools
 import gc
 import os
@@ -163,3 +165,18 @@ def main(argv: list[str] | None = None) -> int:
         # other commands do; what is still buffered for stdout goes nowhere at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except OSError as error:  # a path the system refused: which one, and why
+        sys.stderr.write(f"{PROG}: error: {path_problem(error)}\n")
+        return 1
+
+
+def path_problem(error: OSError) -> str:
+    """An operating system's refusal of a file or folder as one line: the path and the
+    reason, in words for the ones a mistyped path gives."""
+    reasons = {
+        errno.EEXIST: "a file is there, where a folder is needed",
+        errno.ENOTDIR: "part of this path is a file, not a folder",
+        errno.EISDIR: "this is a folder; name a file",
+    }
+    reason = reasons.get(error.errno, error.strerror or str(error))
+    return f"{error.filename}: {reason}" if error.filename else reason

@@ -165,11 +165,25 @@ def _check_run_dirs(run_dirs: tuple[str, ...], command: str, least: int = 1) -> 
             raise UsageError(f"run directory {run_dir!r} {problem}")
 
 
+def _check_image(flag: str, written: str | None) -> None:
+    """``UsageError`` naming ``flag`` unless the image file ``written`` (None: the default)
+    ends in a format matplotlib writes."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if written is not None and Path(written).suffix.lower().lstrip(".") not in formats:
+        raise UsageError(
+            f"{flag} {written}: name an image file: .png, or one of "
+            f"{', '.join('.' + suffix for suffix in sorted(formats) if suffix != 'png')}"
+        )
+
+
 def plot(args: PlotCommand) -> int:
     from jaxrl.runs.plots import plot_runs
     from jaxrl.runs.run_dir import RunDir
 
     _check_run_dirs(args.run_dirs, "plot")
+    _check_image("--output", args.output)
     if args.output is not None:
         output = Path(args.output)
     elif len(args.run_dirs) == 1:
@@ -205,6 +219,8 @@ def compare(args: CompareCommand) -> int:
     )
 
     _check_run_dirs(args.run_dirs, "compare", least=2)
+    _check_image("--output", args.output)
+    _check_image("--profile", args.profile)
     if args.labels is not None and len(args.labels) != len(args.run_dirs):
         raise UsageError(
             f"--labels: got {len(args.labels)} labels for {len(args.run_dirs)} run directories"

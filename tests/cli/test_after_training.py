@@ -384,3 +384,32 @@ def test_export_errors_are_one_line(trpo_run, jaxrl, tmp_path):
     for args, expected in cases:
         line = single_error_line(jaxrl("export", *args))
         assert expected in line, line
+
+
+def test_an_output_the_system_refuses_or_no_image_is_one_line(trpo_run, jaxrl, tmp_path):
+    """An output path through a file, or a folder given for a file: one line naming the path
+    and the reason, exit status 1, nothing written; an image name matplotlib has no format
+    for: a usage error (exit status 2) before anything is drawn."""
+    run_dir, _ = trpo_run
+    (tmp_path / "a-file").write_text("")
+    in_file = tmp_path / "a-file"
+    refused = [
+        (["export", run_dir, "--out", in_file / "p.onnx"], "a file is there, where a folder is"),
+        (["export", run_dir, "--out", tmp_path], "this is a folder; name a file"),
+        (["plot", run_dir, "--output", in_file / "c.png"], "a file is there, where a folder is"),
+        (["plot", run_dir, "--output", in_file / "x" / "c.png"], "part of this path is a file"),
+    ]
+    for argv, expected in refused:
+        result = jaxrl(*argv)
+        assert result.returncode == 1 and "Traceback" not in result.stderr + result.stdout
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith("jaxrl: error: ") and expected in line, line
+    assert sorted(tmp_path.iterdir()) == [in_file]
+    images = [
+        (["plot", run_dir, "--output", tmp_path / "c.txt"], "--output"),
+        (["compare", run_dir, run_dir, "--profile", tmp_path / "profile"], "--profile"),
+    ]
+    for argv, flag in images:
+        line = single_error_line(jaxrl(*argv))
+        assert f"{flag} {argv[-1]}: name an image file: .png, or one of .avif" in line, line
+    assert sorted(tmp_path.iterdir()) == [in_file]
