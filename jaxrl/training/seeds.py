@@ -32,6 +32,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrl.algorithms.protocol import Agent, batches_seeds_on_cpu
+from jaxrl.core._checks import check_key
 from jaxrl.core.prng import bucketed_keys
 
 SeedAxis = Literal["auto", "vmap", "map"]
@@ -53,7 +54,19 @@ def seed_keys(seed: int, num_seeds: int) -> jax.Array:
 def split_seed_key(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(init, environment, run)`` keys of one seed's key (:func:`seed_keys`): the agent's
     initialization, the environments' resets (the host driver explores with it), and the
-    run's collections, learning and evaluations."""
+    run's collections, learning and evaluations.
+
+    Raises:
+      TypeError, ValueError: ``key`` is no PRNG key, or a batch of keys (naming
+        :func:`over_seeds`, which trains one).
+    """
+    check_key("train: key", key)
+    single = () if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) else (2,)
+    if key.shape != single:
+        raise ValueError(
+            f"train: key must be one seed's key, got keys of shape {list(key.shape)}: "
+            "over_seeds(train, agent=agent)(keys) trains a batch of seeds"
+        )
     init_key, env_key, run_key = jax.random.split(key, 3)
     return init_key, env_key, run_key
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import gymnasium
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -166,6 +167,19 @@ def test_configuration_errors_name_the_problem():
         make_env("NoSuchEnv-v9")
     with pytest.raises(ValueError, match=r"'Pendulumm-v1' \(did you mean Pendulum-v1\?\)"):
         make_env("Pendulumm-v1")
+    # A gymnasium environment, by id or as an object, names the driver that takes it.
+    host = r"the host driver \(jaxrl.training.gymnasium_driver.train_gymnasium\) takes"
+    with pytest.raises(ValueError, match=rf"'Reacher-v5' is a gymnasium id, .*; {host} Reacher-v5"):
+        make_env("Reacher-v5")
+    with pytest.raises(TypeError, match=rf"gymnax interface; it lacks .*; {host} gymnasium"):
+        make_env(gymnasium.make("Pendulum-v1"))
+    with pytest.raises(TypeError, match=r"config must be a TrainConfig .*got dict"):
+        make_train(TRPO, "Pendulum-v1", {"num_envs": 4})
+    train = make_train(TRPO, "Pendulum-v1", TINY)
+    with pytest.raises(TypeError, match=r"train: key must be a PRNG key .*got int 0"):
+        train(0)
+    with pytest.raises(ValueError, match=r"one seed's key, got keys of shape \[2\]: over_seeds"):
+        train(jax.random.split(jax.random.key(0), 2))
     with pytest.raises(ValueError, match="update_per_step"):
         make_train(jaxrl.DDPG(update_per_step=0.1), "Pendulum-v1", DDPG_RUN)
     with pytest.raises(ValueError, match="num_envs"):
