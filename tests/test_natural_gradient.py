@@ -135,7 +135,7 @@ def test_a_train_state_of_another_algorithm_is_refused_by_name(algo, other):
     state = stranger.init(jax.random.key(0), box, action)
     own = type(agent.init(jax.random.key(0), box, action)).__name__
     name = type(agent).__name__
-    expected = f"state must be the {own} that {name}.init returns, got {type(state).__name__}"
+    expected = f"state must be the {own} {name}.init returns, got {type(state).__name__}"
     key = jax.random.key(1)
     with pytest.raises(TypeError, match=rf"{name}: {expected}"):
         agent.explore(state, np.zeros((2, 3)), key)

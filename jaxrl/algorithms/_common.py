@@ -218,17 +218,14 @@ def check_structure(agent: Any, bound_methods: tuple[str | None, ...] = BOUND_ME
     ``action_scaling`` (a bool) and every ``*lr_schedule`` field (None or callable). Call it
     from ``__post_init__``."""
     owner = type(agent).__name__
-    if not isinstance(agent.hidden_sizes, list | tuple):
-        raise TypeError(
+    sizes = agent.hidden_sizes
+    if isinstance(sizes, list):
+        object.__setattr__(agent, "hidden_sizes", sizes := tuple(sizes))
+    if not isinstance(sizes, tuple) or not all(type(h) is int and h > 0 for h in sizes):
+        raise (ValueError if isinstance(sizes, tuple) else TypeError)(
             f"{owner}.hidden_sizes must be a list of positive ints, one per hidden layer "
-            f"([64, 64]), got {agent.hidden_sizes!r}"
+            f"([64, 64]), got {sizes!r}"
         )
-    if isinstance(agent.hidden_sizes, list):
-        object.__setattr__(agent, "hidden_sizes", tuple(agent.hidden_sizes))
-    if not all(
-        isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in agent.hidden_sizes
-    ):
-        raise ValueError(f"{owner}.hidden_sizes must be positive ints, got {agent.hidden_sizes}")
     if agent.activation not in ACTIVATIONS:
         raise ValueError(
             f"{owner}.activation must be one of {sorted(ACTIVATIONS)}, got {agent.activation!r}"
@@ -302,11 +299,8 @@ def check_state(owner: str, state: Any, expected: type) -> None:
     """``TypeError`` naming ``owner`` unless ``state`` is an ``expected``, the train state
     the algorithm's ``init`` returns (a check of the Python type: free under ``jit``)."""
     if not isinstance(state, expected):
-        algorithm = owner.split(".")[0]
-        raise TypeError(
-            f"{owner}: state must be the {expected.__name__} that {algorithm}.init returns, "
-            f"got {type(state).__name__}"
-        )
+        init, got = owner.split(".")[0] + ".init", type(state).__name__
+        raise TypeError(f"{owner}: state must be the {expected.__name__} {init} returns, got {got}")
 
 
 def observations(state: Any, obs: Any, owner: str, state_type: type) -> jax.Array:

@@ -65,20 +65,14 @@ DDPG_BOUND_METHODS: tuple[str | None, ...] = ("clip", None)
 
 
 def _resolve_noise(noise: Any) -> Noise | None:
-    if isinstance(noise, str):
-        if noise != "default":
-            raise ValueError(
-                f"DDPG.exploration_noise must be 'default', a GaussianNoise, an OUNoise or None, "
-                f"got {noise!r}"
-            )
+    if isinstance(noise, str) and noise == "default":
         return GaussianNoise(sigma=0.1)
-    if noise is None or isinstance(noise, GaussianNoise | OUNoise):
+    # type(noise) is object: the placeholder leaves JAX passes while rebuilding the pytree
+    if noise is None or isinstance(noise, GaussianNoise | OUNoise) or type(noise) is object:
         return noise
-    if type(noise) is object:  # placeholder leaves JAX passes while rebuilding the pytree
-        return noise
-    raise TypeError(
-        "DDPG.exploration_noise must be 'default', a GaussianNoise, an OUNoise or None, "
-        f"got {type(noise).__name__}"
+    got = repr(noise) if isinstance(noise, str) else type(noise).__name__
+    raise (ValueError if isinstance(noise, str) else TypeError)(
+        f"DDPG.exploration_noise must be 'default', a GaussianNoise, an OUNoise or None, got {got}"
     )
 
 

@@ -59,11 +59,6 @@ def make_env(
         env = make_brax_env(brax_name(env), backend, solver=brax_solver)
     elif isinstance(env, str):
         gymnax = import_gymnax()
-        if _is_gymnasium_id(env) and env not in gymnax.registered_envs:
-            raise ValueError(
-                f"env: {env!r} is a gymnasium id, and gymnax has no such environment: the "
-                f"jitted driver takes gymnax and Brax environments; {_HOST} takes {env}"
-            )
         if env not in gymnax.registered_envs:
             raise ValueError(f"env: {_unknown_gymnax_id(env, gymnax.registered_envs)}")
         try:
@@ -73,28 +68,23 @@ def make_env(
         return env, env_params if env_params is not None else default_params
     for method in _INTERFACE:
         if not callable(getattr(env, method, None)):
-            host = f"; {_HOST} takes gymnasium environments, by id" if _is_gymnasium(env) else ""
-            raise TypeError(f"env must have the gymnax interface; it lacks {method}(){host}")
+            raise TypeError(
+                f"env must have the gymnax interface (a gymnax or Brax environment; {_HOST} "
+                f"takes gymnasium's, by id); it lacks {method}()"
+            )
     return env, env_params if env_params is not None else env.default_params
 
 
 _HOST = "the host driver (jaxrl.training.gymnasium_driver.train_gymnasium)"
 
 
-def _is_gymnasium_id(env: str) -> bool:
-    import gymnasium as gym
-
-    return env in gym.envs.registry
-
-
-def _is_gymnasium(env: Any) -> bool:
-    import gymnasium as gym
-
-    return isinstance(env, gym.Env | gym.vector.VectorEnv)
-
-
 def _unknown_gymnax_id(env: str, ids: Any) -> str:
-    """The line for an id gymnax does not have, with the closest ids it has."""
+    """The line for an id gymnax does not have: gymnasium's id, the driver that runs it;
+    another, the closest ids gymnax has."""
+    import gymnasium as gym
+
+    if env in gym.envs.registry:
+        return f"{env!r} is gymnasium's, not gymnax's: {_HOST} runs it (--backend gymnasium)"
     close = difflib.get_close_matches(env, list(ids), n=3)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
     return f"unknown gymnax environment id {env!r}{hint}"

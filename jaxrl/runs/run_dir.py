@@ -65,27 +65,19 @@ class RunDir:
         """A new run directory at ``path`` (which must not exist or be empty).
 
         Raises:
-          RunDirError: ``path`` is a file, a directory with files in it, or cannot be made
-            (naming the reason: a parent that is a file, permissions, ...).
+          RunDirError: ``path`` is a file or a directory with files in it (a run's: naming
+            ``--resume``), or cannot be made (naming the reason: a parent that is a file, ...).
         """
         path = Path(path)
-        if path.exists() and not path.is_dir():
-            raise RunDirError(f"run directory {str(path)!r} is a file; choose another --run-dir")
-        if path.exists() and any(path.iterdir()):
-            if not (path / "config.json").is_file():
-                raise RunDirError(
-                    f"run directory {str(path)!r} holds files and no run (no config.json); "
-                    "choose another --run-dir"
-                )
-            raise RunDirError(
-                f"run directory {str(path)!r} already exists; continue it with "
-                f"--resume {path} or choose another --run-dir"
-            )
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            run = (path / "config.json").is_file()
+            what = f"already exists; continue it with --resume {path} or" if run else "is in use;"
+            raise RunDirError(f"run directory {str(path)!r} {what} choose another --run-dir")
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            reason = error.strerror or str(error)
-            raise RunDirError(f"cannot create run directory {str(path)!r}: {reason}") from None
+            reason = f"cannot create run directory {str(path)!r}: {error.strerror}"
+            raise RunDirError(reason) from None
         return cls(path)
 
     @classmethod

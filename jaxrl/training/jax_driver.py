@@ -163,10 +163,7 @@ def make_train_loop(
     """
     check_agent(agent)
     if not isinstance(config, RunSettings):
-        raise TypeError(
-            f"config must be a TrainConfig (jaxrl.training.TrainConfig(num_envs=..., ...)), "
-            f"got {type(config).__name__} {config!r:.80}"
-        )
+        raise TypeError(f"config must be a TrainConfig(num_envs=..., ...), got {config!r:.60}")
     env, env_params = make_env(env, env_params)
     run = _JittedRun.build(agent, env, env_params, config, progress)
     return TrainLoop(

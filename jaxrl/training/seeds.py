@@ -32,7 +32,6 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrl.algorithms.protocol import Agent, batches_seeds_on_cpu
-from jaxrl.core._checks import check_key
 from jaxrl.core.prng import bucketed_keys
 
 SeedAxis = Literal["auto", "vmap", "map"]
@@ -57,14 +56,14 @@ def split_seed_key(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     run's collections, learning and evaluations.
 
     Raises:
-      TypeError, ValueError: ``key`` is no PRNG key, or a batch of keys (naming
-        :func:`over_seeds`, which trains one).
+      TypeError: ``key`` is no single PRNG key (an int, a batch of keys: naming
+        :func:`over_seeds`, which trains a batch).
     """
-    check_key("train: key", key)
-    single = () if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) else (2,)
-    if key.shape != single:
-        raise ValueError(
-            f"train: key must be one seed's key, got keys of shape {list(key.shape)}: "
+    typed = jax.dtypes.issubdtype(jnp.result_type(key), jax.dtypes.prng_key)
+    if jnp.shape(key) != (() if typed else (2,)):
+        got = f"{type(key).__name__} {list(jnp.shape(key))}"
+        raise TypeError(
+            f"train: key must be one seed's PRNG key (jax.random.key(seed)), got {got}; "
             "over_seeds(train, agent=agent)(keys) trains a batch of seeds"
         )
     init_key, env_key, run_key = jax.random.split(key, 3)

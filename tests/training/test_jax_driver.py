@@ -168,17 +168,17 @@ def test_configuration_errors_name_the_problem():
     with pytest.raises(ValueError, match=r"'Pendulumm-v1' \(did you mean Pendulum-v1\?\)"):
         make_env("Pendulumm-v1")
     # A gymnasium environment, by id or as an object, names the driver that takes it.
-    host = r"the host driver \(jaxrl.training.gymnasium_driver.train_gymnasium\) takes"
-    with pytest.raises(ValueError, match=rf"'Reacher-v5' is a gymnasium id, .*; {host} Reacher-v5"):
+    host = r"the host driver \(jaxrl.training.gymnasium_driver.train_gymnasium\)"
+    with pytest.raises(ValueError, match=rf"'Reacher-v5' is gymnasium's, not gymnax's: {host}"):
         make_env("Reacher-v5")
-    with pytest.raises(TypeError, match=rf"gymnax interface; it lacks .*; {host} gymnasium"):
+    with pytest.raises(TypeError, match=rf"gymnax interface \(.*; {host} takes gymnasium's, by id"):
         make_env(gymnasium.make("Pendulum-v1"))
-    with pytest.raises(TypeError, match=r"config must be a TrainConfig .*got dict"):
+    with pytest.raises(TypeError, match=r"config must be a TrainConfig.*got \{'num_envs': 4\}"):
         make_train(TRPO, "Pendulum-v1", {"num_envs": 4})
     train = make_train(TRPO, "Pendulum-v1", TINY)
-    with pytest.raises(TypeError, match=r"train: key must be a PRNG key .*got int 0"):
+    with pytest.raises(TypeError, match=r"train: key must be one seed's PRNG key .*got int \[\]"):
         train(0)
-    with pytest.raises(ValueError, match=r"one seed's key, got keys of shape \[2\]: over_seeds"):
+    with pytest.raises(TypeError, match=r"one seed's PRNG key .*got \w+ \[2\]; over_seeds"):
         train(jax.random.split(jax.random.key(0), 2))
     with pytest.raises(ValueError, match="update_per_step"):
         make_train(jaxrl.DDPG(update_per_step=0.1), "Pendulum-v1", DDPG_RUN)
