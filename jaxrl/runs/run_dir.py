@@ -70,8 +70,8 @@ class RunDir:
         """
         path = Path(path)
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
-            run = (path / "config.json").is_file()
-            what = f"already exists; continue it with --resume {path} or" if run else "is in use;"
+            what = f"already exists; continue it with --resume {path} or"
+            what = what if (path / "config.json").is_file() else "is no empty folder;"
             raise RunDirError(f"run directory {str(path)!r} {what} choose another --run-dir")
         try:
             path.mkdir(parents=True, exist_ok=True)

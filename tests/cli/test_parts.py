@@ -126,9 +126,9 @@ def test_a_resumed_run_keeps_its_configuration(capsys, tmp_path, monkeypatch, tr
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("")
     for where, expected in (
-        ("a-file", "a-file' is a file; choose another --run-dir"),
+        ("a-file", "a-file' is no empty folder; choose another --run-dir"),
         ("a-file/run", "cannot create run directory '%s/a-file/run': Not a directory"),
-        ("other", "other' holds files and no run (no config.json); choose another --run-dir"),
+        ("other", "other' is no empty folder; choose another --run-dir"),
     ):
         line = error_line(capsys, ["train", "trpo", "--run-dir", str(tmp_path / where)])
         assert expected.replace("%s", str(tmp_path)) in line
