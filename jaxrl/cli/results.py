@@ -95,7 +95,7 @@ def export(args: ExportCommand) -> int:
     return 0
 
 
-def _seed_index(error: Exception) -> str:
+def _seed_index(error: Exception | str) -> str:
     """A loading error as the command says it: :func:`jaxrl.load`'s ``seed`` is
     ``--seed-index``."""
     return f"--seed-index: {error}" if str(error).startswith("seed ") else str(error)
@@ -130,7 +130,8 @@ def write_video(run_dir: str, path: str, seed_index: int, episodes: int, checkpo
             run_dir, path, seed_index=seed_index, episodes=episodes, checkpoint=checkpoint
         )
     except (RunDirError, CheckpointError, ValueError) as error:
-        raise UsageError(_seed_index(error)) from None
+        message = str(error).replace("record_video path", "--video")
+        raise UsageError(_seed_index(message.replace("record_video", "--video"))) from None
     returns = ", ".join(f"{r:.1f}" for r in video.returns)
     print(
         f"Video: {video.path} ({video.frames} frames; seed {seed_index}'s policy of checkpoint "

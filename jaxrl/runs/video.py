@@ -77,13 +77,14 @@ def record_video(
 
     Raises:
       ValueError: a path that is not ``.gif`` or ``.mp4``, a seed index the run does not
-        have, an environment with no renderer here, or a missing package (named).
+        have, an environment with no renderer here, or a missing package (named); the
+        messages start ``record_video`` (the command's read ``--video``).
     """
     path = Path(path)
     if path.suffix.lower() not in (".gif", ".mp4"):
-        raise ValueError(f"--video {path}: write a .gif or an .mp4 file")
+        raise ValueError(f"record_video path {path}: write a .gif or an .mp4 file")
     if episodes < 1:
-        raise ValueError(f"--episodes must be a positive integer, got {episodes}")
+        raise ValueError(f"record_video: episodes must be a positive integer, got {episodes}")
     policy = load(run_dir, seed=seed_index, checkpoint=checkpoint if step is None else step)
     config = policy.config
     deterministic = policy.agent.evaluates_deterministically  # as the run's evaluations
@@ -108,11 +109,11 @@ def record_video(
         missing = "pygame" if "pygame" in str(error) else str(error).split(" is not")[0]
         extra = "mujoco" if is_mujoco_id(config.env) else "video"
         raise ValueError(
-            f"--video: drawing {config.env} needs {missing}: pip install 'jaxrl[{extra}]'"
+            f"record_video: drawing {config.env} needs {missing}: pip install 'jaxrl[{extra}]'"
         ) from None
     if not frames:
         raise ValueError(
-            f"--video: no renderer for {config.env} here (gymnasium and MuJoCo ids, gymnax "
+            f"record_video: no renderer for {config.env} here (gymnasium and MuJoCo ids, gymnax "
             f"{' and '.join(_GYMNAX_DRAWINGS)})"
         )
     _write(path, frames, fps)
@@ -124,7 +125,7 @@ def _have_imageio() -> None:
         import imageio  # noqa: F401
     except ImportError:
         raise ValueError(
-            "--video: writing a video needs imageio: pip install 'jaxrl[video]'"
+            "record_video: writing a video needs imageio: pip install 'jaxrl[video]'"
         ) from None
 
 
@@ -170,7 +171,7 @@ def _gymnasium_env(env_id: str) -> Any:
             env.close()
         reason = " ".join(str(error).split())[:160] or type(error).__name__
         raise ValueError(
-            f"--video: MuJoCo cannot render with MUJOCO_GL={backend} here ({reason}); without "
+            f"record_video: MuJoCo cannot render with MUJOCO_GL={backend} here ({reason}); without "
             "a display use MUJOCO_GL=egl (a GPU driver's or Mesa's EGL) or MUJOCO_GL=osmesa"
         ) from None
     return env
@@ -238,8 +239,8 @@ def _write(path: Path, frames: list[np.ndarray], fps: int) -> None:
         if "ffmpeg" not in str(error).lower():
             raise
         raise ValueError(
-            f"--video {path}: an .mp4 needs imageio-ffmpeg (pip install jaxrl[video]), or "
-            "write a .gif"
+            f"record_video path {path}: an .mp4 needs imageio-ffmpeg (pip install "
+            "jaxrl[video]), or write a .gif"
         ) from None
 
 

@@ -71,7 +71,7 @@ def test_a_video_without_its_packages_names_the_extra(trpo_run, tmp_path, monkey
     monkeypatch.setitem(sys.modules, module, None)  # as if it were not installed
     with pytest.raises(ValueError) as error:
         record_video(trpo_run[0], tmp_path / "v.gif")
-    assert str(error.value) == f"--video: {needs}: pip install 'jaxrl[video]'"
+    assert str(error.value) == f"record_video: {needs}: pip install 'jaxrl[video]'"
     assert not (tmp_path / "v.gif").exists()
 
 
@@ -108,7 +108,7 @@ def test_train_records_the_final_policy(jaxrl, tmp_path):
 def test_bad_video_requests_are_one_line(jaxrl, trpo_run, tmp_path):
     run_dir, _ = trpo_run
     line = single_error_line(jaxrl("evaluate", run_dir, "--video", tmp_path / "v.avi"))
-    assert "--video" in line and "write a .gif or an .mp4 file" in line
+    assert f"--video {tmp_path / 'v.avi'}: write a .gif or an .mp4 file" in line
     line = single_error_line(jaxrl("evaluate", run_dir, "--video", tmp_path / "v.gif",
                                    "--seed-index", "2"))  # fmt: skip
     assert "--seed-index: seed 2 is not one of the run's 2 seeds (0 to 1)" in line
