@@ -155,15 +155,19 @@ def _evaluated_policy(run_dir: Any, env_steps: int | None, best: bool) -> str:
 
 
 def _check_run_dirs(run_dirs: tuple[str, ...], command: str, least: int = 1) -> None:
-    from jaxrl.runs.run_dir import RunDir
+    from jaxrl.runs.run_dir import RunDir, nested_runs
 
-    if len(run_dirs) < least:
-        need = "at least one RUN_DIR" if least == 1 else f"at least {least} RUN_DIRs"
-        raise UsageError(f"jaxrl {command} needs {need}")
     for run_dir in run_dirs:
         if not RunDir(Path(run_dir)).evals_csv.is_file():
             problem = "does not exist" if not Path(run_dir).exists() else "has no evals.csv"
+            if runs := nested_runs(run_dir):
+                named = " ".join(str(Path(run_dir) / run) for run in runs[:3])
+                more = " ..." if len(runs) > 3 else ""
+                problem = f"holds {len(runs)} runs (a sweep or a tune): name them, {named}{more}"
             raise UsageError(f"run directory {run_dir!r} {problem}")
+    if len(run_dirs) < least:
+        need = "at least one RUN_DIR" if least == 1 else f"at least {least} RUN_DIRs"
+        raise UsageError(f"jaxrl {command} needs {need}")
 
 
 def _check_image(flag: str, written: str | None) -> None:

@@ -27,7 +27,7 @@ from jaxrl.runs.bookkeeping import checkpoint_env_steps
 from jaxrl.runs.build import make_loop
 from jaxrl.runs.checkpoints import CheckpointError, CheckpointStore
 from jaxrl.runs.metrics import best_evaluation
-from jaxrl.runs.run_dir import RunDir, RunDirError
+from jaxrl.runs.run_dir import RunDir, RunDirError, nested_runs
 from jaxrl.runs.runner import load_run
 
 Checkpoint = Literal["last", "best"] | int
@@ -139,20 +139,14 @@ def _open(run_dir: str | Path | RunDir) -> RunDir:
     two levels below), an error naming some of its runs."""
     if isinstance(run_dir, RunDir):
         return run_dir
-    path = Path(run_dir)
-    if path.is_dir() and not (path / "config.json").is_file():
-        runs = sorted(
-            str(config.parent.relative_to(path))
-            for pattern in ("*/config.json", "*/*/config.json")
-            for config in path.glob(pattern)
+    runs = nested_runs(run_dir)
+    if runs:
+        shown = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
+        raise RunDirError(
+            f"{str(run_dir)!r} holds {len(runs)} run{'s' if len(runs) != 1 else ''} (a sweep "
+            f"or a tune): load one of them, {shown}"
         )
-        if runs:
-            shown = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
-            raise RunDirError(
-                f"{str(path)!r} holds {len(runs)} run{'s' if len(runs) != 1 else ''} (a sweep "
-                f"or a tune): load one of them, {shown}"
-            )
-    return RunDir.open(path)
+    return RunDir.open(run_dir)
 
 
 def _checkpoint_step(run_dir: RunDir, store: CheckpointStore, checkpoint: Checkpoint) -> int:

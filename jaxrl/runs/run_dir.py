@@ -91,6 +91,16 @@ class RunDir:
         return cls(path)
 
 
+def nested_runs(path: str | Path) -> list[str]:
+    """The run directories one or two levels below ``path`` (a sweep's or a tune's), relative
+    to it and sorted; none for a run directory or a folder without runs."""
+    path = Path(path)
+    if (path / "config.json").is_file():
+        return []
+    found = [*path.glob("*/config.json"), *path.glob("*/*/config.json")]
+    return sorted(str(config.parent.relative_to(path)) for config in found)
+
+
 def default_run_path(algo: str, env: str, root: str | Path = "runs") -> Path:
     """``runs/<algo>-<env>-<YYYYmmdd-HHMMSS>`` (with a suffix if that exists already)."""
     safe_env = re.sub(r"[^A-Za-z0-9._-]+", "_", env)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import itertools
+import json
 import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -230,6 +231,24 @@ def as_written_now(saved: Mapping[str, Any]) -> dict[str, Any]:
     except (KeyError, TypeError, ValueError, AttributeError):
         return dict(saved)
     return {**saved, "base": base}
+
+
+def first_difference(saved: Any, now: Any, where: str = "") -> str | None:
+    """Where two JSON documents first differ, as ``"num_envs: 4 saved, 8 now"`` (a run
+    setting or hyperparameter of a base run by its name, other keys by their path); None
+    where they are equal."""
+    if isinstance(saved, dict) and isinstance(now, dict):
+        for key in dict.fromkeys([*saved, *now]):
+            inner = f"{where}.{key}" if where else str(key)
+            found = first_difference(saved.get(key), now.get(key), inner)
+            if found is not None:
+                return found
+        return None
+    if saved == now:
+        return None
+    for prefix in ("base.run.", "base.hyperparameters.", "base."):
+        where = where.removeprefix(prefix)
+    return f"{where}: {json.dumps(saved)} saved, {json.dumps(now)} now"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -39,7 +39,7 @@ USAGE = {
     "evaluate-missing": (["evaluate"], "missing RUN_DIR for jaxrl evaluate"),
     "evaluate-episodes": (["evaluate", "{tmp}", "--episodes", "0"], "--episodes must be"),
     "plot-none": (["plot"], "jaxrl plot needs at least one RUN_DIR"),
-    "compare-one": (["compare", "{tmp}"], "jaxrl compare needs at least 2 RUN_DIRs"),
+    "compare-none": (["compare"], "jaxrl compare needs at least 2 RUN_DIRs"),
     "preset-file": (["train", "trpo", "--preset-file", "{tmp}/nope.json"], "cannot read"),
 }
 SWEEP = ["sweep", "trpo", *SMALL, "--sweep-dir", "{tmp}/s"]

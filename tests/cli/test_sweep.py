@@ -84,6 +84,10 @@ def test_a_sweep_trains_every_setting_as_train_does(jaxrl: Callable[..., Result]
     assert policy(np.zeros(3, np.float32)).shape == (1,)
     with pytest.raises(RunDirError, match=r"holds 4 runs \(a sweep or a tune\): load one"):
         load(sweep_dir)
+    # The commands that read runs name the sweep's, as jaxrl.load does.
+    named = f"holds 4 runs (a sweep or a tune): name them, {runs[0]} {runs[1]} {runs[2]} ..."
+    for command in ("plot", "compare"):
+        assert named in single_error_line(jaxrl(command, sweep_dir))
 
 
 def _without_wall_time(rows: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -112,6 +116,15 @@ def test_an_interrupted_sweep_resumes_without_retraining(jaxrl: Callable[..., Re
     assert _without_wall_time(_rows(resumed / "sweep.csv")) == _without_wall_time(
         _rows(whole / "sweep.csv")
     )
+    # Another grid or run in the same directory: the line names the first difference.
+    for change, differs in (
+        (["--sweep", "max-kl=0.005,0.05"], "grid.max_kl: [0.005, 0.02] saved, [0.005, 0.05] now"),
+        (["--sweep", "max-kl=0.005,0.02", "--num-envs", "8"], "num_envs: 4 saved, 8 now"),
+    ):
+        changed = jaxrl(*command[:-2], *change, "--sweep-dir", resumed)
+        assert f"holds another sweep (its sweep.json differs: {differs}); resume" in (
+            single_error_line(changed)
+        )
 
 
 @pytest.mark.parametrize(

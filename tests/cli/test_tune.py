@@ -190,7 +190,10 @@ def test_an_interrupted_study_resumes_where_it_stopped(jaxrl: Callable[..., Resu
     assert study.trials[2].params != study.trials[1].params
     changed = jaxrl("tune", "trpo", *TINY, *BUDGET, "--search", "max-kl=0.001:0.01", "--tune-dir",
                     tune_dir)  # fmt: skip
-    assert "holds another study" in single_error_line(changed)
+    search = '["max_kl=0.002:0.05:log", "gae_lambda=0.9:0.97"] saved, ["max_kl=0.001:0.01"] now'
+    assert f"holds another study (its tune.json differs: search: {search})" in (
+        single_error_line(changed)
+    )
 
 
 @pytest.mark.parametrize(
