@@ -44,7 +44,7 @@ class EvaluateCommand:
 
     run_dir: Annotated[str, tyro.conf.Positional, arg("the run directory", metavar="RUN_DIR")]
     episodes: Annotated[int, arg("evaluation episodes per seed")] = 10
-    seed: Annotated[int, arg("seed of the evaluation episodes")] = 0
+    seed: Annotated[int, arg("seed of the evaluation episodes (or of the video's)")] = 0
     checkpoint: Annotated[str, arg(CHECKPOINT_HELP)] = "last"
     step: Annotated[int | None, arg("an evaluation period: the same as --checkpoint STEP")] = None
     json: Annotated[bool, arg("print the result as JSON")] = False

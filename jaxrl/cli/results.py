@@ -22,9 +22,18 @@ def evaluate(args: EvaluateCommand) -> int:
     if args.episodes < 1:
         raise UsageError(f"--episodes must be a positive integer, got {args.episodes}")
     checkpoint = _checkpoint(args.checkpoint, args.step)
+    if args.video is None and (args.seed_index, args.video_episodes) != (0, 1):
+        raise UsageError(
+            "--seed-index and --video-episodes go with --video (evaluating reports every seed)"
+        )
+    if args.video is not None and (args.episodes != 10 or args.json):
+        raise UsageError(
+            "--video records --video-episodes episodes instead of evaluating: --episodes and "
+            "--json are the evaluation's"
+        )
     if args.video is not None:
         return write_video(
-            args.run_dir, args.video, args.seed_index, args.video_episodes, checkpoint
+            args.run_dir, args.video, args.seed_index, args.video_episodes, checkpoint, args.seed
         )
     try:
         loaded = load(args.run_dir, seed=None, checkpoint=checkpoint)
@@ -117,8 +126,10 @@ def _checkpoint(written: str, step: int | None = None) -> Any:
     return int(written)
 
 
-def write_video(run_dir: str, path: str, seed_index: int, episodes: int, checkpoint: Any) -> int:
-    """``--video``: episodes of one seed's policy written to ``path``."""
+def write_video(
+    run_dir: str, path: str, seed_index: int, episodes: int, checkpoint: Any, seed: int = 0
+) -> int:
+    """``--video``: episodes of one seed's policy written to ``path`` (episode seed ``seed``)."""
     from jaxrl.runs.checkpoints import CheckpointError
     from jaxrl.runs.run_dir import RunDirError
     from jaxrl.runs.video import record_video
@@ -127,7 +138,12 @@ def write_video(run_dir: str, path: str, seed_index: int, episodes: int, checkpo
         raise UsageError(f"--video-episodes must be a positive integer, got {episodes}")
     try:
         video = record_video(
-            run_dir, path, seed_index=seed_index, episodes=episodes, checkpoint=checkpoint
+            run_dir,
+            path,
+            seed_index=seed_index,
+            episodes=episodes,
+            checkpoint=checkpoint,
+            seed=seed,
         )
     except (RunDirError, CheckpointError, ValueError) as error:
         message = str(error).replace("record_video path", "--video")

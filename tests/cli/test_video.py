@@ -112,4 +112,28 @@ def test_bad_video_requests_are_one_line(jaxrl, trpo_run, tmp_path):
     line = single_error_line(jaxrl("evaluate", run_dir, "--video", tmp_path / "v.gif",
                                    "--seed-index", "2"))  # fmt: skip
     assert "--seed-index: seed 2 is not one of the run's 2 seeds (0 to 1)" in line
+    # The options of the one and of the other: none is taken and ignored.
+    line = single_error_line(jaxrl("evaluate", run_dir, "--seed-index", "1"))
+    assert "--seed-index and --video-episodes go with --video (evaluating reports every" in line
+    line = single_error_line(jaxrl("evaluate", run_dir, "--video", tmp_path / "v.gif",
+                                   "--episodes", "3"))  # fmt: skip
+    assert "--video records --video-episodes episodes instead of evaluating: --episodes" in line
     assert not (tmp_path / "v.gif").exists()
+
+
+def test_evaluate_s_seed_is_the_video_episodes_seed(trpo_run, tmp_path, monkeypatch):
+    """``--seed`` seeds the episodes a video records, as it seeds evaluated ones (it was
+    ignored: every video started from seed 0's episodes)."""
+    import jaxrl.runs.video
+    from jaxrl import cli
+
+    called = {}
+
+    def record(*args, **kwargs):
+        called.update(kwargs)
+        raise ValueError("record_video: recorded nothing")
+
+    monkeypatch.setattr(jaxrl.runs.video, "record_video", record)
+    argv = ["evaluate", str(trpo_run[0]), "--video", str(tmp_path / "v.gif"), "--seed", "3"]
+    assert cli.main(argv) == 2
+    assert called["seed"] == 3 and called["seed_index"] == 0
