@@ -84,6 +84,10 @@ class RunDir:
     def open(cls, path: str | Path) -> RunDir:
         """An existing run directory (one with a ``config.json``)."""
         path = Path(path)
+        if path.is_file():
+            parent = (path.parent / "config.json").is_file()
+            hint = f"; name its run directory, {path.parent}" if parent else ", not a run directory"
+            raise RunDirError(f"{str(path)!r} is a file{hint}")
         if not path.is_dir():
             raise RunDirError(f"run directory {str(path)!r} does not exist")
         if not (path / "config.json").is_file():

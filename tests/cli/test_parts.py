@@ -121,6 +121,12 @@ def test_a_resumed_run_keeps_its_configuration(capsys, tmp_path, monkeypatch, tr
     assert "--resume: run directory" in line and "does not exist" in line
     existing = error_line(capsys, ["train", "trpo", "--run-dir", str(run_dir)])
     assert "already exists; continue it with --resume" in existing
+    # A run's file named for its run, and another file.
+    line = error_line(capsys, ["train", "--resume", str(run_dir / "config.json")])
+    config = run_dir / "config.json"
+    assert f"--resume: '{config}' is a file; name its run directory, {run_dir}" in line
+    line = error_line(capsys, ["evaluate", __file__])
+    assert f"'{__file__}' is a file, not a run directory" in line
     # A run directory that cannot be one: a file, a path through a file, another folder.
     (tmp_path / "a-file").write_text("")
     (tmp_path / "other").mkdir()
