@@ -107,6 +107,9 @@ def test_plugin_errors_are_one_line(tmp_path, capsys, monkeypatch):
     with pytest.raises(plugins.PluginError, match="registered no algorithm"):
         jaxrl.load_plugin(tmp_path / "empty.py")
     assert "--plugin needs" in _error(capsys, main, ["train", "ddpg", "--plugin"])
+    monkeypatch.setenv("JAXRL_PLUGINS", "broken.py")  # a plug-in the user did not write here
+    line = _error(capsys, main, ["train", "ddpg", "--plan"])
+    assert "plug-in broken.py failed to load: RuntimeError: no way (named by JAXRL_PLUGINS)" in line
 
 
 def _error(capsys, main, argv) -> str:

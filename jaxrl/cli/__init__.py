@@ -72,7 +72,8 @@ def load_plugins(argv: list[str]) -> list[str]:
     cannot be loaded or registers nothing is a usage error naming it."""
     from jaxrl.algorithms import plugins
 
-    specs, rest = plugins.plugins_from_env(), []
+    from_env = plugins.plugins_from_env()
+    specs, rest = list(from_env), []
     args = iter(argv)
     for arg in args:
         if arg == PLUGIN_FLAG:
@@ -84,11 +85,12 @@ def load_plugins(argv: list[str]) -> list[str]:
             specs.append(arg.partition("=")[2])
         else:
             rest.append(arg)
-    for spec in specs:
+    for number, spec in enumerate(specs):
         try:
             plugins.load_plugin(spec)
         except plugins.PluginError as error:
-            raise UsageError(str(error)) from None
+            where = f" (named by {plugins.ENV_VAR})" if number < len(from_env) else ""
+            raise UsageError(f"{error}{where}") from None
     return rest
 
 
