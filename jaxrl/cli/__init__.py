@@ -25,8 +25,10 @@ is needed, no permission, no space), with one naming the path and exit status 1.
 
 The command's modules import one way: this entry point -> :mod:`jaxrl.cli.studies`
 (``sweep``, ``tune``) -> :mod:`jaxrl.cli.train` -> :mod:`jaxrl.cli.results` (``evaluate``,
-``export``, ``plot``, ``compare``) -> :mod:`jaxrl.cli.parsing` (reading the command line) ->
-:mod:`jaxrl.cli.options` (the commands' options) -> :mod:`jaxrl.cli.usage` (one-line errors).
+``export``, ``plot``, ``compare``), :mod:`jaxrl.cli.job` (a job of several processes) and
+:mod:`jaxrl.cli.preset_file` (``--preset-file``) -> :mod:`jaxrl.cli.parsing` (reading the
+command line) -> :mod:`jaxrl.cli.options` (the commands' options) -> :mod:`jaxrl.cli.usage`
+(one-line errors).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ from pathlib import Path
 
 from jaxrl.cli import results, studies, train
 from jaxrl.cli.options import PROG, CompareCommand, EvaluateCommand, ExportCommand, PlotCommand
-from jaxrl.cli.parsing import expand_preset_file, option_value, parse, preset_in_force
+from jaxrl.cli.parsing import option_value, parse, preset_in_force
+from jaxrl.cli.preset_file import expand_preset_file
 from jaxrl.cli.usage import UsageError
 from jaxrl.config.files import DamagedFile
 

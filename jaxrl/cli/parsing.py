@@ -1,8 +1,8 @@
 """How the ``jaxrl`` command reads its command line: tyro over the command dataclasses
 (:mod:`jaxrl.cli.options`), with the run settings and the algorithm's hyperparameters given
 the preset's defaults (:func:`command_registry`), the Tianshou 1.x option names rewritten
-(:func:`rewrite_aliases`), a preset file's values expanded (:func:`expand_preset_file`), and
-tyro's rejections worded in one line (:mod:`jaxrl.cli.usage`)."""
+(:func:`rewrite_aliases`), and tyro's rejections worded in one line
+(:mod:`jaxrl.cli.usage`)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from jaxrl.cli.options import (
     option_flag,
     own_fields,
 )
-from jaxrl.cli.usage import CommandSpec, UsageError, explain, explain_value
+from jaxrl.cli.usage import CommandSpec, UsageError, explain
 
 _HYPERPARAMETERS_HELP = "{name} hyperparameters: Tianshou 2.x names, defaults of preset {preset}"
 
@@ -253,7 +253,7 @@ def _precheck(argv: list[str]) -> None:
                 raise UsageError(str(error)) from None
 
 
-def _alias_flags(algo: str) -> dict[str, str]:
+def alias_flags(algo: str) -> dict[str, str]:
     """``--alias -> --field`` for ``algo``'s Tianshou 1.x names, each spelled with ``_`` and
     with ``-``."""
     from jaxrl.config.spellings import hyperparameters
@@ -270,7 +270,7 @@ def rewrite_aliases(argv: list[str]) -> list[str]:
     """Tianshou 1.x option names (``--discount-factor``) to their 2.x fields (``--gamma``)."""
     if len(argv) < 2 or argv[0] not in TRAINING or argv[1] not in algorithm_names():
         return argv
-    aliases = _alias_flags(argv[1])
+    aliases = alias_flags(argv[1])
     rewritten = []
     for token in argv:
         option, equals, value = token.partition("=")
@@ -356,55 +356,6 @@ def parse(argv: list[str]) -> Any:
             raise
         words = 2 if argv[:1] and argv[0] in TRAINING else 1
         raise UsageError(explain(command_spec(argv, preset), argv[words:])) from None
-
-
-def expand_preset_file(argv: list[str]) -> list[str]:
-    """``argv`` with a ``--preset-file FILE``'s preset and values written as options right
-    after ``jaxrl COMMAND ALGO`` (so options written on the command line override them);
-    ``--env`` and ``--preset`` from the file where the command line gives none.
-
-    Raises:
-      UsageError: the file cannot be read, is not a preset file, is for another algorithm,
-        or holds a value the command does not take (naming it: ``hyperparameters.max_kl``).
-    """
-    file = option_value(argv, "--preset-file")
-    if file is None or len(argv) < 2 or argv[0] not in TRAINING or file == "None":
-        return argv
-    from jaxrl.config.run_config import PresetFile
-
-    try:
-        preset = PresetFile.load(file)
-    except ValueError as error:
-        raise UsageError(f"--preset-file: {error}") from None
-    if preset.algo != argv[1]:
-        raise UsageError(
-            f"--preset-file {file} is a {preset.algo} preset file; use it with "
-            f"jaxrl {argv[0]} {preset.algo}"
-        )
-    inserted = []
-    for name, value in (("env", preset.env), ("preset", preset.preset)):
-        if option_value(argv, option_flag(name)) is None:
-            inserted += [option_flag(name), str(value)]
-    spec = command_spec(argv[:2], preset_in_force([*argv[:2], *inserted, *argv[2:]]))
-    aliases = _alias_flags(argv[1])  # a 1.x name in the file is its field's, as on the line
-    for section in ("run", "hyperparameters"):
-        for name, value in getattr(preset, section).items():
-            field = aliases.get(option_flag(name), option_flag(name))[2:].replace("-", "_")
-            problem = explain_value(spec, f"{section}.{name}", field, value)
-            if problem:
-                raise UsageError(f"--preset-file {file}: {problem}")
-            inserted += _option_tokens(name, value)
-    return [*argv[:2], *inserted, *argv[2:]]
-
-
-def _option_tokens(name: str, value: Any) -> list[str]:
-    """A field's value as command-line tokens: ``--x``/``--no-x`` for a bool, the items of a
-    list one by one, ``None`` as the word."""
-    if isinstance(value, bool):
-        return [option_flag(name) if value else option_flag("no_" + name)]
-    if isinstance(value, list | tuple):
-        return [option_flag(name), *map(str, value)]
-    return [option_flag(name), str(value)]
 
 
 def given_options(argv: list[str]) -> set[str]:

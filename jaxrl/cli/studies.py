@@ -10,17 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jaxrl.cli.job import done_elsewhere, join_job, leave_job_on_failure
 from jaxrl.cli.options import PROG, option_flag
 from jaxrl.cli.parsing import command_spec, given_options, preset_in_force, rewrite_aliases
-from jaxrl.cli.train import (
-    check_options,
-    done_elsewhere,
-    join_job,
-    leave_job_on_failure,
-    new_config,
-    trackers,
-    write_fault,
-)
+from jaxrl.cli.train import check_options, new_config, trackers, write_fault
 from jaxrl.cli.usage import UsageError, name_flags
 from jaxrl.config.files import DamagedFile
 
@@ -45,8 +38,9 @@ def _resolve_sweep(args: Any, argv: list[str]) -> tuple[Any, dict[str, list[Any]
 def _study_launch(args: Any, argv: list[str]) -> str | None:
     """The launch options of a sweep or a study, or a cluster manager's launch of several
     processes, in words (None: none). With them, this process joins the job first
-    (:func:`join_job`, before any JAX call; the environment's backend is known only after
-    it), and the study must then be on a JAX environment (:func:`_refuse_host_study`)."""
+    (:func:`~jaxrl.cli.job.join_job`, before any JAX call; the environment's backend is known
+    only after it), and the study must then be on a JAX environment
+    (:func:`_refuse_host_study`)."""
     from jaxrl.config.settings import launch_settings
     from jaxrl.training.sharding import cluster_process_count
 

@@ -1,8 +1,7 @@
 """``jaxrl train``: resolve the run's configuration (or the resumed run's), train it in its run
 directory, report it; and the steps ``sweep`` and ``tune`` share with it (the options checked,
-the configuration of a new run, joining a job of several processes, a write fault in one
-line). Returns the exit status; raises :class:`jaxrl.cli.usage.UsageError` for a problem the
-user can fix (one line, status 2)."""
+the configuration of a new run, a write fault in one line). Returns the exit status; raises
+:class:`jaxrl.cli.usage.UsageError` for a problem the user can fix (one line, status 2)."""
 
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from jaxrl.cli.job import done_elsewhere, join_job, leave_job_on_failure
 from jaxrl.cli.options import PROG, option_flag
 from jaxrl.cli.parsing import command_spec, given_options, preset_in_force, rewrite_aliases
 from jaxrl.cli.results import write_video
@@ -228,19 +228,6 @@ def plan_of(config: Any) -> Any:
     return run_plan(config, agent, env, horizon, config.num_agent_updates())
 
 
-def join_job(args: Any, argv: list[str]) -> None:
-    """Join the job of several processes the launch options describe (or a cluster manager
-    launched: :func:`jaxrl.training.initialize_distributed`), before any other JAX call."""
-    from jaxrl.config.settings import launch_settings
-    from jaxrl.training.sharding import initialize_distributed
-
-    try:
-        initialize_distributed(**{name: args.run[name] for name in launch_settings()})
-    except ValueError as error:
-        flags = command_spec(argv, preset_in_force(argv)).options
-        raise UsageError(name_flags(str(error), flags)) from None
-
-
 def _resolve_in_step(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     """:func:`_resolve_train` in every process of a job together: if it fails in one (process
     0 alone creates the run directory), every process stops, none waits for the others."""
@@ -378,26 +365,3 @@ def tensorboard_line(logdir: Any) -> str:
     if importlib.util.find_spec("tensorboard") is None:
         line += "  (to view them: pip install 'jaxrl[tensorboard]')"
     return line
-
-
-def done_elsewhere(what: str) -> int:
-    """What a process of a job other than process 0 says when its part is done."""
-    import jax
-
-    print(
-        f"Process {jax.process_index()} of {jax.process_count()}: done (process 0 wrote the "
-        f"{what}).",
-        file=sys.stderr,
-    )
-    return 0
-
-
-def leave_job_on_failure() -> None:
-    """In a job of several processes, end this process now with the traceback of the
-    exception being handled: the others cannot go on without it (call it in ``except``)."""
-    from jaxrl.training.sharding import leave_job, several_processes
-
-    if several_processes():
-        import traceback
-
-        leave_job(traceback.format_exc())

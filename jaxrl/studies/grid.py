@@ -220,17 +220,18 @@ def cell(value: Any) -> Any:
     return "x".join(str(v) for v in value) if isinstance(value, tuple | list) else value
 
 
-def as_written_now(saved: Mapping[str, Any]) -> dict[str, Any]:
-    """A sweep's or study's saved description (``{"base": RunConfig.to_dict(), ...}``) with
-    its base run as this version writes it: run settings added since it was saved take
-    their defaults, as a resumed run's do (:meth:`~jaxrl.config.RunConfig.from_dict`), so
-    that a study started by an earlier version resumes. Returned as it is when its base is
-    not a run."""
+def saved_difference(saved: Mapping[str, Any], described: Mapping[str, Any]) -> str | None:
+    """Where a sweep's or study's saved description (``{"base": RunConfig.to_dict(), ...}``)
+    first differs from ``described``, the one a command would write now
+    (:func:`first_difference`); None where they are one sweep or study. The saved base run
+    is read as this version writes it: run settings added since it was saved take their
+    defaults, as a resumed run's do (:meth:`~jaxrl.config.RunConfig.from_dict`), so that a
+    study started by an earlier version resumes."""
     try:
-        base = RunConfig.from_dict(saved["base"]).to_dict()
+        saved = {**saved, "base": RunConfig.from_dict(saved["base"]).to_dict()}
     except (KeyError, TypeError, ValueError, AttributeError):
-        return dict(saved)
-    return {**saved, "base": base}
+        pass  # not a run: compared as it is
+    return first_difference(dict(saved), json.loads(json.dumps(described)))
 
 
 def first_difference(saved: Any, now: Any, where: str = "") -> str | None:

@@ -40,14 +40,7 @@ from jaxrl.config.run_config import RunConfig
 from jaxrl.runs.progress import group_progress, update_group
 from jaxrl.runs.run_dir import RunDir
 from jaxrl.runs.tracking import DEFAULT_TRACKING, Tracking
-from jaxrl.studies.grid import (
-    Setting,
-    SweepError,
-    as_written_now,
-    first_difference,
-    groups,
-    resolve_settings,
-)
+from jaxrl.studies.grid import Setting, SweepError, groups, resolve_settings, saved_difference
 from jaxrl.studies.sweep_report import SweepResult, finished, write_summary
 
 # ---------------------------------------------------------------------------------------------
@@ -128,7 +121,7 @@ def _open_sweep_dir(path: Path, described: dict[str, Any]) -> None:
     if saved_path.is_file():
         remedy = "restore it from a copy, or start the sweep in another --sweep-dir"
         saved = read_json(saved_path, remedy, ("base", "grid"))
-        differs = first_difference(as_written_now(saved), json.loads(json.dumps(described)))
+        differs = saved_difference(saved, described)
         if differs is not None:
             raise SweepError(
                 f"{path} holds another sweep (its sweep.json differs: {differs}); resume it "

@@ -19,7 +19,7 @@ from typing import Any
 
 from jaxrl.config.files import DamagedFile, drop_cut_short, read_json, read_jsonl, write_text
 from jaxrl.config.run_config import RunConfig
-from jaxrl.studies.grid import Setting, SweepError, as_written_now, first_difference, make_setting
+from jaxrl.studies.grid import Setting, SweepError, make_setting, saved_difference
 from jaxrl.studies.search_space import Dimension, TuneError, label
 from jaxrl.studies.tuning_report import objective_text, values_of
 
@@ -131,7 +131,7 @@ def _open_tune_dir(path: Path, described: dict[str, Any]) -> None:
     if saved_path.is_file():
         remedy = "restore it from a copy, or start the study in another --tune-dir"
         saved = read_json(saved_path, remedy)
-        differs = first_difference(as_written_now(saved), json.loads(json.dumps(described)))
+        differs = saved_difference(saved, described)
         if differs is not None:
             raise TuneError(
                 f"{path} holds another study (its tune.json differs: {differs}); resume it with "
