@@ -27,21 +27,20 @@ def test_no_function_is_longer_than_80_lines():
     assert not long, "split into named steps: " + ", ".join(long)
 
 
-def test_no_module_is_longer_than_500_lines():
+def _modules_longer_than(limit: int) -> list[str]:
     root = Path(jaxrl.__file__).parent
-    long = [
+    return [
         f"{path.relative_to(root)} ({lines})"
         for path in sorted(root.rglob("*.py"))
-        if (lines := len(path.read_text().splitlines())) > MODULE_LIMIT
+        if (lines := len(path.read_text().splitlines())) > limit
     ]
+
+
+def test_no_module_is_longer_than_500_lines():
+    long = _modules_longer_than(MODULE_LIMIT)
     assert not long, "split by job: " + ", ".join(long)
 
 
 def test_at_most_7_modules_are_longer_than_400_lines():
-    root = Path(jaxrl.__file__).parent
-    long = [
-        f"{path.relative_to(root)} ({lines})"
-        for path in sorted(root.rglob("*.py"))
-        if (lines := len(path.read_text().splitlines())) > LONG_MODULE
-    ]
+    long = _modules_longer_than(LONG_MODULE)
     assert len(long) <= LONG_MODULES, "split one by job: " + ", ".join(long)

@@ -5,6 +5,7 @@ and raises :class:`jaxrl.cli.usage.UsageError` for a problem the user can fix (o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,11 @@ def evaluate(args: EvaluateCommand) -> int:
     if args.episodes < 1:
         raise UsageError(f"--episodes must be a positive integer, got {args.episodes}")
     checkpoint = _checkpoint(args.checkpoint, args.step)
-    if args.video is None and (args.seed_index, args.video_episodes) != (0, 1):
+    if args.video is None and _changed(args, "seed_index", "video_episodes"):
         raise UsageError(
             "--seed-index and --video-episodes go with --video (evaluating reports every seed)"
         )
-    if args.video is not None and (args.episodes != 10 or args.json):
+    if args.video is not None and _changed(args, "episodes", "json"):
         raise UsageError(
             "--video records --video-episodes episodes instead of evaluating: --episodes and "
             "--json are the evaluation's"
@@ -102,6 +103,12 @@ def export(args: ExportCommand) -> int:
         f"({args.format}; obs [{batch}] float32 -> action)"
     )
     return 0
+
+
+def _changed(args: Any, *names: str) -> bool:
+    """Whether any option ``names`` of the command ``args`` differs from its default."""
+    defaults = {field.name: field.default for field in dataclasses.fields(args)}
+    return any(getattr(args, name) != defaults[name] for name in names)
 
 
 def _seed_index(error: Exception | str) -> str:
