@@ -73,8 +73,11 @@ def _study_error(error: Exception, argv: list[str]) -> UsageError:
     """A sweep's or a study's error as one line: a :class:`jaxrl.studies.sweeps.SweepError`
     names the field as ``--sweep``/``--search`` wrote it, and the error of an invalid setting
     it carries (as any other error here) names the flags to change."""
+    from jaxrl.runs.tracking import TrackingError
     from jaxrl.studies.grid import SweepError
 
+    if isinstance(error, TrackingError):  # wandb could not start a run
+        return UsageError(f"--logger {error}")
     if isinstance(error, DamagedFile) or (isinstance(error, SweepError) and error.cause is None):
         return UsageError(str(error))
     flags = command_spec(argv, preset_in_force(argv)).options

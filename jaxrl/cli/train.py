@@ -39,9 +39,13 @@ def trackers(args: Any) -> Any:
     from jaxrl.runs.tracking import Tracking, TrackingError, parse_loggers
 
     try:
-        return Tracking(parse_loggers(args.logger)).check()
-    except TrackingError as error:
+        tracking = Tracking(parse_loggers(args.logger))
+    except TrackingError as error:  # names --logger already
         raise UsageError(str(error)) from None
+    try:
+        return tracking.check()
+    except TrackingError as error:
+        raise UsageError(f"--logger {error}") from None
 
 
 def _resolve_train(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
@@ -186,9 +190,10 @@ def _format_seconds(seconds: float) -> str:
     return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
 
 
-def _budget_notes(config: Any, given: set[str]) -> list[str]:
+def _budget_notes(config: Any, given: set[str], preset_file: str | None = None) -> list[str]:
     """What the run does where it differs from what its settings say (said before training);
-    a setting the command line did not write (``given``) is named as the default it is."""
+    a setting the command line did not write (``given``) is named as the default it is. A
+    ``--preset-file`` tuned on another environment than the run's is named too."""
     layout = config.layout
 
     def named(name: str, flag: str, value: int) -> str:
@@ -207,6 +212,15 @@ def _budget_notes(config: Any, given: set[str]) -> list[str]:
             f"the run: evaluations every {layout.steps_per_period:,} env steps and after the "
             f"last step ({layout.total_steps:,})."
         )
+    if preset_file is not None:
+        from jaxrl.config.run_config import PresetFile
+
+        tuned_on = PresetFile.load(preset_file).env
+        if tuned_on != config.env:
+            notes.append(
+                f"Note: --preset-file {preset_file} holds values tuned on {tuned_on}; this run "
+                f"is on {config.env}."
+            )
     return notes
 
 
@@ -272,7 +286,7 @@ def train(args: Any, argv: list[str]) -> int:
     primary = is_primary()
     say = (lambda message: print(message, file=sys.stderr, flush=True)) if primary else None
     given = given_options(rewrite_aliases(argv))
-    for line in _budget_notes(config, given) if primary else ():
+    for line in _budget_notes(config, given, args.preset_file) if primary else ():
         print(line, file=sys.stderr, flush=True)
     resume_cmd = f"jaxrl train {config.algo} --resume {run_dir.path}"
     preemption = Preemption(args.preemption_grace).install()
@@ -296,7 +310,9 @@ def train(args: Any, argv: list[str]) -> int:
     except CheckpointError as error:  # no checkpoint of the run restores
         raise UsageError(f"--resume {run_dir.path}: {error}; train it anew") from None
     except TrackingError as error:  # wandb could not start (not logged in, ...)
-        raise UsageError(f"{error}; the run directory stays: continue with {resume_cmd}") from None
+        raise UsageError(
+            f"--logger {error}; the run directory stays: continue with {resume_cmd}"
+        ) from None
     except EnvironmentError_ as error:  # a fault during training: the checkpoints stand
         message = " ".join(str(error).split())
         print(f"jaxrl: error: {message}; the run stopped: continue with: {resume_cmd}",

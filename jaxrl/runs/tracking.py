@@ -49,7 +49,8 @@ LOGGERS = ("tensorboard", "wandb")
 DEFAULT_LOGGERS = ("tensorboard",)
 WANDB_ID_FILE = "wandb_id"
 """The file of a run directory that keeps its wandb run's id."""
-MISSING_WANDB = "--logger wandb needs the wandb package: pip install 'jaxrl[wandb]'"
+MISSING_WANDB = "wandb needs the wandb package: pip install 'jaxrl[wandb]'"
+"""What :meth:`Tracking.check` says without wandb (the command line puts ``--logger`` first)."""
 
 
 class TrackingError(ValueError):
@@ -221,7 +222,7 @@ class WandbTracker(NoTracker):
         except wandb.errors.Error as error:  # not logged in, ...: what wandb says, one line
             message = " ".join(str(error).split())
             raise TrackingError(
-                f"--logger wandb: {message.rstrip('.')} (or log offline: WANDB_MODE=offline)"
+                f"wandb: {message.rstrip('.')} (or log offline: WANDB_MODE=offline)"
             ) from None
         self.run.config.update(config, allow_val_change=True)  # a resume may change some
         self.run.define_metric("env_steps")

@@ -142,6 +142,29 @@ def test_a_budget_note_names_a_default_as_the_default():
     assert default.startswith("Note: the default --eval-every (2,048) does not divide the run")
 
 
+# Cost: under 0.1 s (a configuration, no run).
+def test_a_preset_file_tuned_on_another_environment_is_noted(tmp_path):
+    """Values a study tuned on one task, applied to another, are said to be so; on their own
+    task nothing is said."""
+    import json
+
+    from jaxrl.cli.train import _budget_notes
+    from jaxrl.config.run_config import RunConfig
+
+    file = tmp_path / "best.json"
+    file.write_text(json.dumps({"algo": "trpo", "env": "Pendulum-v1", "preset": "default",
+                                "hyperparameters": {"max_kl": 0.02}, "run": {}}))  # fmt: skip
+    shape = {"algo": "trpo", "backend": "jax", "total_steps": 2048, "eval_every": 1024}
+    config = RunConfig(env="MountainCarContinuous-v0", **shape)
+    (note,) = _budget_notes(config, set(), str(file))
+    assert note == (
+        f"Note: --preset-file {file} holds values tuned on Pendulum-v1; this run is on "
+        "MountainCarContinuous-v0."
+    )
+    own = RunConfig(env="Pendulum-v1", **shape)
+    assert _budget_notes(own, set(), str(file)) == []
+
+
 def test_version_names_jaxrl_and_jax_and_the_help_says_how_to_ask(capsys):
     from importlib import metadata
 

@@ -167,3 +167,33 @@ def test_wandb_refusing_to_start_is_one_line_and_the_run_resumable(capsys, tmp_p
         f"jaxrl train trpo --resume {run_dir}"
     )
     assert (run_dir / "config.json").is_file()
+
+
+def test_wandb_refusing_to_start_speaks_to_python_callers_and_to_a_sweep(
+    capsys, tmp_path, monkeypatch
+):
+    """A Python caller is told what wandb said and no command-line flag; the command line,
+    a sweep's included, names ``--logger``."""
+    import wandb
+
+    from jaxrl.runs.run_dir import RunDir
+    from jaxrl.runs.tracking import MISSING_WANDB, WandbTracker
+
+    def not_logged_in(**kwargs: object) -> None:
+        raise wandb.errors.UsageError("No API key configured.")
+
+    monkeypatch.setattr(wandb, "init", not_logged_in)
+    run_dir = RunDir.create(tmp_path / "r")
+    run_dir.config.write_text("{}")
+    with pytest.raises(TrackingError) as refused:
+        WandbTracker(run_dir)
+    assert str(refused.value) == (
+        "wandb: No API key configured (or log offline: WANDB_MODE=offline)"
+    )
+    assert "--" not in MISSING_WANDB
+    sweep = ["sweep", "trpo", *TINY, "--total-steps", "128", "--sweep", "max-kl=0.01,0.02"]
+    from jaxrl import cli
+
+    assert cli.main([*sweep, "--sweep-dir", str(tmp_path / "s"), "--logger", "wandb"]) == 2
+    last = capsys.readouterr().err.splitlines()[-1]  # after the sweep's header
+    assert last.startswith("jaxrl: error: --logger wandb: No API key configured"), last
