@@ -12,10 +12,9 @@ from typing import Any
 
 from jaxrl.cli.job import done_elsewhere, join_job, leave_job_on_failure
 from jaxrl.cli.options import PROG, option_flag
-from jaxrl.cli.parsing import command_spec, given_options, preset_in_force, rewrite_aliases
-from jaxrl.cli.train import check_options, new_config, trackers, write_fault
-from jaxrl.cli.usage import UsageError, name_flags
-from jaxrl.config.files import DamagedFile
+from jaxrl.cli.parsing import given_options, preset_in_force, rewrite_aliases
+from jaxrl.cli.train import as_usage_error, check_options, new_config, trackers, write_fault
+from jaxrl.cli.usage import UsageError
 
 
 def _resolve_sweep(args: Any, argv: list[str]) -> tuple[Any, dict[str, list[Any]], Path]:
@@ -78,12 +77,11 @@ def _study_error(error: Exception, argv: list[str]) -> UsageError:
 
     if isinstance(error, TrackingError):  # wandb could not start a run
         return UsageError(f"--logger {error}")
-    if isinstance(error, DamagedFile) or (isinstance(error, SweepError) and error.cause is None):
+    if not isinstance(error, SweepError):
+        return as_usage_error(error, argv)
+    if error.cause is None:  # names the field as --sweep/--search wrote it
         return UsageError(str(error))
-    flags = command_spec(argv, preset_in_force(argv)).options
-    if isinstance(error, SweepError):
-        return UsageError(f"{error.message}: {name_flags(str(error.cause), flags)}")
-    return UsageError(name_flags(str(error), flags))
+    return UsageError(f"{error.message}: {as_usage_error(error.cause, argv)}")
 
 
 def _study_call(

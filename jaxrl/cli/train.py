@@ -251,19 +251,22 @@ def _resolve_in_step(args: Any, argv: list[str]) -> tuple[Any, Any, bool]:
     resolved = None
     try:
         resolved = _resolve_train(args, argv)
-    except UsageError as error:
-        failure = error
-    except DamagedFile as error:  # names a file, not flags
-        failure = UsageError(str(error))
-    except (ValueError, TypeError, ModuleNotFoundError) as error:
-        # The library names Python fields (TRPO.max_kl); the user changes flags (--max-kl).
-        flags = command_spec(argv, preset_in_force(argv)).options
-        failure = UsageError(name_flags(str(error), flags))
+    except (UsageError, ValueError, TypeError, ModuleNotFoundError) as error:
+        failure = as_usage_error(error, argv)
     if not processes_agree(failure is None) or resolved is None:
         raise failure or UsageError(
             "another process of the job could not set up the run (see its error)"
         )
     return resolved
+
+
+def as_usage_error(error: Exception, argv: list[str]) -> UsageError:
+    """A run's setting that failed, as the one line the user acts on: the library names
+    Python fields (``TRPO.max_kl``), the command line's flags (``--max-kl``); a damaged file
+    names the file."""
+    if isinstance(error, UsageError | DamagedFile):
+        return UsageError(str(error))
+    return UsageError(name_flags(str(error), command_spec(argv, preset_in_force(argv)).options))
 
 
 def train(args: Any, argv: list[str]) -> int:
@@ -277,8 +280,11 @@ def train(args: Any, argv: list[str]) -> int:
     from jaxrl.training.sharding import is_primary
 
     if args.plan:
-        config, _, _ = _resolve_train(args, argv)
-        print("\n".join(plan_of(config).lines()))
+        config, _, _ = _resolve_in_step(args, argv)
+        try:
+            print("\n".join(plan_of(config).lines()))
+        except (ValueError, TypeError) as error:
+            raise as_usage_error(error, argv) from None
         return 0
     tracking = trackers(args)
     join_job(args, argv)

@@ -76,6 +76,23 @@ def check_same_shape(names: Sequence[str], arrays: Sequence[Any]) -> None:
             )
 
 
+def check_like(name: str, tree: Any, reference: str, like: Any) -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``tree`` has the tree structure of
+    ``like`` (named ``reference``) and each of its leaves the shape of ``like`` 's."""
+    structure, expected = jax.tree_util.tree_structure(tree), jax.tree_util.tree_structure(like)
+    if structure != expected:
+        raise ValueError(
+            f"{name} must have the tree structure of {reference}: {structure} vs {expected}"
+        )
+    leaves = jax.tree_util.tree_leaves(tree), jax.tree_util.tree_leaves(like)
+    for leaf, other in zip(*leaves, strict=True):
+        if np.shape(leaf) != np.shape(other):
+            raise ValueError(
+                f"{name} leaf of shape {np.shape(leaf)} does not match {reference} leaf of "
+                f"shape {np.shape(other)}"
+            )
+
+
 def check_min_rank(name: str, array: Any, rank: int) -> None:
     """Raise ``ValueError`` if ``array`` has fewer than ``rank`` dimensions or an empty
     leading (time) axis."""

@@ -14,7 +14,7 @@ from jax import lax
 from jax.flatten_util import ravel_pytree
 from optax import tree_utils as otu
 
-from jaxrl.core._checks import check_in_range
+from jaxrl.core._checks import check_in_range, check_like
 from jaxrl.core.tree import tree_select
 
 Array = jax.Array
@@ -119,6 +119,7 @@ def fisher_vector_product(
       A pytree shaped like ``params``.
     """
     check_in_range("damping", damping, 0.0, float("inf"))
+    check_like("vector", vector, "params", params)
     _, hessian_vector_product = jax.jvp(jax.grad(kl_fn), (params,), (vector,))
     return otu.tree_add_scale(hessian_vector_product, damping, vector)
 
@@ -175,7 +176,9 @@ def conjugate_gradient(
     b, unravel = ravel_pytree(b)
 
     def flat_matvec(v: Array) -> Array:
-        return ravel_pytree(matvec(unravel(v)))[0]
+        product = matvec(unravel(v))
+        check_like("matvec(v)", product, "b", tree)
+        return ravel_pytree(product)[0]
 
     x = jnp.zeros_like(b)
     rdotr = jnp.vdot(b, b)
@@ -263,6 +266,7 @@ def backtracking_line_search(
     """
     check_in_range("backtrack_coeff", backtrack_coeff, 0.0, 1.0, low_open=True)
     check_in_range("max_backtracks", max_backtracks, 0, float("inf"))
+    check_like("direction", direction, "params", params)
 
     def candidate(index: Array) -> PyTree:
         step = initial_step * jnp.power(backtrack_coeff, index)

@@ -29,6 +29,7 @@ from jaxrl.runs.checkpoints import CheckpointError, CheckpointStore
 from jaxrl.runs.metrics import best_evaluation
 from jaxrl.runs.run_dir import RunDir, RunDirError, nested_runs
 from jaxrl.runs.runner import load_run
+from jaxrl.spaces import SpaceSpec, describe_space
 
 Checkpoint = Literal["last", "best"] | int
 
@@ -84,6 +85,9 @@ class Policy:
         bounded and scaled, or the most likely discrete action; DDPG: ``mu(s)`` without
         noise). ``deterministic=False`` samples (NPG/TRPO) or adds the exploration noise
         (DDPG), with the PRNG ``key`` (default ``jax.random.key(0)``)."""
+        obs = obs if isinstance(obs, jax.Array) else np.asarray(obs)
+        if obs.dtype.kind not in "biuf":
+            raise TypeError(f"observations must be numbers, got {obs.dtype} {obs!r:.60}")
         obs = jnp.asarray(obs)
         single = obs.shape == self.observation_shape
         if not single and obs.shape[1:] != self.observation_shape:
@@ -222,7 +226,7 @@ def load(
     state, stats = loaded.state, loaded.carry.obs_stats
     if seed is not None:
         state, stats = jax.tree_util.tree_map(lambda x: x[seed], (state, stats))
-    shape = _observation_shape(config)
+    shape = _spaces(config)[0].shape
     return Policy(loaded.agent, state, stats, config, seed, step, loaded.metadata, shape)
 
 
@@ -241,19 +245,22 @@ def _check_int(name: str, value: Any, allow_none: bool = False) -> None:
         raise TypeError(f"{name} must be {expected}, got {value!r}")
 
 
-def _observation_shape(config: RunConfig) -> tuple[int, ...]:
+def _spaces(config: RunConfig) -> tuple[SpaceSpec, SpaceSpec]:
+    """The observation and action spaces of ``config`` 's environment."""
     if config.backend == "jax":
         from jaxrl.envs import make_env
 
         env, params = make_env(config.env, brax_backend=config.brax_backend)
-        return tuple(env.observation_space(params).shape)
-    from jaxrl.envs.host import make_host_env
+        spaces = env.observation_space(params), env.action_space(params)
+    else:
+        from jaxrl.envs.host import make_host_env
 
-    env = make_host_env(config.env, 1, config.seed, config.env_backend)
-    try:
-        return tuple(env.single_observation_space.shape)
-    finally:
-        env.close()
+        env = make_host_env(config.env, 1, config.seed, config.env_backend)
+        try:
+            spaces = env.single_observation_space, env.single_action_space
+        finally:
+            env.close()
+    return describe_space(spaces[0], "observation_space"), describe_space(spaces[1], "action_space")
 
 
 def evaluate_policy(
@@ -294,6 +301,13 @@ def evaluate_policy(
         from jaxrl.envs import resolve_backend
 
         config = dataclasses.replace(config, env=env, backend=resolve_backend(env))
+        ran, other = (
+            " and ".join(s.describe() for s in _spaces(c)) for c in (policy.config, config)
+        )
+        if ran != other:
+            raise ValueError(
+                f"env {env} has the spaces {other}, the policy's ({policy.config.env}) are {ran}"
+            )
     if policy.seed is not None:
         # Seed i evaluated alone as in the run's evaluation of every seed (the drivers'
         # seeding rule: seed s + i of the jitted driver, environments seeded from

@@ -292,6 +292,12 @@ def train_until(
       ``(final_states, metrics)`` as ``over_seeds(loop.train)(keys)`` returns them (seed axis
       first), cut after the period at which ``stop`` returned True.
     """
+    typed = jax.dtypes.issubdtype(jnp.result_type(keys), jax.dtypes.prng_key)
+    if np.ndim(keys) != (1 if typed else 2) or (not typed and np.shape(keys)[1] != 2):
+        raise TypeError(
+            f"train_until: keys must be one PRNG key per seed, [S] (seed_keys(seed, S)), got "
+            f"{type(keys).__name__} {list(np.shape(keys))}"
+        )
     seeds = JaxLoop(
         [loop.agent], loop.env, [loop.config], env_params=loop.env_params, keys=keys,
         seed_axis=seed_axis,

@@ -182,6 +182,9 @@ class Watch:
         progress: Callable[[dict], None] | None = None,
         single: bool = False,
     ) -> None:
+        for name, given in (("stop", stop), ("progress", progress)):
+            if given is not None and not callable(given):
+                raise TypeError(f"{name} must be a function or None, got {given!r}")
         self.loop, self.stop, self.progress, self.single = loop, stop, progress, single
         self.period, self.num_periods, self.env_steps = 0, loop.layout.num_periods, 0
         self.eval_returns = np.zeros(0)
@@ -263,4 +266,7 @@ def stop_requested(stop: Callable[[Any], Any] | None, returns: np.ndarray, singl
     gets its latest return as a float, as Tianshou's ``stop_fn`` does."""
     if stop is None:
         return False
-    return bool(stop(float(returns[0, -1]) if single else returns))
+    verdict = stop(float(returns[0, -1]) if single else returns)
+    if np.shape(verdict) != () or np.asarray(verdict).dtype != bool:
+        raise TypeError(f"stop must return one bool, got {verdict!r}")
+    return bool(verdict)

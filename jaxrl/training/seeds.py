@@ -79,13 +79,13 @@ def host_seed_keys(seeds: list[int]) -> tuple[jax.Array, jax.Array, jax.Array]:
 
 
 def resolve_seed_axis(
-    how: str, agent: Agent | None = None, env: Any = None
+    how: str, agent: Agent | None = None, env: Any = None, name: str = "seed_axis"
 ) -> Literal["vmap", "map"]:
     """``"vmap"`` or ``"map"`` for ``how`` (``"auto"`` decides from the default backend, the
     agent's :func:`jaxrl.algorithms.protocol.batches_seeds_on_cpu` and the environment's
     ``batches_seeds``; see the module docstring)."""
     if how not in SEED_AXES:
-        raise ValueError(f"seed_axis must be one of {list(SEED_AXES)}, got {how!r}")
+        raise ValueError(f"{name} must be one of {list(SEED_AXES)}, got {how!r}")
     if how != "auto":
         return how  # type: ignore[return-value]
     if jax.default_backend() != "cpu" or agent is None or getattr(env, "batches_seeds", False):
@@ -112,7 +112,7 @@ def over_seeds(
       (the same numbers as Threefry, compiled as fewer kernels); its key outputs are
       Threefry keys.
     """
-    if resolve_seed_axis(how, agent, env) == "vmap":
+    if resolve_seed_axis(how, agent, env, "over_seeds: how") == "vmap":
         return bucketed_keys(jax.vmap(fn))
 
     def one_after_another(*xs: Any) -> Any:

@@ -123,6 +123,12 @@ def test_a_new_user_loads_acts_evaluates_and_exports(
     assert not np.array_equal(every(obs)[1], batch)  # the other seed's policy
     with pytest.raises(ValueError, match=r"observations must have shape \[3\] or \[B, 3\]"):
         policy(obs[:, :2])
+    with pytest.raises(TypeError, match=r"^observations must be numbers, got <U3"):
+        policy(["0.1", "0.2", "0.3"])  # read from a text file, not converted
+    # Another environment must have the run's spaces (its actions were taken as Pendulum's).
+    spaces = r"Box\(shape \(4,\)\) and Discrete\(2\), the policy's \(Pendulum-v1\) are Box"
+    with pytest.raises(ValueError, match=rf"^env CartPole-v1 has the spaces {spaces}"):
+        evaluate_policy(policy, 1, env="CartPole-v1")
 
     # evaluate_policy: the numbers of jaxrl evaluate, every seed, and each seed alone.
     for run_dir in (pendulum, hopper_run):

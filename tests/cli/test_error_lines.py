@@ -34,6 +34,14 @@ USAGE = {
         "separated by spaces: --hidden-sizes 64 64",
     ),
     "steps": (["train", "trpo", "--total-steps", "-5"], "--total-steps must be a positive"),
+    "plan-steps": (
+        ["train", "trpo", "--num-seeds", "0", "--plan"],
+        "--num-seeds must be a positive integer, got 0",
+    ),
+    "plan-spaces": (
+        ["train", "ddpg", "--env", "CartPole-v1", "--plan"],
+        "DDPG needs a continuous Box action_space, got Discrete(2)",
+    ),
     "plugin": (["train", "trpo", "--plugin"], "--plugin needs a plug-in file or module name"),
     "resume-missing": (["train", "trpo", "--resume", "{tmp}/nope"], "does not exist"),
     "evaluate-missing": (["evaluate"], "missing RUN_DIR for jaxrl evaluate"),

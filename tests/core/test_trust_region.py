@@ -851,3 +851,36 @@ def test_conjugate_gradient_checks_the_tolerance_strictly_before_iterating(varia
     assert int(result.iterations) == 1 and float(result.residual_sq) == 0.0
     assert not bool(result.converged)
     np.testing.assert_allclose(result.x, [0.5, 0.0, 0.0], rtol=1e-6, atol=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrays that do not fit together
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_vector_unlike_the_parameters_is_named(variant):
+    """A direction, a vector or a product shaped unlike what it goes with is refused naming
+    both arrays, jitted or not (shapes are static: the check is free), where JAX spoke of a
+    broadcast deep inside."""
+    params = {"w": jnp.ones(2)}
+
+    def refused(message: str, call):
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+            variant(call)()
+
+    refused(
+        "direction leaf of shape (3,) does not match params leaf of shape (2,)",
+        lambda: backtracking_line_search(lambda p: True, params, {"w": jnp.ones(3)}, 1.0).params,
+    )
+    refused(
+        "vector leaf of shape (3,) does not match params leaf of shape (2,)",
+        lambda: fisher_vector_product(lambda p: jnp.sum(p["w"] ** 2), params, {"w": jnp.ones(3)}),
+    )
+    refused(
+        "matvec(v) leaf of shape (2,) does not match b leaf of shape (3,)",
+        lambda: conjugate_gradient(lambda v: v[:2], jnp.ones(3)).x,
+    )
+    with pytest.raises(ValueError, match=r"^direction must have the tree structure of params"):
+        variant(
+            lambda: backtracking_line_search(lambda p: True, params, [jnp.ones(2)], 1.0).params
+        )()

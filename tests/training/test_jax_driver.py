@@ -180,6 +180,16 @@ def test_configuration_errors_name_the_problem():
         train(0)
     with pytest.raises(TypeError, match=r"one seed's PRNG key .*got \w+ \[2\]; over_seeds"):
         train(jax.random.split(jax.random.key(0), 2))
+    # train_until: the keys of a batch of seeds, and a stop test that is a function (checked
+    # before anything trains) returning one bool (checked at the first evaluation).
+    loop = make_train_loop(TRPO, "Pendulum-v1", TINY)
+    keys = jax.random.split(jax.random.key(0), 2)
+    with pytest.raises(TypeError, match=r"^train_until: keys must be one PRNG key per seed, \[S\]"):
+        train_until(loop, jax.random.key(0), None)
+    with pytest.raises(TypeError, match=r"^stop must be a function or None, got 7$"):
+        train_until(loop, keys, 7)
+    with pytest.raises(TypeError, match=r"^stop must return one bool, got array\(\[False, False\]"):
+        train_until(loop, keys, lambda returns: returns.max(axis=1) > 0)
     with pytest.raises(ValueError, match="update_per_step"):
         make_train(jaxrl.DDPG(update_per_step=0.1), "Pendulum-v1", DDPG_RUN)
     with pytest.raises(ValueError, match="num_envs"):

@@ -59,7 +59,9 @@ def test_auto_maps_on_policy_seeds_on_a_cpu_and_batches_the_others(monkeypatch, 
 
 
 def test_an_unknown_way_is_refused_by_name():
-    with pytest.raises(ValueError, match=r"seed_axis must be one of \['auto', 'vmap', 'map'\]"):
+    with pytest.raises(
+        ValueError, match=r"^over_seeds: how must be one of \['auto', 'vmap', 'map'\], got 'pmap'"
+    ):
         over_seeds(lambda x: x, "pmap")
     loop = make_train_loop(WELL_CONDITIONED_TRPO, "Pendulum-v1", TINY)
     with pytest.raises(ValueError, match="seed_axis"):
