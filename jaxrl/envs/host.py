@@ -91,8 +91,14 @@ class GymnasiumVectorEnv:
                 f"env: cannot make gymnasium environment {env_id!r}: {error}"
             ) from error
         except gym.error.Error as error:
+            brax = env_id.startswith("brax:")  # gymnasium's hint would be its MuJoCo task
+            hint = (
+                "a Brax id: the jitted driver (jaxrl.training.make_train) runs it"
+                if brax
+                else error
+            )
             raise ValueError(
-                f"env: cannot make gymnasium environment {env_id!r}: {error}"
+                f"env: cannot make gymnasium environment {env_id!r}: {hint}"
             ) from error
         self.env_id, self.num_envs, self._seed = env_id, num_envs, seed
         self.single_observation_space = self._envs.single_observation_space
@@ -224,6 +230,11 @@ def make_host_env(
     env_kwargs: dict[str, Any] | None = None,
 ) -> HostVectorEnv:
     """``num_envs`` environments of ``env_id`` (environment ``j`` seeded ``seed + j``)."""
+    if not isinstance(env_id, str):
+        raise TypeError(
+            f"env_id must be a gymnasium id such as 'Hopper-v5', got {type(env_id).__name__}: the "
+            "host driver makes its own environments (env_kwargs= passes arguments to them)"
+        )
     backend = resolve_env_backend(env_id, env_backend)
     cls = EnvPoolVectorEnv if backend == "envpool" else GymnasiumVectorEnv
     return cls(env_id, num_envs, seed, env_kwargs)

@@ -260,9 +260,7 @@ def train_gymnasium(
       and per-evaluation arrays ``eval/env_steps``, ``eval/return``.
     """
     check_agent(agent)
-    if num_seeds is not None and (
-        isinstance(num_seeds, bool) or not isinstance(num_seeds, int) or num_seeds < 1
-    ):
+    if num_seeds is not None and (type(num_seeds) is not int or num_seeds < 1):
         raise ValueError(f"num_seeds must be a positive int or None, got {num_seeds!r}")
     unknown = sorted(set(shape) - set(_SHAPE_FIELDS))
     if unknown:
@@ -274,6 +272,8 @@ def train_gymnasium(
         config or TrainConfig(), **shape, seed=seed, num_seeds=num_seeds or 1,
         env_backend=env_backend,
     )  # fmt: skip
+    if initial is not None and not isinstance(initial, HostCarry):
+        raise TypeError(f"initial must be a HostCarry (progress's 'carry'), got {initial!r:.60}")
     with HostLoop(agent, env_id, settings, env_kwargs) as loop:
         carry = loop.start(loop.init() if initial is None else initial, 0)
         watch = Watch(loop, stop, progress, single=num_seeds is None)

@@ -110,6 +110,18 @@ def test_unknown_environment_id_is_a_clear_error():
         train_gymnasium(jaxrl.TRPO(), "NoSuchEnv-v0", **SMALL)
 
 
+def test_what_the_host_driver_cannot_take_is_named():
+    """An environment object (the driver makes its own), a Brax id (the jitted driver's) and
+    a start that is no :class:`HostCarry` are refused naming the argument, before training."""
+    agent = jaxrl.TRPO(hidden_sizes=(8,))
+    with pytest.raises(TypeError, match=r"^env_id must be a gymnasium id .*, got TimeLimit: "):
+        train_gymnasium(agent, gym.make("Pendulum-v1"), **SMALL)
+    with pytest.raises(ValueError, match=r"'brax:hopper': a Brax id: the jitted driver \("):
+        train_gymnasium(agent, "brax:hopper", **SMALL)
+    with pytest.raises(TypeError, match=r"^initial must be a HostCarry .*, got \{'state': 0\}$"):
+        train_gymnasium(agent, "Pendulum-v1", initial={"state": 0}, **SMALL)
+
+
 def test_ddpg_learns_only_after_its_warm_up():
     # Tianshou collects start_timesteps random steps before its first update: collections
     # inside the warm-up run no update (their stats are NaN), later ones update every step.
