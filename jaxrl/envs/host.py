@@ -340,7 +340,9 @@ def host_vector_env(env: Any) -> HostVectorEnv:
     if is_envpool(env):
         return _AdoptedEnvPool(env)
     if isinstance(env, gym.vector.VectorEnv):
-        mode = env.metadata.get("autoreset_mode")
+        # The instance's own mode: gymnasium's vector envs share one metadata dict per class,
+        # which the last one made sets for all.
+        mode = getattr(env.unwrapped, "autoreset_mode", None) or env.metadata.get("autoreset_mode")
         if mode != gym.vector.AutoresetMode.SAME_STEP:
             raise ValueError(
                 f"env: this gymnasium vector env auto-resets with autoreset_mode={mode}, but a "

@@ -278,6 +278,21 @@ def test_host_envs_without_same_step_autoreset_are_refused(mode, wrap):
     envs.close()
 
 
+@pytest.mark.parametrize("wrap", [False, True])
+def test_each_vector_env_is_judged_by_its_own_autoreset_mode(wrap):
+    """gymnasium's vector envs of one class share a metadata dict, which the last one made
+    writes its mode into: envs made with another mode afterwards must change neither the
+    verdict on a same-step env (refused) nor on a next-step one (silently accepted)."""
+    same = same_step_envs("Pendulum-v1", 2)
+    nxt = gym.make_vec("Pendulum-v1", num_envs=2, vectorization_mode="sync")  # writes NEXT_STEP
+    wrapped = gym.wrappers.vector.RecordEpisodeStatistics if wrap else (lambda env: env)
+    make_collector(AGENT, wrapped(same), 8)
+    same_step_envs("Pendulum-v1", 2).close()  # writes SAME_STEP
+    with pytest.raises(ValueError, match=r"autoreset_mode=AutoresetMode.NEXT_STEP"):
+        make_collector(AGENT, wrapped(nxt), 8)
+    same.close(), nxt.close()
+
+
 def test_wrapped_same_step_envs_and_jaxrls_own_host_envs_are_accepted():
     from jaxrl.envs import make_host_env
 
