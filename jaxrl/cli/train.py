@@ -275,6 +275,7 @@ def train(args: Any, argv: list[str]) -> int:
     from jaxrl.envs import EnvironmentError_
     from jaxrl.runs.checkpoints import CheckpointError
     from jaxrl.runs.preemption import Preemption
+    from jaxrl.runs.run_dir import RunDirError
     from jaxrl.runs.runner import train_run
     from jaxrl.runs.tracking import TrackingError
     from jaxrl.training.sharding import is_primary
@@ -315,6 +316,8 @@ def train(args: Any, argv: list[str]) -> int:
         return write_fault(error, again)
     except CheckpointError as error:  # no checkpoint of the run restores
         raise UsageError(f"--resume {run_dir.path}: {error}; train it anew") from None
+    except RunDirError as error:  # another process trains the run
+        raise UsageError(str(error)) from None
     except TrackingError as error:  # wandb could not start (not logged in, ...)
         raise UsageError(
             f"--logger {error}; the run directory stays: continue with {resume_cmd}"

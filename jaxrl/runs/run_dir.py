@@ -12,18 +12,27 @@
       checkpoints/<period>/  orbax checkpoints, the newest kept (written atomically)
       wandb_id, wandb/     with --logger wandb: the wandb run's id and wandb's files
                            (jaxrl.runs.tracking); tensorboard/ only with --logger tensorboard
+      .lock                who trains the run now (RunDir.claimed), empty between trainings
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import re
+import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
 class RunDirError(ValueError):
     """A run directory is missing, not a run, or already in use."""
+
+
+LOCK = ".lock"
+"""The file of :meth:`RunDir.claimed`: a folder that holds only it is still an empty one."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +69,36 @@ class RunDir:
     def checkpoints(self) -> Path:
         return self.path / "checkpoints"
 
+    @contextlib.contextmanager
+    def claimed(self) -> Iterator[None]:
+        """Hold the run for this process while it trains: another process that claims it
+        meanwhile (a second ``jaxrl train --resume``) gets a :class:`RunDirError` naming the
+        holder, where the two would write the same files. The claim is an advisory lock
+        (``flock``) that the system drops when the process ends, so a killed run leaves none
+        behind; without ``fcntl`` (Windows) nothing is held."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - POSIX only
+            yield
+            return
+        with open(self.path / LOCK, "a+") as file:
+            try:
+                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                file.seek(0)
+                holder = file.read().strip() or "another process"
+                raise RunDirError(
+                    f"{self.path} is being trained by {holder}: let it end, or stop it, first"
+                ) from None
+            file.truncate(0)
+            since = time.strftime("%Y-%m-%d %H:%M:%S")
+            file.write(f"process {os.getpid()} on {socket.gethostname()} since {since}")
+            file.flush()
+            try:
+                yield
+            finally:
+                file.truncate(0)
+
     @classmethod
     def create(cls, path: str | Path) -> RunDir:
         """A new run directory at ``path`` (which must not exist or be empty).
@@ -69,7 +108,7 @@ class RunDir:
             ``--resume``), or cannot be made (naming the reason: a parent that is a file, ...).
         """
         path = Path(path)
-        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        if path.exists() and (not path.is_dir() or any(f.name != LOCK for f in path.iterdir())):
             what = f"already exists; continue it with --resume {path} or"
             what = what if (path / "config.json").is_file() else "is no empty folder;"
             raise RunDirError(f"run directory {str(path)!r} {what} choose another --run-dir")

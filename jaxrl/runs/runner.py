@@ -19,6 +19,7 @@ filesystem every process reads).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import warnings
@@ -131,39 +132,41 @@ def train_run(
     agent = config.make_agent()
     if not isinstance(run_dir, RunDir):
         run_dir = _run_dir_at(Path(run_dir), resume)
-    if is_primary():
-        config.save(run_dir.config)
-    loop = make_loop(config, agent)
-    say = on_setup or (lambda line: warnings.warn(line, stacklevel=3))
-    carry, (run,), start_steps, done = _open_books(
-        loop, [config], [run_dir], resume, say, progress, tracking
-    )
-    if on_setup is not None:
-        on_setup(_setup_message(run))
-    report = None
-    if on_period is not None:
+    # One process trains a run directory at a time (a second one is refused, naming it).
+    with run_dir.claimed() if is_primary() else contextlib.nullcontext():
+        if is_primary():
+            config.save(run_dir.config)
+        loop = make_loop(config, agent)
+        say = on_setup or (lambda line: warnings.warn(line, stacklevel=3))
+        carry, (run,), start_steps, done = _open_books(
+            loop, [config], [run_dir], resume, say, progress, tracking
+        )
+        if on_setup is not None:
+            on_setup(_setup_message(run))
+        report = None
+        if on_period is not None:
 
-        def report(period: int, env_steps: int, returns: list[np.ndarray]) -> bool:
-            on_period(period, env_steps, returns[0])
-            return False
+            def report(period: int, env_steps: int, returns: list[np.ndarray]) -> bool:
+                on_period(period, env_steps, returns[0])
+                return False
 
-    try:
-        with run.progress:
-            run_periods(
-                loop,
-                [run],
-                carry,
-                start_steps,
-                done,
-                config.eval_episodes,
-                stop_after_periods,
-                stop,
-                report,
-            )
-        run.plot()
-    finally:
-        run.close()
-    return run.result()
+        try:
+            with run.progress:
+                run_periods(
+                    loop,
+                    [run],
+                    carry,
+                    start_steps,
+                    done,
+                    config.eval_episodes,
+                    stop_after_periods,
+                    stop,
+                    report,
+                )
+            run.plot()
+        finally:
+            run.close()
+        return run.result()
 
 
 def train_group(
@@ -198,27 +201,30 @@ def train_group(
     agents = [config.make_agent() for config in configs]
     loop = JaxLoop(agents, configs[0].env, configs, SeedPlacement.for_job())
     loop.placement.check(loop.num_seeds)
-    for config, run_dir in zip(configs, run_dirs, strict=True):
-        if is_primary():
-            config.save(run_dir.config)
-    say = on_setup or (lambda line: None)
-    carry, runs, start_steps, done = _open_books(
-        loop, configs, run_dirs, resume, say, False, tracking
-    )
-    if runs[0].period:
-        first = runs[0]
-        say(
-            f"resuming at period {first.period}/{first.num_periods} ({first.env_steps:,} env steps)"
+    with contextlib.ExitStack() as claims:  # each run directory, as train_run claims it
+        for config, run_dir in zip(configs, run_dirs, strict=True):
+            if is_primary():
+                claims.enter_context(run_dir.claimed())
+                config.save(run_dir.config)
+        say = on_setup or (lambda line: None)
+        carry, runs, start_steps, done = _open_books(
+            loop, configs, run_dirs, resume, say, False, tracking
         )
-    try:
-        episodes = configs[0].eval_episodes
-        run_periods(loop, runs, carry, start_steps, done, episodes, stop=stop, on_period=on_period)
-        for run in runs:
-            run.plot()
-    finally:
-        for run in runs:
-            run.close()
-    return loop
+        if runs[0].period:
+            first = runs[0]
+            where = f"{first.period}/{first.num_periods} ({first.env_steps:,} env steps)"
+            say(f"resuming at period {where}")
+        try:
+            episodes = configs[0].eval_episodes
+            run_periods(
+                loop, runs, carry, start_steps, done, episodes, stop=stop, on_period=on_period
+            )
+            for run in runs:
+                run.plot()
+        finally:
+            for run in runs:
+                run.close()
+        return loop
 
 
 def _open_books(

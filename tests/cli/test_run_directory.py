@@ -115,3 +115,28 @@ def test_plot_draws_several_runs_in_one_figure(trpo_run, jaxrl, tmp_path):
     assert read_png(output).shape[0] > 200
     single = jaxrl("plot", other).check()
     assert (other / "learning_curve.png").exists(), single.stdout
+
+
+def test_a_run_another_process_trains_is_refused_naming_it(trpo_run, jaxrl, tmp_path):
+    """One process trains a run directory at a time: a second ``--resume`` (a scheduler's
+    retry while the first still runs) is refused in one line naming the holder, before it
+    writes anything, where the two wrote the same CSV rows and checkpoints and both ended in
+    orbax's tracebacks. The claim ends with the training (and with its process)."""
+    from jaxrl.runs.run_dir import RunDir, RunDirError
+
+    copy = tmp_path / "run"
+    shutil.copytree(trpo_run[0], copy)
+    run_dir, before = RunDir(copy), (copy / "config.json").read_text()
+    with run_dir.claimed():  # as a first trainer holds it
+        held = (copy / ".lock").read_text()
+        assert held.startswith("process ") and " since " in held
+        with pytest.raises(RunDirError, match="is being trained by process"), run_dir.claimed():
+            pass
+        result = jaxrl("train", "trpo", "--resume", copy, "--total-steps", "1024")
+        assert result.returncode == 2
+        assert result.stderr.strip() == (
+            f"jaxrl: error: {copy} is being trained by {held}: let it end, or stop it, first"
+        )
+        assert (copy / "config.json").read_text() == before  # nothing rewritten
+    assert (copy / ".lock").read_text() == ""
+    jaxrl("train", "trpo", "--resume", copy, "--total-steps", "1024").check()  # free again
