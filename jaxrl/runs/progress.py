@@ -28,12 +28,9 @@ def _format_rate(rate_per_seed: float | None, num_seeds: int) -> str:
     """``"52 steps/s per seed (157 in all)"``; one seed: ``"108 steps/s"``."""
     if rate_per_seed is None:
         return "- steps/s"
-    if num_seeds == 1:
-        return f"{_format_count(rate_per_seed)} steps/s"
-    return (
-        f"{_format_count(rate_per_seed)} steps/s per seed "
-        f"({_format_count(rate_per_seed * num_seeds)} in all)"
-    )
+    in_all = _format_count(rate_per_seed * num_seeds)
+    every = f" per seed ({in_all} in all)" if num_seeds > 1 else ""
+    return f"{_format_count(rate_per_seed)} steps/s{every}"
 
 
 def _format_elapsed(seconds: float) -> str:
