@@ -271,12 +271,18 @@ def resolve_settings(base: RunConfig, grid: Mapping[str, Sequence[Any]]) -> list
     settings and hyperparameters), each checked by building its agent.
 
     Raises:
-      SweepError: a combination that is not a valid run, naming the field and the value.
+      SweepError: a field the grid cannot vary (:func:`check_field`), values that are no
+        list, or a combination that is not a valid run, naming the field and the value.
     """
+    kinds = sweepable_fields(base.algo, base.preset)
+    for name, values in grid.items():
+        check_field(name, kinds, base.algo, "grid")
+        if isinstance(values, str) or not isinstance(values, Sequence):
+            raise SweepError(f"grid {name}: give a list of values, got {values!r}")
     settings = []
     for combination in itertools.product(*grid.values()):
         values = dict(zip(grid, combination, strict=True))
-        settings.append(make_setting(base, values, _setting_name(values), "--sweep setting"))
+        settings.append(make_setting(base, values, _setting_name(values), "setting"))
     return settings
 
 

@@ -184,6 +184,8 @@ def sweep(
       SettingsFailed: with ``jobs``, a setting's process failed (its traceback is printed; the
         others finished, and the sweep resumes it).
     """
+    if not isinstance(base, RunConfig):
+        raise TypeError(f"base must be a RunConfig (jaxrl.make_config), got {base!r:.60}")
     if not grid:
         raise SweepError("the grid is empty: give at least one --sweep FIELD=VALUE,...")
     _check_jobs(jobs, base)

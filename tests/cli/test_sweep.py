@@ -132,7 +132,7 @@ def test_an_interrupted_sweep_resumes_without_retraining(jaxrl: Callable[..., Re
     [
         (["--sweep", "max-k=0.1"], "--sweep max_k: trpo has no such hyperparameter or run"),
         (["--sweep", "max-kl=abc"], "--sweep max_kl=abc: expected float"),
-        (["--sweep", "max-kl=0.01,-1"], "--sweep setting max_kl=-1.0: --max-kl must be in"),
+        (["--sweep", "max-kl=0.01,-1"], "setting max_kl=-1.0: --max-kl must be in"),
         (["--sweep", "seed=1,2"], "--sweep seed: cannot be swept (the seeds are the sweep's"),
         (["--sweep", "max-kl"], "--sweep 'max-kl': write FIELD=VALUE,VALUE,..."),
         ([], "missing --sweep FIELD=VALUE,...: the grid to train"),
@@ -333,3 +333,25 @@ def test_a_killed_setting_process_of_jobs_ends_in_one_line_and_the_sweep_continu
     for seed in ("0", "1"):  # every period once, across the kill
         periods_logged = [int(r["period"]) for r in evals if r["seed"] == seed]
         assert periods_logged == list(range(periods + 1))
+
+
+# Cost: under a second (nothing trains).
+def test_a_python_grid_is_checked_as_the_command_line_s(tmp_path):
+    """``jaxrl.studies.sweep`` called with a grid written by hand refuses what ``--sweep``
+    refuses, naming the field (and the closest names), before its directory is made: an
+    unknown field, one no sweep varies, a value that is no list, a base that is no run."""
+    from jaxrl.config.run_config import RunConfig
+    from jaxrl.studies import SweepError, sweep
+
+    base = RunConfig.from_preset("trpo", "Pendulum-v1", backend="jax", num_seeds=1)
+    cases = {
+        "max_kll": ([0.01], r"^grid max_kll: trpo has no such .*; did you mean max_kl\?$"),
+        "seed": ([1, 2], r"^grid seed: cannot be swept \(the seeds are the sweep's other axis"),
+        "max_kl": (0.01, r"^grid max_kl: give a list of values, got 0.01$"),
+    }
+    for name, (values, message) in cases.items():
+        with pytest.raises(SweepError, match=message):
+            sweep(base, {name: values}, tmp_path / name)
+        assert not (tmp_path / name).exists()
+    with pytest.raises(TypeError, match=r"^base must be a RunConfig .*got \{'algo': 'trpo'\}$"):
+        sweep({"algo": "trpo"}, {"max_kl": [0.01]}, tmp_path / "dict")
