@@ -344,14 +344,19 @@ def tune(
 def _check_request(
     base: RunConfig, space: Sequence[Dimension], trials: int, batch: int, objective_evals: int
 ) -> None:
+    if not isinstance(base, RunConfig):
+        raise TypeError(f"base must be a RunConfig (jaxrl.make_config), got {base!r:.60}")
     if several_processes():
         _check_job(base)
     if not space:
         raise TuneError("the search space is empty: give at least one --search FIELD=...")
+    if not all(isinstance(dimension, Dimension) for dimension in space):
+        raise TypeError(f"space must be parse_search(algo, preset, specs)'s, got {space!r:.60}")
     counts = (("--trials", trials), ("--batch", batch), ("--objective-evals", objective_evals))
     for name, value in counts:
-        if value < 1:
-            raise TuneError(f"{name} must be a positive integer, got {value}")
+        whole = isinstance(value, int | np.integer) and not isinstance(value, bool)
+        if not whole or value < 1:
+            raise TuneError(f"{name} must be a positive integer, got {value!r}")
 
 
 def _run_batches(

@@ -351,3 +351,21 @@ def test_a_dead_workers_host_trial_is_resumed_from_its_checkpoint(jaxrl, tmp_pat
     for seed in (0, 1):
         np.testing.assert_array_equal(evals["period"][evals["seed"] == seed], np.arange(5))
     assert sorted(study.trials[0].intermediate_values) == [1, 2, 3, 4]
+
+
+# Cost: under a second (nothing trains).
+def test_a_python_call_names_its_arguments(tmp_path):
+    """``jaxrl.studies.tune`` refuses a count that is no whole number (it compared a float),
+    a base that is no run and a space that is not ``parse_search`` 's, naming them."""
+    import jaxrl
+    from jaxrl.studies import TuneError, parse_search, tune
+
+    base = jaxrl.make_config("trpo", "Pendulum-v1")
+    space = parse_search("trpo", "default", ["max-kl=0.001:0.1:log"])
+    with pytest.raises(TuneError, match=r"^--batch must be a positive integer, got 2\.5$"):
+        tune(base, space, tmp_path / "t", batch=2.5)
+    with pytest.raises(TypeError, match=r"^base must be a RunConfig .*got \{'algo': 'trpo'\}$"):
+        tune({"algo": "trpo"}, space, tmp_path / "t")
+    with pytest.raises(TypeError, match=r"^space must be parse_search\(algo, preset, specs\)'s"):
+        tune(base, ["max-kl=0.001:0.1"], tmp_path / "t")
+    assert not (tmp_path / "t").exists()
