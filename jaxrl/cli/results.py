@@ -180,6 +180,13 @@ def _evaluated_policy(run_dir: Any, env_steps: int | None, best: bool) -> str:
 def _check_run_dirs(run_dirs: tuple[str, ...], command: str, least: int = 1) -> None:
     from jaxrl.runs.run_dir import RunDir, nested_runs
 
+    seen: dict[Path, str] = {}
+    for run_dir in run_dirs:
+        key = Path(run_dir).resolve()
+        if key in seen:  # one run drawn twice, compared with itself
+            again = "" if seen[key] == run_dir else f" (as {seen[key]!r} before)"
+            raise UsageError(f"run directory {run_dir!r} is given twice{again}")
+        seen[key] = run_dir
     for run_dir in run_dirs:
         if not RunDir(Path(run_dir)).evals_csv.is_file():
             problem = "does not exist" if not Path(run_dir).exists() else "has no evals.csv"

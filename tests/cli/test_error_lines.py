@@ -12,6 +12,7 @@ and the command that resumes the run."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -48,6 +49,7 @@ USAGE = {
     "evaluate-episodes": (["evaluate", "{tmp}", "--episodes", "0"], "--episodes must be"),
     "plot-none": (["plot"], "jaxrl plot needs at least one RUN_DIR"),
     "compare-none": (["compare"], "jaxrl compare needs at least 2 RUN_DIRs"),
+    "compare-twice": (["compare", "a", "./a/"], "run directory './a/' is given twice (as 'a'"),
     "preset-file": (["train", "trpo", "--preset-file", "{tmp}/nope.json"], "cannot read"),
 }
 SWEEP = ["sweep", "trpo", *SMALL, "--sweep-dir", "{tmp}/s"]
@@ -141,8 +143,11 @@ DAMAGED = {
         "line 3: expected 5 columns, got 2",
     ),
     "evals-compare": (
-        ["compare", "{tmp}/run", "{tmp}/run"],
-        lambda tmp: _run_dir(tmp, "{}", EVALS.replace("-1200.5", "x1")),
+        ["compare", "{tmp}/run", "{tmp}/copy"],
+        lambda tmp: (
+            _run_dir(tmp, "{}", EVALS.replace("-1200.5", "x1"))
+            or shutil.copytree(tmp / "run", tmp / "copy")
+        ),
         "run/evals.csv",
         "line 2: 'x1' is not a number",
     ),
