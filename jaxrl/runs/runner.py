@@ -143,13 +143,7 @@ def train_run(
         )
         if on_setup is not None:
             on_setup(_setup_message(run))
-        report = None
-        if on_period is not None:
-
-            def report(period: int, env_steps: int, returns: list[np.ndarray]) -> bool:
-                on_period(period, env_steps, returns[0])
-                return False
-
+        report = _one_setting(on_period)
         try:
             with run.progress:
                 run_periods(
@@ -167,6 +161,21 @@ def train_run(
         finally:
             run.close()
         return run.result()
+
+
+def _one_setting(
+    on_period: Callable[[int, int, np.ndarray], None] | None,
+) -> Callable[[int, int, list[np.ndarray]], bool] | None:
+    """A run's ``on_period`` as :func:`run_periods` reports to it: the returns of its one
+    setting, and never a stop."""
+    if on_period is None:
+        return None
+
+    def report(period: int, env_steps: int, returns: list[np.ndarray]) -> bool:
+        on_period(period, env_steps, returns[0])
+        return False
+
+    return report
 
 
 def train_group(

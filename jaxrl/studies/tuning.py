@@ -56,7 +56,7 @@ from jaxrl.studies.tuning_study import (
     this_worker,
     trial_counts,
 )
-from jaxrl.training.sharding import several_processes
+from jaxrl.training.sharding import SeedPlacement, several_processes
 
 TUNE_SEED = 1000
 """The first search seed of ``jaxrl tune`` (``jaxrl train``'s first seed is 0)."""
@@ -346,8 +346,13 @@ def _check_request(
 ) -> None:
     if not isinstance(base, RunConfig):
         raise TypeError(f"base must be a RunConfig (jaxrl.make_config), got {base!r:.60}")
-    if several_processes():
-        _check_job(base)
+    if several_processes():  # a JAX environment, its seeds split evenly over the devices
+        if base.backend != "jax":
+            raise TuneError(
+                f"a study on a host environment ({base.env}) runs in one process: run more "
+                "tune workers on the same --storage instead of several processes"
+            )
+        SeedPlacement.for_job().check(base.num_seeds)
     if not space:
         raise TuneError("the search space is empty: give at least one --search FIELD=...")
     if not all(isinstance(dimension, Dimension) for dimension in space):
@@ -420,19 +425,6 @@ def _begin(
         # another worker may have, just now; the report names it as the base run's values
         study.enqueue_trial(values, user_attrs={"base": True}, skip_if_exists=True)
     return False
-
-
-def _check_job(base: RunConfig) -> None:
-    """In a job of several processes: a JAX environment, and search seeds that split evenly
-    over the job's devices."""
-    from jaxrl.training.sharding import SeedPlacement
-
-    if base.backend != "jax":
-        raise TuneError(
-            f"a study on a host environment ({base.env}) runs in one process: run more tune "
-            "workers on the same --storage instead of several processes"
-        )
-    SeedPlacement.for_job().check(base.num_seeds)
 
 
 def _open_in_step(open_study: Callable[[], Any]) -> Any:
