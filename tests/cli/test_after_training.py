@@ -392,7 +392,9 @@ def test_export_errors_are_one_line(trpo_run, jaxrl, tmp_path):
         assert expected in line, line
 
 
-def test_an_output_the_system_refuses_or_no_image_is_one_line(trpo_run, jaxrl, tmp_path):
+def test_an_output_the_system_refuses_or_no_image_is_one_line(
+    trpo_run, jaxrl, tmp_path, tmp_path_factory
+):
     """An output path through a file, or a folder given for a file: one line naming the path
     and the reason, exit status 1, nothing written; an image name matplotlib has no format
     for: a usage error (exit status 2) before anything is drawn."""
@@ -411,9 +413,11 @@ def test_an_output_the_system_refuses_or_no_image_is_one_line(trpo_run, jaxrl, t
         (line,) = result.stderr.strip().splitlines()
         assert line.startswith("jaxrl: error: ") and expected in line, line
     assert sorted(tmp_path.iterdir()) == [in_file]
+    other = tmp_path_factory.mktemp("other") / "run"  # compare takes two runs
+    shutil.copytree(run_dir, other)
     images = [
         (["plot", run_dir, "--output", tmp_path / "c.txt"], "--output"),
-        (["compare", run_dir, run_dir, "--profile", tmp_path / "profile"], "--profile"),
+        (["compare", run_dir, other, "--profile", tmp_path / "profile"], "--profile"),
     ]
     for argv, flag in images:
         line = single_error_line(jaxrl(*argv))
