@@ -75,7 +75,8 @@ class RunDir:
         meanwhile (a second ``jaxrl train --resume``) gets a :class:`RunDirError` naming the
         holder, where the two would write the same files. The claim is an advisory lock
         (``flock``) that the system drops when the process ends, so a killed run leaves none
-        behind; without ``fcntl`` (Windows) nothing is held."""
+        behind; without ``fcntl`` (Windows) or on a filesystem that keeps no locks, nothing
+        is held."""
         try:
             import fcntl
         except ImportError:  # pragma: no cover - POSIX only
@@ -90,6 +91,8 @@ class RunDir:
                 raise RunDirError(
                     f"{self.path} is being trained by {holder}: let it end, or stop it, first"
                 ) from None
+            except OSError:  # a filesystem that keeps no locks (ENOLCK): trained unclaimed
+                pass
             file.truncate(0)
             since = time.strftime("%Y-%m-%d %H:%M:%S")
             file.write(f"process {os.getpid()} on {socket.gethostname()} since {since}")

@@ -140,3 +140,20 @@ def test_a_run_another_process_trains_is_refused_naming_it(trpo_run, jaxrl, tmp_
         assert (copy / "config.json").read_text() == before  # nothing rewritten
     assert (copy / ".lock").read_text() == ""
     jaxrl("train", "trpo", "--resume", copy, "--total-steps", "1024").check()  # free again
+
+
+def test_a_filesystem_without_locks_trains_unclaimed(tmp_path, monkeypatch):
+    """Where ``flock`` fails for want of locks (ENOLCK: some network filesystems), a run
+    trains as it did before claims: unheld, not refused."""
+    import errno
+    import fcntl
+
+    from jaxrl.runs.run_dir import RunDir
+
+    def no_locks(*args: object) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    run_dir = RunDir.create(tmp_path / "r")
+    with run_dir.claimed(), run_dir.claimed():  # neither holds it, neither refuses
+        assert (tmp_path / "r" / ".lock").read_text().startswith("process ")
