@@ -278,6 +278,13 @@ class RunConfig(RunSettings):
         return cls(**kwargs)
 
 
+def check_base(base: Any) -> None:
+    """``TypeError`` unless a study's ``base`` run (a sweep's, a tune's) is a
+    :class:`RunConfig`."""
+    if not isinstance(base, RunConfig):
+        raise TypeError(f"base must be a RunConfig (jaxrl.make_config), got {base!r:.60}")
+
+
 @dataclasses.dataclass(frozen=True)
 class PresetFile:
     """A preset file (``jaxrl tune`` writes the best trial's as ``best.json``): a named preset

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from jaxrl.config.files import read_json, write_text
-from jaxrl.config.run_config import RunConfig
+from jaxrl.config.run_config import RunConfig, check_base
 from jaxrl.runs.progress import group_progress, update_group
 from jaxrl.runs.run_dir import RunDir
 from jaxrl.runs.tracking import DEFAULT_TRACKING, Tracking
@@ -184,8 +184,7 @@ def sweep(
       SettingsFailed: with ``jobs``, a setting's process failed (its traceback is printed; the
         others finished, and the sweep resumes it).
     """
-    if not isinstance(base, RunConfig):
-        raise TypeError(f"base must be a RunConfig (jaxrl.make_config), got {base!r:.60}")
+    check_base(base)
     if not grid:
         raise SweepError("the grid is empty: give at least one --sweep FIELD=VALUE,...")
     _check_jobs(jobs, base)

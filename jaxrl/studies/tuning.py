@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxrl.config.run_config import RunConfig
+from jaxrl.config.run_config import RunConfig, check_base
 from jaxrl.runs.metrics import read_csv
 from jaxrl.runs.run_dir import RunDir
 from jaxrl.runs.tracking import DEFAULT_TRACKING, Tracking
@@ -344,8 +344,7 @@ def tune(
 def _check_request(
     base: RunConfig, space: Sequence[Dimension], trials: int, batch: int, objective_evals: int
 ) -> None:
-    if not isinstance(base, RunConfig):
-        raise TypeError(f"base must be a RunConfig (jaxrl.make_config), got {base!r:.60}")
+    check_base(base)
     if several_processes():  # a JAX environment, its seeds split evenly over the devices
         if base.backend != "jax":
             raise TuneError(
