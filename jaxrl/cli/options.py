@@ -67,9 +67,12 @@ class ExportCommand:
 
     run_dir: Annotated[str, tyro.conf.Positional, arg("the run directory", metavar="RUN_DIR")]
     format: Annotated[
-        Literal["onnx", "jax"],
-        arg("onnx (pip install 'jaxrl[export]') or jax (jax.export's serialized program)"),
-    ] = "onnx"
+        Literal["onnx", "jax"] | None,
+        arg(
+            "onnx (pip install 'jaxrl[export]') or jax (jax.export's serialized program); "
+            "None: the one --out's suffix names (.onnx or .jax), onnx without --out"
+        ),
+    ] = None
     out: Annotated[
         str | None, arg("the file to write; None: RUN_DIR/policy.onnx or RUN_DIR/policy.jax")
     ] = None

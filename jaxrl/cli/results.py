@@ -81,16 +81,22 @@ def evaluate(args: EvaluateCommand) -> int:
 
 def export(args: ExportCommand) -> int:
     from jaxrl.runs.checkpoints import CheckpointError
-    from jaxrl.runs.export import SUFFIXES, export_policy
+    from jaxrl.runs.export import SUFFIXES, export_format, export_policy
     from jaxrl.runs.jaxpr_onnx import UnsupportedPrimitive
     from jaxrl.runs.policy import load
     from jaxrl.runs.run_dir import RunDirError
 
     checkpoint = _checkpoint(args.checkpoint)
-    out = Path(args.out) if args.out else Path(args.run_dir) / f"policy{SUFFIXES[args.format]}"
+    out = Path(args.out or Path(args.run_dir) / f"policy{SUFFIXES[args.format or 'onnx']}")
+    try:  # a folder is refused as a path when written to
+        written = args.format or "onnx" if out.is_dir() else export_format(out, args.format)
+    except ValueError as error:
+        if args.format is None:
+            raise UsageError(f"--out {out}: name a .onnx or .jax file, or give --format") from None
+        raise UsageError(f"--format {args.format} with --out {error}") from None
     try:
         policy = load(args.run_dir, seed=args.seed_index, checkpoint=checkpoint)
-        path = export_policy(policy, out, args.format)
+        path = export_policy(policy, out, written)
     except (RunDirError, CheckpointError, UnsupportedPrimitive, ImportError) as error:
         raise UsageError(str(error)) from None
     except ValueError as error:
@@ -100,7 +106,7 @@ def export(args: ExportCommand) -> int:
     print(
         f"{config.algo.upper()} on {config.env}: seed {args.seed_index}'s policy of checkpoint "
         f"{policy.step} ({policy.metadata.get('env_steps') or 0:,} env steps) written to {path} "
-        f"({args.format}; obs [{batch}] float32 -> action)"
+        f"({written}; obs [{batch}] float32 -> action)"
     )
     return 0
 

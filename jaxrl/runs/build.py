@@ -7,6 +7,7 @@ algorithm, environment and preset (:func:`jaxrl.make_config`), its agent
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from typing import Any
 
 from jaxrl.algorithms.protocol import Agent
@@ -77,7 +78,6 @@ def make_config(
     from jaxrl.config.run_config import run_defaults
     from jaxrl.config.settings import DEFAULT_NUM_SEEDS
     from jaxrl.config.spellings import command_line_options
-    from jaxrl.config.spellings import hyperparameters as preset_hyperparameters
     from jaxrl.envs import resolve_backend, resolve_env_backend
     from jaxrl.envs.brax_env import DEFAULT_BRAX_BACKEND, is_brax_id
 
@@ -112,17 +112,32 @@ def make_config(
     )
     if is_brax_id(env):
         settings["brax_backend"] = settings["brax_backend"] or DEFAULT_BRAX_BACKEND
-    hyper = {spec.name: spec.default for spec in preset_hyperparameters(algo, preset, env)}
-    unknown = set(hyperparameters or {}) - set(hyper)
+    hyper = _hyperparameters(algo, preset, env, hyperparameters)
+    return RunConfig(
+        algo=algo, env=env, backend=backend, hyperparameters=hyper, preset=preset, **settings
+    )
+
+
+def _hyperparameters(
+    algo: str, preset: str, env: str, given: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The preset's hyperparameters of ``algo`` on ``env``, ``given`` over them; a ``given``
+    that is no dict, or names a field ``algo`` lacks, is refused naming it."""
+    from jaxrl.config.spellings import hyperparameters
+
+    hyper = {spec.name: spec.default for spec in hyperparameters(algo, preset, env)}
+    if not isinstance(given, Mapping | None):
+        raise TypeError(
+            "hyperparameters must be a dict of field name -> value ({'max_kl': 0.02}), got "
+            f"{type(given).__name__} {given!r:.60}"
+        )
+    unknown = set(given or {}) - set(hyper)
     if unknown:
         raise TypeError(
             f"make_config() got {_unknown(f'{algo} hyperparameter', unknown, hyper)} "
             f"({algo} has {', '.join(sorted(hyper))})"
         )
-    hyper.update(hyperparameters or {})
-    return RunConfig(
-        algo=algo, env=env, backend=backend, hyperparameters=hyper, preset=preset, **settings
-    )
+    return {**hyper, **(given or {})}
 
 
 def _unknown(kind: str, names: set[str], known: Any) -> str:

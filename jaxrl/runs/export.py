@@ -56,13 +56,28 @@ def export_onnx(policy: Policy) -> bytes:
     return model.SerializeToString()
 
 
+def export_format(path: str | Path, format: Format | None = None) -> Format:
+    """The format a policy written to ``path`` takes: ``format``, or without it the one
+    ``path`` 's suffix names (``.onnx`` or ``.jax``). ``ValueError`` naming the path where
+    neither says one, or where the suffix names the other format."""
+    named = {suffix: name for name, suffix in SUFFIXES.items()}.get(Path(path).suffix)
+    if format is None and named is None:
+        raise ValueError(f"{path}: name a .onnx or .jax file, or give the format (onnx or jax)")
+    if format is not None and format not in SUFFIXES:
+        raise ValueError(f"format must be 'jax' or 'onnx', got {format!r}")
+    if format is not None and named not in (None, format):
+        raise ValueError(f"{path}: its suffix names {named}, not {format}")
+    return format or named
+
+
 def export_policy(policy: Policy, path: str | Path, format: Format | None = None) -> Path:
     """Write ``policy`` (one seed's: :func:`jaxrl.runs.policy.load` with ``seed=i``) to
     ``path`` as ``format`` (default: from the suffix, ``.onnx`` or ``.jax``). Returns the path.
 
     Raises:
       TypeError: ``policy`` is no :class:`~jaxrl.runs.policy.Policy`.
-      ValueError: an unknown format, or a policy of every seed.
+      ValueError: an unknown format, a path whose suffix names no format (without
+        ``format``) or the other one, or a policy of every seed.
       jaxrl.runs.jaxpr_onnx.UnsupportedPrimitive: ONNX of a policy using a primitive the
         converter does not translate.
       ImportError: ONNX without the ``onnx`` package.
@@ -73,10 +88,7 @@ def export_policy(policy: Policy, path: str | Path, format: Format | None = None
             f"{type(policy).__name__} {policy!r:.80}"
         )
     path = Path(path)
-    if format is None:
-        format = "onnx" if path.suffix == ".onnx" else "jax"
-    if format not in SUFFIXES:
-        raise ValueError(f"format must be 'jax' or 'onnx', got {format!r}")
+    format = export_format(path, format)
     data = export_onnx(policy) if format == "onnx" else export_jax(policy)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.config.run_config import RunConfig
+from jaxrl.core._checks import check_key
 from jaxrl.core.normalization import RunningMeanStd, normalize_observations
 from jaxrl.runs.bookkeeping import checkpoint_env_steps
 from jaxrl.runs.build import make_loop
@@ -84,7 +85,8 @@ class Policy:
         ``deterministic`` (default): the policy's mode (NPG/TRPO: the distribution's mean,
         bounded and scaled, or the most likely discrete action; DDPG: ``mu(s)`` without
         noise). ``deterministic=False`` samples (NPG/TRPO) or adds the exploration noise
-        (DDPG), with the PRNG ``key`` (default ``jax.random.key(0)``)."""
+        (DDPG) with the PRNG ``key``, which it then needs: a new key for each call, as JAX
+        draws the same numbers from the same key."""
         obs = obs if isinstance(obs, jax.Array) else np.asarray(obs)
         if obs.dtype.kind not in "biuf":
             raise TypeError(f"observations must be numbers, got {obs.dtype} {obs!r:.60}")
@@ -95,6 +97,13 @@ class Policy:
                 f"observations must have shape {list(self.observation_shape)} or [B, "
                 f"{', '.join(map(str, self.observation_shape))}] ({self.config.env}), got "
                 f"{list(obs.shape)}"
+            )
+        if key is not None:
+            check_key("Policy.act: key", key)
+        elif not deterministic:
+            raise TypeError(
+                "Policy.act(deterministic=False) samples: give it key=, a new PRNG key each "
+                "call (jax.random.key(seed), then jax.random.split)"
             )
         key = jax.random.key(0) if key is None else key
         batch = obs[None] if single else obs

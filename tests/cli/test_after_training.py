@@ -125,6 +125,14 @@ def test_a_new_user_loads_acts_evaluates_and_exports(
         policy(obs[:, :2])
     with pytest.raises(TypeError, match=r"^observations must be numbers, got <U3"):
         policy(["0.1", "0.2", "0.3"])  # read from a text file, not converted
+    # Sampling takes a key each call: a default one would draw the same sample every call.
+    with pytest.raises(TypeError, match=r"deterministic=False\) samples: give it key="):
+        policy.act(obs, deterministic=False)
+    with pytest.raises(TypeError, match=r"^Policy.act: key must be a PRNG key .*got int 0"):
+        policy.act(obs, deterministic=False, key=0)
+    keys = jax.random.split(jax.random.key(0))
+    samples = [policy.act(obs, deterministic=False, key=key) for key in keys]
+    assert not np.array_equal(*samples) and not np.array_equal(samples[0], batch)
     # Another environment must have the run's spaces (its actions were taken as Pendulum's).
     spaces = r"Box\(shape \(4,\)\) and Discrete\(2\), the policy's \(Pendulum-v1\) are Box"
     with pytest.raises(ValueError, match=rf"^env CartPole-v1 has the spaces {spaces}"):
@@ -151,7 +159,7 @@ def test_a_new_user_loads_acts_evaluates_and_exports(
     onnx_file, jax_file = tmp_path / "hopper.onnx", tmp_path / "hopper.jax"
     said = jaxrl("export", hopper_run, "--seed-index", "1", "--out", onnx_file).check().stdout
     assert str(onnx_file) in said and "obs [batch, 11]" in said
-    jaxrl("export", hopper_run, "--seed-index", "1", "--format", "jax", "--out", jax_file).check()
+    jaxrl("export", hopper_run, "--seed-index", "1", "--out", jax_file).check()  # by the suffix
     jaxrl("export", pendulum, "--format", "jax").check()  # RUN_DIR/policy.jax by default
     got = _outside_jaxrl(
         [(onnx_file, obs), (jax_file, obs), (pendulum / "policy.jax", obs[:4, :3])], tmp_path
@@ -181,6 +189,8 @@ def test_make_config_is_the_run_the_command_trains(trpo_run, hopper_run):
     assert agent == config.make_agent() and agent != NPG()
     with pytest.raises(TypeError, match="unknown trpo hyperparameter max_kll; did you mean max_kl"):
         make_config("trpo", "Pendulum-v1", hyperparameters={"max_kll": 0.1})
+    with pytest.raises(TypeError, match=r"hyperparameters must be a dict .* got list \[\('max_kl'"):
+        make_agent("trpo", "Pendulum-v1", hyperparameters=[("max_kl", 0.1)])
     with pytest.raises(TypeError, match="unknown run setting total_step; did you mean total_steps"):
         make_config("trpo", "Pendulum-v1", total_step=512)
     # Checked before a default replaces them (0 seeds is not "the default number").
@@ -386,10 +396,22 @@ def test_export_errors_are_one_line(trpo_run, jaxrl, tmp_path):
         ),
         ([tmp_path / "sweep"], "holds 1 run (a sweep or a tune): load one of them, runs"),
         ([tmp_path / "none"], "does not exist"),
+        # A file's suffix names its format, or --format does; never the other one.
+        ([run_dir, "--out", "p.xyz"], "--out p.xyz: name a .onnx or .jax file, or give --format"),
+        (
+            [run_dir, "--format", "onnx", "--out", "p.jax"],
+            "--format onnx with --out p.jax: its suffix names jax, not onnx",
+        ),
     ]
     for args, expected in cases:
-        line = single_error_line(jaxrl("export", *args))
+        line = single_error_line(jaxrl("export", *args, cwd=tmp_path))
         assert expected in line, line
+    assert not (tmp_path / "p.xyz").exists() and not (tmp_path / "p.jax").exists()
+    policy = load(run_dir)
+    with pytest.raises(ValueError, match=r"p.xyz: name a .onnx or .jax file, or give the format"):
+        export_policy(policy, tmp_path / "p.xyz")
+    with pytest.raises(ValueError, match=r"p.onnx: its suffix names onnx, not jax"):
+        export_policy(policy, tmp_path / "p.onnx", "jax")
 
 
 def test_an_output_the_system_refuses_or_no_image_is_one_line(
