@@ -110,6 +110,10 @@ def _whole_number(value: str) -> int | None:
     return int(number) if math.isfinite(number) and number == int(number) else None
 
 
+# What a switch's value is written as elsewhere (``--action-scaling false``).
+_SWITCH_WORDS = {"true", "false", "yes", "no", "on", "off", "1", "0"}
+
+
 def _lookup(spec: CommandSpec, option: str) -> tuple[str, Any] | None:
     """``(flag, type)`` of ``option`` (``--no-x`` is the switch ``--x``), None if unknown."""
     if option in spec.options:
@@ -145,6 +149,10 @@ def explain(spec: CommandSpec, tokens: list[str]) -> str:
             return f"unknown {what} {option} for {spec.name}{hint} {see}"
         flag, kind = found
         if kind is bool:
+            value = inline if equals else tokens[index] if index < len(tokens) else ""
+            if equals or value.lower() in _SWITCH_WORDS:
+                written = token if equals else f"{option} {value}"
+                return f"{flag} is a switch: write {flag} or --no-{flag[2:]}, not {written}"
             continue
         if equals:
             values = [inline]

@@ -68,6 +68,18 @@ EVALUATE = CommandSpec(
             "separated by spaces: --hidden-sizes 64 64",
         ),
         (SPEC, ["--no-return-scaling", "--gamma"], "--gamma expects a value"),
+        (
+            SPEC,
+            ["--return-scaling", "False"],
+            "--return-scaling is a switch: write --return-scaling or --no-return-scaling, "
+            "not --return-scaling False",
+        ),
+        (
+            SPEC,
+            ["--no-return-scaling=1"],
+            "--return-scaling is a switch: write --return-scaling or --no-return-scaling, "
+            "not --no-return-scaling=1",
+        ),
         (SPEC, ["--hidden-sizes", "--gamma", "0.9"], "--hidden-sizes expects a value"),
         (
             SPEC,
