@@ -44,6 +44,8 @@ def check_time_major(
 
     Raises ``TypeError``/``ValueError`` naming the offending field and what was expected.
     """
+    if isinstance(rollout, dict):
+        raise TypeError("rollout must be a jaxrl.Rollout, got a dict: jaxrl.Rollout(**rollout)")
     if not isinstance(rollout, Rollout):
         missing = [f for f in Rollout._fields if not hasattr(rollout, f)]
         if missing:

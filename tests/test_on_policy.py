@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+
 import gymnasium
 import gymnax
 import jax
@@ -246,8 +248,12 @@ def test_bad_rollouts_are_refused_with_the_field_name(compiled):
         agent.update(
             state, rollout._replace(action=rollout.action.astype(jnp.int32)), jax.random.key(0)
         )
-    with pytest.raises(TypeError, match="missing"):
-        agent.update(state, {"obs": rollout.obs}, jax.random.key(0))
+    with pytest.raises(TypeError, match=r"got a dict: jaxrl.Rollout\(\*\*rollout\)"):
+        agent.update(state, rollout._asdict(), jax.random.key(0))
+    partial = collections.namedtuple("Partial", ["obs", "action"])(rollout.obs, rollout.action)
+    missing = r"missing field\(s\) \['reward', 'terminated', 'truncated', 'next_obs'\]"
+    with pytest.raises(TypeError, match=missing):
+        agent.update(state, partial, jax.random.key(0))
 
 
 def test_a_rollout_error_names_the_field_that_differs_from_the_others(compiled):
