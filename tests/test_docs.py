@@ -154,6 +154,10 @@ def test_the_site_builds_without_a_warning(tmp_path):
     # update are NaturalGradient's).
     npg = (tmp_path / "html" / "api" / "generated" / "jaxrl.NPG.html").read_text()
     assert 'id="jaxrl.NPG.init"' in npg and 'id="jaxrl.NPG.update"' in npg
+    # A page's sidebar expands its own branch (docs/conf.py): the home page lists no API
+    # page, an API page its section's.
+    assert 'href="api/generated/' not in (tmp_path / "html" / "index.html").read_text()
+    assert 'href="jaxrl.TRPO.html"' in npg
 
 
 def test_no_build_output_is_committed():
