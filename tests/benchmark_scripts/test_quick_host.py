@@ -63,9 +63,11 @@ def test_mujoco_table_resumes_after_a_kill(tmp_path, run_quick, quick_env):
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     jobs = min(cpus, 2)
     results = tmp_path / "mujoco_table.jsonl"
+    # The budget of the tests below (3 periods of 1,024 env steps): their programs are one.
+    budget = ["--total-steps", "3072"]
     command = [sys.executable, str(BENCH / "mujoco_table.py"), "--quick", "--out", str(tmp_path)]
     process = subprocess.Popen(
-        [*command, "--jobs", str(jobs)],
+        [*command, *budget, "--jobs", str(jobs)],
         cwd=ROOT,
         env={**quick_env, **optimized_programs()},
         stdout=subprocess.PIPE,
@@ -101,7 +103,7 @@ def test_mujoco_table_resumes_after_a_kill(tmp_path, run_quick, quick_env):
             time.sleep(0.2)
         assert not any(_alive(pid) for pid in children), "a group's process outlived the table"
 
-    output = _table(run_quick, tmp_path, "--stop-after-periods", "1")
+    output = _table(run_quick, tmp_path, *budget, "--stop-after-periods", "1")
     assert "1 groups to train" in output  # the finished seeds are not trained again
     assert "stopped at 1,024 env steps (resumable)" in output
     assert "resumes from 1,024 env steps" in output  # said under "Remaining"
@@ -109,13 +111,13 @@ def test_mujoco_table_resumes_after_a_kill(tmp_path, run_quick, quick_env):
     runs = tmp_path / "mujoco_table_runs"
     assert [p.name.split("-seeds-")[0] for p in runs.iterdir()] == [f"{killed}-{groups[killed]}"]
 
-    output = _table(run_quick, tmp_path)
+    output = _table(run_quick, tmp_path, *budget)
     assert f"resuming {killed} {groups[killed]} seeds [0, 1] from 1,024 env steps" in output
     rows = _rows(results)
     assert rows[:2] == first  # finished rows unchanged
     assert sorted((r["algo"], r["seed"]) for r in rows[2:]) == [(killed, 0), (killed, 1)]
     for row in rows[2:]:  # the evaluations before and after the stop, in one row
-        assert row["eval_env_steps"] == [1024, 2048] and row["resumed_at_env_steps"] == 1024
+        assert row["eval_env_steps"] == [1024, 2048, 3072] and row["resumed_at_env_steps"] == 1024
     assert not any(runs.iterdir())  # the recorded group's run directory is gone
     assert "Every cell asked for is complete." in output
     assert all(row["machine"]["process_cpus"] == cpus for row in rows[2:])
