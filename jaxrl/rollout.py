@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
@@ -44,12 +45,13 @@ def check_time_major(
 
     Raises ``TypeError``/``ValueError`` naming the offending field and what was expected.
     """
-    if isinstance(rollout, dict):
-        raise TypeError("rollout must be a jaxrl.Rollout, got a dict: jaxrl.Rollout(**rollout)")
     if not isinstance(rollout, Rollout):
-        missing = [f for f in Rollout._fields if not hasattr(rollout, f)]
+        has = rollout.__contains__ if isinstance(rollout, dict) else partial(hasattr, rollout)
+        missing = [f for f in Rollout._fields if not has(f)]
         if missing:
             raise TypeError(f"rollout is missing field(s) {missing}; expected a jaxrl.Rollout")
+        if isinstance(rollout, dict):
+            raise TypeError("rollout must be a jaxrl.Rollout, got a dict: jaxrl.Rollout(**rollout)")
         rollout = Rollout(*(getattr(rollout, f) for f in Rollout._fields))
     reward_shape = np.shape(rollout.reward)
     if len(reward_shape) != 2:

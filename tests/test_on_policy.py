@@ -252,8 +252,9 @@ def test_bad_rollouts_are_refused_with_the_field_name(compiled):
         agent.update(state, rollout._asdict(), jax.random.key(0))
     partial = collections.namedtuple("Partial", ["obs", "action"])(rollout.obs, rollout.action)
     missing = r"missing field\(s\) \['reward', 'terminated', 'truncated', 'next_obs'\]"
-    with pytest.raises(TypeError, match=missing):
-        agent.update(state, partial, jax.random.key(0))
+    for incomplete in (partial, partial._asdict()):
+        with pytest.raises(TypeError, match=missing):
+            agent.update(state, incomplete, jax.random.key(0))
 
 
 def test_a_rollout_error_names_the_field_that_differs_from_the_others(compiled):
