@@ -7,6 +7,7 @@ program.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -105,9 +106,15 @@ def host_step_rows(peaks: dict[str, Any], args: Any) -> list[dict[str, Any]]:
             split.setdefault("learn_reps", []).append(float(np.mean(split["learn"])))
         programs._observe_seeds, programs.learn = originals["observe"], originals["learn"]
 
-    # The driver's programs as they were compiled (from the arguments of their first call).
+    # The driver's programs as they were compiled (from the arguments of their first call;
+    # learn's keys are bound to it with functools.partial).
+    def lowered(fn: Any, args: tuple) -> Any:
+        if isinstance(fn, functools.partial):
+            return fn.func.lower(*fn.args, *args, **fn.keywords)
+        return fn.lower(*args)
+
     analyses = {
-        name: analyse_compiled(fn.lower(*captured[name]).compile(), {})
+        name: analyse_compiled(lowered(fn, captured[name]).compile(), {})
         for name, fn in originals.items()
     }
     timing = {

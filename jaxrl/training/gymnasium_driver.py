@@ -11,14 +11,13 @@ single-seed run with seed ``seed + i`` (to float rounding). NPG/TRPO update on e
 rollout; DDPG keeps one jittable replay buffer per seed on the device and runs
 ``update_per_step`` updates per collected env step.
 
-Environments come from :func:`jaxrl.envs.make_host_env`: EnvPool for the ids it has when it
-is installed, gymnasium's vector env otherwise (``env_backend`` forces one). Both auto-reset
-in the same step and keep the final observation of an ended episode for bootstrapping.
+Environments come from :func:`jaxrl.envs.make_host_env`: EnvPool for the ids it has when it is
+installed, gymnasium's vector env otherwise (``env_backend`` forces one). Both auto-reset in
+the same step and keep an ended episode's final observation for bootstrapping.
 
-Observation normalization (Tianshou's MuJoCo setting) is
-:func:`jaxrl.core.normalize_observations` inside the jitted acting call, its statistics per
-seed in the :class:`HostCarry` (with the agent state and the replay buffer), which
-checkpoints resume (``initial=``); evaluation uses them without updating them.
+Observation normalization (Tianshou's MuJoCo setting) is :func:`jaxrl.core.normalize_observations`
+inside the jitted acting call, its statistics per seed in the :class:`HostCarry` (with the agent
+state and the replay buffer); evaluation uses them without updating them.
 
 :class:`HostLoop` is the driver cut at its evaluations (the :class:`jaxrl.training.loop.Loop`
 that :mod:`jaxrl.runs.runner` drives); :func:`train_gymnasium` runs it to the end.
@@ -110,51 +109,52 @@ def init_host_carry(
     return init(host_seed_keys(seeds)[0])
 
 
-# A collection of more vector steps than this reaches the learning program stacked on the
-# host, one argument per field: as one argument per step and field it costs about 15 ms more
-# compile and 16 us more per call for each step (512 steps: 7.4 s and 8 ms). A shorter one
-# (DDPG's: one step) goes as its steps, whose device arrays need not be waited for: stacked
-# on the host, a one-step collection cost 0.1-0.3 ms more per env step.
+# A collection of more vector steps than this reaches the learning program stacked on the host,
+# one argument per field (one per step and field costs ~15 ms more compile and 16 us more per
+# call for each step: 512 steps, 7.4 s and 8 ms). A shorter one (DDPG's: one step) goes as its
+# steps, not waited for: stacked on the host it cost 0.1-0.3 ms more per env step.
 STACK_ON_HOST_AFTER = 8
 
 
 class _Programs:
-    """The jitted, seed-vmapped programs of one run (compiled once per run), for collections
-    of ``num_steps`` vector steps: ``observe_and_act`` after each env step of a collection but
-    the last, ``observe`` after the last, then ``learn``, which updates and acts on the last
-    observations with the updated policy (so every action comes from the policy the last
-    update left, as in Tianshou and the jitted driver)."""
+    """The jitted, seed-vmapped programs of one run, for collections of ``num_steps`` vector
+    steps: ``observe_and_act`` after each env step but the last, ``observe`` after the last,
+    then ``learn``, which updates and acts on the last observations with the updated policy
+    (as in Tianshou and the jitted driver). Keys are arguments, not constants, and arrays are
+    placed alike in every call: runs of other seeds and resumed runs reuse the programs."""
 
     def __init__(self, agent: Agent, seeds: list[int], num_updates: int, num_steps: int) -> None:
-        _, self._explore_keys, self._learn_keys = host_seed_keys(seeds)
+        _, explore_keys, learn_keys = host_seed_keys(seeds)
         self.agent, self.num_updates = agent, num_updates
         self.stack_on_host = num_steps > STACK_ON_HOST_AFTER
         # Random numbers through bucketed keys: Threefry's numbers, fewer kernels on a CPU.
-        self.observe_and_act = jax.jit(bucketed_keys(self._observe_and_act), donate_argnums=0)
+        act = jax.jit(bucketed_keys(self._observe_and_act), donate_argnums=0)
+        self.observe_and_act = functools.partial(act, explore_keys=explore_keys)
         self._observe_seeds = jax.jit(jax.vmap(observe))
         learn = self._add_and_learn if learns_from_replay(agent) else self._update
-        self.learn = jax.jit(bucketed_keys(learn), donate_argnums=0, static_argnums=3)
+        learn = jax.jit(bucketed_keys(learn), donate_argnums=0, static_argnums=3)
+        self.learn = functools.partial(learn, keys=(explore_keys, learn_keys))
 
     def _segment(self, field: Any) -> Any:
         """A field as ``collection`` passed it: ``[S, T, N, ...]``, or its steps to stack."""
         return field if self.stack_on_host else jnp.stack(list(field), axis=1)
 
-    def _observe_and_act(self, carry: HostCarry, raw, raw_final, steps) -> tuple:
+    def _observe_and_act(self, carry: HostCarry, raw, raw_final, steps, explore_keys) -> tuple:
         """Normalize what the last env step returned, then act on it (one dispatch):
         :func:`jaxrl.training.env_step.observe_and_act` of every seed."""
         state, stats, sample, obs, final = jax.vmap(
             functools.partial(observe_and_act, self.agent),
             in_axes=(0, 0, 0, 0, 0, None),
-        )(carry.state, carry.obs_stats, raw, raw_final, self._explore_keys, steps)
+        )(carry.state, carry.obs_stats, raw, raw_final, explore_keys, steps)
         return carry._replace(state=state, obs_stats=stats), sample, obs, final
 
     def observe(self, carry: HostCarry, raw, raw_final, steps) -> tuple:
         """What a collection's last env step returned, normalized: ``observe_and_act``
-        without the action (``learn`` takes it, after the updates)."""
+        without the action (``learn`` takes it, after the updates), placed as its are."""
         stats, obs, final = self._observe_seeds(carry.obs_stats, raw, raw_final)
-        return carry._replace(obs_stats=stats), None, obs, final
+        return carry._replace(obs_stats=stats), None, *SeedPlacement().put((obs, final))
 
-    def _act(self, state: Any, obs: jax.Array, steps) -> tuple[Any, Any]:
+    def _act(self, state: Any, obs: jax.Array, steps, explore_keys) -> tuple[Any, Any]:
         """Every seed's training actions on ``obs`` after ``steps`` env steps, with the key
         ``fold_in(explore_key, steps)`` (``observe_and_act``'s)."""
 
@@ -162,9 +162,9 @@ class _Programs:
             key = jax.random.fold_in(explore_key, steps)
             return self.agent.explore(state, obs, key, steps)
 
-        return jax.vmap(one_seed)(state, obs, self._explore_keys)
+        return jax.vmap(one_seed)(state, obs, explore_keys)
 
-    def _add_and_learn(self, carry: HostCarry, fields: tuple, start, learn: bool, obs, steps):
+    def _add_and_learn(self, carry: HostCarry, fields: tuple, start, learn: bool, obs, steps, keys):
         """Off-policy: add the collection (started at ``start`` env steps) to the replay
         buffer, run its updates (none when ``learn`` is False: inside the warm-up), then act
         on ``obs`` after ``steps`` env steps with the updated policy."""
@@ -179,11 +179,11 @@ class _Programs:
                 state, stats = off_policy_updates(agent, state, buffer, key, updates)
                 return state, mean_stats(stats)
 
-            state, stats = jax.vmap(one_seed)(state, buffer, self._learn_keys)
-        state, sample = self._act(state, obs, steps)
+            state, stats = jax.vmap(one_seed)(state, buffer, keys[1])
+        state, sample = self._act(state, obs, steps, keys[0])
         return carry._replace(state=state, buffer=buffer), stats, sample
 
-    def _update(self, carry: HostCarry, fields: tuple, steps, _: bool, obs) -> tuple:
+    def _update(self, carry: HostCarry, fields: tuple, steps, _: bool, obs, keys) -> tuple:
         """On-policy: update on the rollout, then act on ``obs`` with the updated policy (the
         next rollout must be on-policy)."""
         rollout = Rollout(*(self._segment(f) for f in fields))
@@ -191,8 +191,8 @@ class _Programs:
         def one_seed(state, rollout, learn_key):
             return self.agent.update(state, rollout, jax.random.fold_in(learn_key, steps))
 
-        state, stats = jax.vmap(one_seed)(carry.state, rollout, self._learn_keys)
-        state, sample = self._act(state, obs, steps)
+        state, stats = jax.vmap(one_seed)(carry.state, rollout, keys[1])
+        state, sample = self._act(state, obs, steps, keys[0])
         return carry._replace(state=state), mean_stats(stats), sample
 
     def collection(self, fields: tuple[list, ...]) -> tuple:
@@ -287,9 +287,9 @@ def train_gymnasium(
 
 class HostLoop:
     """The host driver's :class:`jaxrl.training.loop.Loop`: a run of one setting on gymnasium
-    or EnvPool environments, cut at its evaluations. The environments are open from
-    ``start`` to ``close`` (or the ``with`` block), so periods run in order; the
-    carry passed to ``run_period`` stays valid (the loop works on a copy).
+    or EnvPool environments, cut at its evaluations. The environments are open from ``start``
+    to ``close`` (or the ``with`` block), so periods run in order; the carry passed to
+    ``run_period`` stays valid (the loop works on a copy).
 
     The checkpoint is ``{"carry": HostCarry}`` (agent states, observation statistics and,
     unless ``settings.checkpoint_buffer`` is off, the replay buffers); a resumed run
