@@ -7,7 +7,6 @@ program.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -107,16 +106,12 @@ def host_step_rows(peaks: dict[str, Any], args: Any) -> list[dict[str, Any]]:
         programs._observe_seeds, programs.learn = originals["observe"], originals["learn"]
 
     # The driver's programs as they were compiled (from the arguments of their first call;
-    # learn's keys are bound to it with functools.partial).
-    def lowered(fn: Any, args: tuple) -> Any:
-        if isinstance(fn, functools.partial):
-            return fn.func.lower(*fn.args, *args, **fn.keywords)
-        return fn.lower(*args)
-
-    analyses = {
-        name: analyse_compiled(lowered(fn, captured[name]).compile(), {})
-        for name, fn in originals.items()
+    # learn passes the seeds' keys to its program).
+    lowered = {
+        "observe": programs._observe_seeds.lower(*captured["observe"]),
+        "learn": programs.learn.func.lower(*programs.learn.args, *captured["learn"]),
     }
+    analyses = {name: analyse_compiled(lower.compile(), {}) for name, lower in lowered.items()}
     timing = {
         "step": summarize(whole),
         "step_blocked": summarize(blocked),

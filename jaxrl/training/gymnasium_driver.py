@@ -128,18 +128,19 @@ class _Programs:
         self.agent, self.num_updates = agent, num_updates
         self.stack_on_host = num_steps > STACK_ON_HOST_AFTER
         # Random numbers through bucketed keys: Threefry's numbers, fewer kernels on a CPU.
-        act = jax.jit(bucketed_keys(self._observe_and_act), donate_argnums=0)
-        self.observe_and_act = functools.partial(act, explore_keys=explore_keys)
-        self._observe_seeds = jax.jit(jax.vmap(observe))
+        act = jax.jit(bucketed_keys(self._observe_and_act), donate_argnums=1)
+        self.observe_and_act = functools.partial(act, explore_keys)
+        on_device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])  # as the carry's
+        self._observe_seeds = jax.jit(jax.vmap(observe), out_shardings=on_device)
         learn = self._add_and_learn if learns_from_replay(agent) else self._update
-        learn = jax.jit(bucketed_keys(learn), donate_argnums=0, static_argnums=3)
-        self.learn = functools.partial(learn, keys=(explore_keys, learn_keys))
+        learn = jax.jit(bucketed_keys(learn), donate_argnums=1, static_argnums=4)
+        self.learn = functools.partial(learn, (explore_keys, learn_keys))
 
     def _segment(self, field: Any) -> Any:
         """A field as ``collection`` passed it: ``[S, T, N, ...]``, or its steps to stack."""
         return field if self.stack_on_host else jnp.stack(list(field), axis=1)
 
-    def _observe_and_act(self, carry: HostCarry, raw, raw_final, steps, explore_keys) -> tuple:
+    def _observe_and_act(self, explore_keys, carry: HostCarry, raw, raw_final, steps) -> tuple:
         """Normalize what the last env step returned, then act on it (one dispatch):
         :func:`jaxrl.training.env_step.observe_and_act` of every seed."""
         state, stats, sample, obs, final = jax.vmap(
@@ -152,7 +153,7 @@ class _Programs:
         """What a collection's last env step returned, normalized: ``observe_and_act``
         without the action (``learn`` takes it, after the updates), placed as its are."""
         stats, obs, final = self._observe_seeds(carry.obs_stats, raw, raw_final)
-        return carry._replace(obs_stats=stats), None, *SeedPlacement().put((obs, final))
+        return carry._replace(obs_stats=stats), None, obs, final
 
     def _act(self, state: Any, obs: jax.Array, steps, explore_keys) -> tuple[Any, Any]:
         """Every seed's training actions on ``obs`` after ``steps`` env steps, with the key
@@ -164,7 +165,7 @@ class _Programs:
 
         return jax.vmap(one_seed)(state, obs, explore_keys)
 
-    def _add_and_learn(self, carry: HostCarry, fields: tuple, start, learn: bool, obs, steps, keys):
+    def _add_and_learn(self, keys, carry: HostCarry, fields: tuple, start, learn: bool, obs, steps):
         """Off-policy: add the collection (started at ``start`` env steps) to the replay
         buffer, run its updates (none when ``learn`` is False: inside the warm-up), then act
         on ``obs`` after ``steps`` env steps with the updated policy."""
@@ -183,7 +184,7 @@ class _Programs:
         state, sample = self._act(state, obs, steps, keys[0])
         return carry._replace(state=state, buffer=buffer), stats, sample
 
-    def _update(self, carry: HostCarry, fields: tuple, steps, _: bool, obs, keys) -> tuple:
+    def _update(self, keys, carry: HostCarry, fields: tuple, steps, _: bool, obs) -> tuple:
         """On-policy: update on the rollout, then act on ``obs`` with the updated policy (the
         next rollout must be on-policy)."""
         rollout = Rollout(*(self._segment(f) for f in fields))
@@ -196,9 +197,8 @@ class _Programs:
         return carry._replace(state=state), mean_stats(stats), sample
 
     def collection(self, fields: tuple[list, ...]) -> tuple:
-        """A collection's fields (one list of ``[S, N, ...]`` steps each) as ``learn`` takes
-        them: each field's steps stacked on the host into ``[S, T, N, ...]`` when there are
-        more than :data:`STACK_ON_HOST_AFTER`, else the lists, stacked inside the program."""
+        """A collection's fields (a list of ``[S, N, ...]`` steps each) as ``learn`` takes them:
+        stacked on the host into ``[S, T, N, ...]`` past :data:`STACK_ON_HOST_AFTER` steps."""
         if self.stack_on_host:
             return tuple(stack_steps(field, axis=1) for field in fields)
         return fields
