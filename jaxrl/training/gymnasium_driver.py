@@ -130,7 +130,7 @@ class _Programs:
         # Random numbers through bucketed keys: Threefry's numbers, fewer kernels on a CPU.
         act = jax.jit(bucketed_keys(self._observe_and_act), donate_argnums=1)
         self.observe_and_act = functools.partial(act, explore_keys)
-        on_device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])  # as the carry's
+        on_device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])  # SeedPlacement's
         self._observe_seeds = jax.jit(jax.vmap(observe), out_shardings=on_device)
         learn = self._add_and_learn if learns_from_replay(agent) else self._update
         learn = jax.jit(bucketed_keys(learn), donate_argnums=1, static_argnums=4)
@@ -155,7 +155,7 @@ class _Programs:
         stats, obs, final = self._observe_seeds(carry.obs_stats, raw, raw_final)
         return carry._replace(obs_stats=stats), None, obs, final
 
-    def _act(self, state: Any, obs: jax.Array, steps, explore_keys) -> tuple[Any, Any]:
+    def _act(self, explore_keys, state: Any, obs: jax.Array, steps) -> tuple[Any, Any]:
         """Every seed's training actions on ``obs`` after ``steps`` env steps, with the key
         ``fold_in(explore_key, steps)`` (``observe_and_act``'s)."""
 
@@ -181,7 +181,7 @@ class _Programs:
                 return state, mean_stats(stats)
 
             state, stats = jax.vmap(one_seed)(state, buffer, keys[1])
-        state, sample = self._act(state, obs, steps, keys[0])
+        state, sample = self._act(keys[0], state, obs, steps)
         return carry._replace(state=state, buffer=buffer), stats, sample
 
     def _update(self, keys, carry: HostCarry, fields: tuple, steps, _: bool, obs) -> tuple:
@@ -193,7 +193,7 @@ class _Programs:
             return self.agent.update(state, rollout, jax.random.fold_in(learn_key, steps))
 
         state, stats = jax.vmap(one_seed)(carry.state, rollout, keys[1])
-        state, sample = self._act(state, obs, steps, keys[0])
+        state, sample = self._act(keys[0], state, obs, steps)
         return carry._replace(state=state), mean_stats(stats), sample
 
     def collection(self, fields: tuple[list, ...]) -> tuple:
