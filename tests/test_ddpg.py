@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from jaxrl.algorithms.ddpg import DDPG, DDPGState, GaussianNoise, OUNoise
 from jaxrl.core import nstep_targets
 from jaxrl.replay import NStepBatch, ReplayBuffer, Transition
+from jaxrl.rollout import Rollout
 
 OBS_DIM, ACTION_DIM = 3, 2
 OBS_SPACE = gymnasium.spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float32)
@@ -252,6 +253,12 @@ def test_batch_with_wrong_horizon_is_refused(agent, setup):
     batch = buffer.sample(jax.random.key(0), 8, 2)
     with pytest.raises(ValueError, match="n_step_return_horizon=3"):
         agent.update(state, batch, None)
+    # NPG's and TRPO's input has the same field names: the message says which batch to pass.
+    obs, action, steps = np.zeros((4, 2, *batch.obs.shape[1:])), batch.action[:2][None], (4, 2)
+    rollout = Rollout(obs, np.repeat(action, 4, 0), np.zeros(steps), np.zeros(steps, bool),
+                      np.zeros(steps, bool), obs)  # fmt: skip
+    with pytest.raises(ValueError, match=r"DDPG.sample_batch draws, not a rollout \(\[T, N\]\)"):
+        agent.update(state, rollout, None)
 
 
 # ---------------------------------------------------------------------------------------------

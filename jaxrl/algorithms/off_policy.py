@@ -116,7 +116,8 @@ def check_batch(
     reward_shape = tuple(np.shape(batch.reward))
     if len(reward_shape) != 2 or reward_shape[0] != horizon:
         raise ValueError(
-            f"batch.reward must have shape [n_step_return_horizon={horizon}, B], got {reward_shape}"
+            f"batch.reward must have shape [n_step_return_horizon={horizon}, B], got "
+            f"{reward_shape}: a batch DDPG.sample_batch draws, not a rollout ([T, N])"
         )
     size = reward_shape[1]
     expected = {
