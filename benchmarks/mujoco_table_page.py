@@ -242,6 +242,20 @@ def _tuned_cells(algo: str, task: str) -> list[str]:
     ]
 
 
+def _with_spread(mean: float, std: float, seeds: int) -> str:
+    """``mean +- std`` across seeds; a single seed has no spread to show."""
+    return f"{mean:.1f} +- {std:.1f}" if seeds > 1 else f"{mean:.1f} (one seed)"
+
+
+def _seed_counts(algo: str, results: Sequence[CellResult]) -> str:
+    """An algorithm's seeds per cell: the usual count, and the tasks that have another
+    (``DDPG 3 (Swimmer 1)``)."""
+    counts = [r.seeds for r in results]
+    usual = max(set(counts), key=lambda n: (counts.count(n), n))
+    others = [f"{task_of(r.env)} {r.seeds}" for r in results if r.seeds != usual]
+    return f"{algo.upper()} {usual}" + (f" ({', '.join(others)})" if others else "")
+
+
 def table_block(results: Sequence[CellResult]) -> str:
     """The table itself: a row per cell (footnote marks on cells with notes), the notes, and
     the machines the rows came from (their commits are in ``mujoco_table.md``). What the
@@ -259,10 +273,10 @@ def table_block(results: Sequence[CellResult]) -> str:
             [
                 f"{task} ({r.env.rsplit('-', 1)[1]}; Tianshou {TASK_VERSIONS.get(task, '?')})",
                 r.algo.upper() + marks,
-                f"{r.max_of_mean:.1f} +- {r.std_at_max:.1f}",
+                _with_spread(r.max_of_mean, r.std_at_max, r.seeds),
                 str(published) if published else "-",
                 _verdict(r),
-                f"{r.final_mean:.1f} +- {r.final_std:.1f}",
+                _with_spread(r.final_mean, r.final_std, r.seeds),
                 _final_to_max(r),
                 *_tuned_cells(r.algo, task),
                 f"{r.seeds}",
@@ -340,10 +354,7 @@ def headline_block(results: Sequence[CellResult]) -> str:
                 text += f" vs {_short(published.mean)}: {_verdict(r)}"
             cells.append(text + (" *" if r.notes else ""))
         rows.append([task, *cells])
-    seeds = ", ".join(
-        f"{a.upper()} {'/'.join(str(n) for n in sorted({r.seeds for r in results if r.algo == a}))}"
-        for a in algos
-    )
+    seeds = ", ".join(_seed_counts(a, [r for r in results if r.algo == a]) for a in algos)
     return "\n".join(
         [
             markdown_table(["task", *(a.upper() for a in algos)], rows),

@@ -68,8 +68,8 @@ def test_table_reports_max_over_evaluations_of_the_mean(tmp_path, monkeypatch):
         "| study running | 3372 +- 215 | 2 |"  # no held-out tuned run in tmp_path
     )
     assert f"| Hopper (v5; Tianshou v3) {hopper_row}" in text
-    assert "| Reacher (v5; Tianshou v2) | NPG | -8.0 +- 0.0 | -4.5 +- 0.5 | BELOW |" in text
-    assert "| BELOW | -9.0 +- 0.0 | - |" in text  # no ratio of negative returns
+    assert "| Reacher (v5; Tianshou v2) | NPG | -8.0 (one seed) | -4.5 +- 0.5 | BELOW |" in text
+    assert "| BELOW | -9.0 (one seed) | - |" in text  # no ratio of negative returns
     assert (tmp_path / "mujoco_table.md").read_text() == text
     assert (tmp_path / "mujoco_table.png").stat().st_size > 0
     # Another results file's table is named after it and leaves the table's own alone.
@@ -153,6 +153,20 @@ def test_the_headline_shows_each_task_once_with_each_algorithm_against_tianshou(
     assert "| Hopper | 2000 vs 2046: within 1 std | - | 900 vs 2197: BELOW * |" in block
     assert "| Reacher | - | -8.0 vs -4.5: BELOW | - |" in block
     assert "(seeds: TRPO 2, NPG 1, DDPG 1)" in block
+
+
+def test_a_cell_of_one_seed_shows_no_spread_and_the_headline_names_its_count():
+    """One seed has no spread: its cell says so rather than ``+- 0.0``; the headline gives an
+    algorithm's usual seed count and names the tasks that have another."""
+    rows = [
+        *(_row("ddpg", "Hopper-v5", seed, [100.0, 900.0]) for seed in range(3)),
+        _row("ddpg", "Swimmer-v5", 0, [100.0, 140.0, 130.0]),
+    ]
+    results = mtp.cell_results(rows)
+    table = mtp.table_block(results)
+    assert "| 140.0 (one seed) | 144.1 +- 6.5 | within 1 std | 130.0 (one seed) |" in table
+    assert "| 900.0 +- 0.0 | 2197 +- 972 | BELOW | 900.0 +- 0.0 |" in table
+    assert "(seeds: DDPG 3 (Swimmer 1))" in mtp.headline_block(results)
 
 
 def test_the_table_is_rewritten_between_its_markers_only(tmp_path, capsys):
