@@ -31,14 +31,34 @@ def _scores(scores: np.ndarray) -> np.ndarray:
 def iqm(scores: np.ndarray) -> float:
     """The interquartile mean of ``scores [runs, tasks]`` (or ``[runs]``), pooled: the mean
     after cutting the lowest and highest 25% (``scipy.stats.trim_mean(..., 0.25)``)."""
-    from scipy import stats
-
-    return float(stats.trim_mean(_scores(scores), 0.25, axis=None))
+    return float(_iqm_each(_scores(scores)[None])[0])
 
 
 def mean(scores: np.ndarray) -> float:
     """The mean over tasks of each task's mean score (rliable's ``aggregate_mean``)."""
-    return float(np.mean(np.mean(_scores(scores), axis=0)))
+    return float(_mean_each(_scores(scores)[None])[0])
+
+
+def _iqm_each(samples: np.ndarray) -> np.ndarray:
+    """:func:`iqm` of each ``samples[i]`` (``[samples, runs, tasks]`` -> ``[samples]``)."""
+    from scipy import stats
+
+    return stats.trim_mean(samples.reshape(len(samples), -1), 0.25, axis=1)
+
+
+def _mean_each(samples: np.ndarray) -> np.ndarray:
+    """:func:`mean` of each ``samples[i]`` (``[samples, runs, tasks]`` -> ``[samples]``)."""
+    return np.mean(np.mean(samples, axis=1), axis=1)
+
+
+# The aggregates computed over many resamples at once (called once per resample, 2,000 of
+# them, they spent most of their time in scipy's per-call checks); any other aggregate is
+# called per resample.
+_EACH: dict[Callable[[np.ndarray], float], Callable[[np.ndarray], np.ndarray]] = {
+    iqm: _iqm_each,
+    mean: _mean_each,
+}
+_CHUNK = 1 << 22  # resampled scores held at once (32 MiB of float64)
 
 
 def bootstrap_interval(
@@ -58,12 +78,15 @@ def bootstrap_interval(
     if runs < 2:
         return float("nan"), float("nan")
     rng = np.random.RandomState(seed)
-    columns = np.arange(tasks)[None, :]
-    values = np.empty(reps)
-    for rep in range(reps):
-        values[rep] = aggregate(scores[rng.choice(runs, (runs, tasks), replace=True), columns])
+    each = _EACH.get(aggregate, lambda samples: np.array([aggregate(s) for s in samples]))
+    values = []
+    step = max(1, _CHUNK // scores.size)
+    for start in range(0, reps, step):
+        # Drawn a chunk of resamples at a time: the same numbers as a draw per resample.
+        rows = rng.choice(runs, (min(step, reps - start), runs, tasks), replace=True)
+        values.append(each(scores[rows, np.arange(tasks)]))
     tail = 100 * (1 - confidence) / 2
-    low, high = np.percentile(values, [tail, 100 - tail])
+    low, high = np.percentile(np.concatenate(values), [tail, 100 - tail])
     return float(low), float(high)
 
 

@@ -34,17 +34,24 @@ def test_iqm_and_probability_of_improvement_against_plain_loops():
     np.testing.assert_allclose(profile, [1.0, np.mean(np.mean(scores > 0, axis=0)), 0.0])
 
 
-def test_a_bootstrap_interval_resamples_runs_within_tasks():
+@pytest.mark.parametrize("aggregate", [st.mean, st.iqm, lambda s: float(np.median(s))])
+@pytest.mark.parametrize("chunk", [None, 30])
+def test_a_bootstrap_interval_resamples_runs_within_tasks(aggregate, chunk, monkeypatch):
+    """Against a plain loop (a draw per resample), whether the resamples are computed
+    together, a chunk at a time (``chunk`` scores held at once: 2 resamples of 6 x 2), or one
+    by one (an aggregate of the caller's)."""
+    if chunk is not None:
+        monkeypatch.setattr(st, "_CHUNK", chunk)
     rng = np.random.RandomState(1)
     scores = rng.normal(size=(6, 2))
-    low, high = st.bootstrap_interval(scores, st.mean, reps=300, seed=3)
+    low, high = st.bootstrap_interval(scores, aggregate, reps=301, seed=3)
     draws = np.random.RandomState(3)
     values = [
-        st.mean(scores[draws.choice(6, (6, 2), replace=True), np.arange(2)[None, :]])
-        for _ in range(300)
+        aggregate(scores[draws.choice(6, (6, 2), replace=True), np.arange(2)[None, :]])
+        for _ in range(301)
     ]
-    np.testing.assert_allclose((low, high), np.percentile(values, [2.5, 97.5]))
-    assert low < st.mean(scores) < high
+    np.testing.assert_allclose((low, high), np.percentile(values, [2.5, 97.5]), rtol=1e-12)
+    assert low < aggregate(scores) < high
     assert all(np.isnan(st.bootstrap_interval(scores[:1])))  # one run: no interval
 
 
