@@ -45,6 +45,11 @@ def _class_name(space: Any) -> str:
     return type(space).__name__
 
 
+def _tuples(x: Any) -> Any:
+    """Nested lists as nested tuples (hashable)."""
+    return tuple(map(_tuples, x)) if isinstance(x, list) else x
+
+
 def describe_space(space: Any, name: str = "space") -> SpaceSpec:
     """Describe a gymnasium or gymnax ``Box``/``Discrete`` space (or pass a SpaceSpec through).
 
@@ -59,7 +64,7 @@ def describe_space(space: Any, name: str = "space") -> SpaceSpec:
         shape = tuple(int(d) for d in space.shape)
         low = np.broadcast_to(np.asarray(space.low, np.float32), shape)
         high = np.broadcast_to(np.asarray(space.high, np.float32), shape)
-        return SpaceSpec("box", shape, low=low.tolist(), high=high.tolist())
+        return SpaceSpec("box", shape, low=_tuples(low.tolist()), high=_tuples(high.tolist()))
     if kind == "Discrete":
         start = int(getattr(space, "start", 0))
         if start != 0:

@@ -109,11 +109,24 @@ def _compile_mode(request: pytest.FixtureRequest):
 
     previous = jax.config.values["jax_disable_most_optimizations"]
     jax.config.update("jax_disable_most_optimizations", previous and not optimized)
-    try:
+    _forget_programs()  # compiled in the other mode: neither JAX's nor the drivers' caches
+    try:  # key on how a program was compiled
         with _compile_options({"xla_cpu_use_fusion_emitters": True}):
             yield
     finally:
         jax.config.update("jax_disable_most_optimizations", previous)
+        _forget_programs()
+
+
+def _forget_programs() -> None:
+    """Drop the programs this process compiled (JAX's in-memory caches and the drivers'):
+    the next call of each compiles it again, or loads it from the persistent cache."""
+    import jax
+
+    from jaxrl.training import programs
+
+    jax.clear_caches()
+    programs.clear()
 
 
 @contextlib.contextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import gymnasium
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -123,3 +124,11 @@ def test_a_new_algorithm_is_a_command(tiny, tmp_path, capsys):
     loaded = load_run(run_dir)
     assert loaded.config.hyperparameters == {"step_size": 0.25, "sigma": 0.5}
     np.testing.assert_array_equal(np.asarray(loaded.state.num_updates), [2, 2])
+
+
+def test_space_descriptions_are_hashable_static_data():
+    """A SpaceSpec is static data of the train states and a key of the drivers' programs."""
+    box = describe_space(gymnasium.spaces.Box(-np.ones((2, 3)), np.ones((2, 3))))
+    assert box.low == ((-1.0,) * 3,) * 2 and box.high == ((1.0,) * 3,) * 2
+    same = describe_space(gymnasium.spaces.Box(-1.0, 1.0, (2, 3)))
+    assert len({box, same, describe_space(gymnasium.spaces.Discrete(3))}) == 2

@@ -51,6 +51,7 @@ from jaxrl.training.agent_steps import (
 from jaxrl.training.env_step import host_step, observe, observe_and_act, stack_steps
 from jaxrl.training.evaluation import ObservationNormalizer, evaluate_gymnasium, split_seeds
 from jaxrl.training.jax_driver import TrainConfig
+from jaxrl.training.programs import compiled
 from jaxrl.training.run import Watch, join_periods, train_periods
 from jaxrl.training.seeds import host_seed_keys
 from jaxrl.training.sharding import SeedPlacement
@@ -96,7 +97,6 @@ def init_host_carry(
     observation_spec = describe_space(observation_space, "observation_space")
     action_spec = describe_space(action_space, "action_space")
 
-    @jax.jit  # one program: run op by op, the initializers compiled a program each (seconds)
     def init(keys: jax.Array) -> HostCarry:
         state, buffer = jax.vmap(
             lambda key: agent.init_training(key, observation_spec, action_spec, num_envs)
@@ -106,7 +106,10 @@ def init_host_carry(
             stats = jax.vmap(lambda _: RunningMeanStd.create(observation_spec.shape))(keys)
         return HostCarry(state, buffer, stats)
 
-    return init(host_seed_keys(seeds)[0])
+    # One program (run op by op, the initializers compiled a program each: seconds), built
+    # once per process for what it closes over (the drivers' cache).
+    key = ("host init", agent, observation_spec, action_spec, num_envs, normalize_obs)
+    return compiled(key, lambda: jax.jit(init))[0](host_seed_keys(seeds)[0])
 
 
 # A collection of more vector steps than this reaches the learning program stacked on the host,
@@ -121,20 +124,30 @@ class _Programs:
     steps: ``observe_and_act`` after each env step but the last, ``observe`` after the last,
     then ``learn``, which updates and acts on the last observations with the updated policy
     (as in Tianshou and the jitted driver). Keys are arguments, not constants, and arrays are
-    placed alike in every call: runs of other seeds and resumed runs reuse the programs."""
+    placed alike in every call: the jitted programs are built once per process for an agent,
+    its updates per collection and the collection's length (the drivers' cache,
+    :func:`jaxrl.training.programs.compiled`), so that runs of other seeds, resumed runs and
+    later runs of the same agent trace and compile nothing again."""
 
     def __init__(self, agent: Agent, seeds: list[int], num_updates: int, num_steps: int) -> None:
         _, explore_keys, learn_keys = host_seed_keys(seeds)
         self.agent, self.num_updates = agent, num_updates
         self.stack_on_host = num_steps > STACK_ON_HOST_AFTER
+        key = ("host programs", agent, num_updates, self.stack_on_host)
+        act, self._observe_seeds, learn = compiled(key, self._jitted)[0]
+        self.observe_and_act = functools.partial(act, explore_keys)
+        self.learn = functools.partial(learn, (explore_keys, learn_keys))
+
+    def _jitted(self) -> tuple[Callable, Callable, Callable]:
+        """The programs ``observe_and_act``, ``observe`` and ``learn``, jitted, their keys
+        first. They read of this object only what their cache key names."""
         # Random numbers through bucketed keys: Threefry's numbers, fewer kernels on a CPU.
         act = jax.jit(bucketed_keys(self._observe_and_act), donate_argnums=1)
-        self.observe_and_act = functools.partial(act, explore_keys)
         on_device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])  # SeedPlacement's
-        self._observe_seeds = jax.jit(jax.vmap(observe), out_shardings=on_device)
-        learn = self._add_and_learn if learns_from_replay(agent) else self._update
+        observe_seeds = jax.jit(jax.vmap(observe), out_shardings=on_device)
+        learn = self._add_and_learn if learns_from_replay(self.agent) else self._update
         learn = jax.jit(bucketed_keys(learn), donate_argnums=1, static_argnums=4)
-        self.learn = functools.partial(learn, (explore_keys, learn_keys))
+        return act, observe_seeds, learn
 
     def _segment(self, field: Any) -> Any:
         """A field as ``collection`` passed it: ``[S, T, N, ...]``, or its steps to stack."""

@@ -1,8 +1,9 @@
-"""The jitted driver's compiled programs, in one cache: a program is compiled once per process
-for what it is built from (the agent's structure, the environment, the driver settings, its
+"""The drivers' compiled programs, in one cache: a program is compiled once per process for
+what it is built from (the agent's structure, the environment, the driver settings, its
 name) and the shapes of its arguments, whichever loop asks for it
 (:class:`jaxrl.training.jax_loop.JaxLoop`'s period, initialization and evaluation programs,
-:func:`jaxrl.training.sharding.train_sharded`'s, the host evaluation's actions)."""
+:func:`jaxrl.training.sharding.train_sharded`'s, the host driver's initialization, acting,
+learning and evaluation)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import jax
 
-# Compiled programs of the jitted driver, by what they are compiled from and for (the least
+# Compiled programs of the drivers, by what they are compiled from and for (the least
 # recently used beyond the limit dropped): a sweep's groups, a tuning study's batches, the
 # periods of a run and the runs of a process compile each program once.
 _PROGRAMS: collections.OrderedDict[Any, Any] = collections.OrderedDict()
@@ -42,6 +43,14 @@ def compiled(key: Any, build: Callable[[], Any], args: Any = None) -> tuple[Call
     while len(_PROGRAMS) > _PROGRAMS_KEPT:
         _PROGRAMS.popitem(last=False)
     return program, seconds
+
+
+def clear() -> None:
+    """Forget every program the cache holds: the next request builds and compiles it again
+    (or loads it from JAX's persistent compilation cache). Call it with ``jax.clear_caches()``
+    after a change to how XLA compiles (``jax_disable_most_optimizations``, compile
+    options), which neither this cache's keys nor JAX's in-memory caches name."""
+    _PROGRAMS.clear()
 
 
 class Same:

@@ -37,7 +37,8 @@ def test_ids_resolve_to_brax_envs_with_box_spaces(pendulum):
     action_space = describe_space(env.action_space(params))
     assert obs_space.kind == "box" and obs_space.shape == (4,)
     assert np.all(np.isinf(obs_space.low_array)) and np.all(np.isinf(obs_space.high_array))
-    assert action_space.shape == (1,) and action_space.low == [-1.0] and action_space.high == [1.0]
+    assert action_space.shape == (1,)
+    assert action_space.low == (-1.0,) and action_space.high == (1.0,)
     default, _ = make_env("brax:inverted_pendulum")
     assert default.backend == "generalized"
 
