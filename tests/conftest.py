@@ -88,10 +88,10 @@ def default_emitters() -> dict[str, str]:
 
 def optimized_programs() -> dict[str, str]:
     """The environment of a test's subprocess whose run time dominates its compile time (the
-    MuJoCo table's DDPG on Hopper: an update per env step at 256 x 256): it compiles fully
-    optimized with XLA's default emitters, as users' programs do. The MuJoCo table's quick
-    run of 3,072 env steps per group on a 2-core CPU: 49 s unoptimized (legacy emitters), 26 s
-    optimized once its programs are in the scripts' shared cache, 47 s compiling them."""
+    MuJoCo table's DDPG on Hopper: an update per env step): it compiles fully optimized with
+    XLA's default emitters, as users' programs do. The MuJoCo table's quick run of 3,072 env
+    steps per group on a 2-core CPU: 39 s unoptimized (legacy emitters), 28 s optimized once
+    its programs are in the scripts' shared cache, 43 s compiling them."""
     return {"JAX_DISABLE_MOST_OPTIMIZATIONS": "0", **default_emitters()}
 
 

@@ -14,12 +14,13 @@ same command) for the next kill point, until a last call finishes it. Then:
   update logged exactly once per seed, every file readable.
 
 Every kill is counted: the tests assert that each drawn point was reached with the command
-still running (18 points in all: train JAX 4, train host 4, sweep 4, tune 4, table 2).
+still running (17 points in all: train JAX 4, train host 4, sweep 3, tune 4, table 2).
 
 A point costs a fresh process (Python and JAX start-up, the programs loaded from the
 compilation cache, the checkpoint restored): the JAX driver's train chain leaves out the two
 drawn points that repeat an earlier point's transition (the same kind of call, a fresh,
-SIGKILLed or SIGTERMed one, killed by the same signal), named there.
+SIGKILLed or SIGTERMed one, killed by the same signal), and the sweep's chain one, named
+there.
 """
 
 from __future__ import annotations
@@ -225,7 +226,7 @@ def test_train_on_the_host_driver_killed_at_four_points_loses_and_repeats_nothin
 
 
 @pytest.mark.slow
-def test_a_sweep_killed_at_four_points_ends_as_if_uninterrupted(
+def test_a_sweep_killed_at_three_points_ends_as_if_uninterrupted(
     environment: dict[str, str], tmp_path: Path
 ):
     sweep = ["sweep", "trpo", *TINY, "--total-steps", str(128 * PERIODS)]
@@ -236,10 +237,12 @@ def test_a_sweep_killed_at_four_points_ends_as_if_uninterrupted(
         [*sweep, *EVERY_PERIOD, "--sweep-dir", sweep_dir],
         [*sweep, *EVERY_PERIOD, "--sweep-dir", sweep_dir],
         lambda: periods_logged([sweep_dir / "runs" / settings[0] / "evals.csv"]),
-        kill_points(3, 4, PERIODS - 4),
+        # Drawn: SIGTERM 2 (a fresh call), SIGTERM 4 (after a SIGTERM), SIGTERM 5 (after a
+        # SIGTERM: the second's transition again, left out), SIGKILL 14 (after a SIGTERM).
+        [point for i, point in enumerate(kill_points(3, 4, PERIODS - 4)) if i != 2],
         environment,
     )
-    assert len(kills) == 4, kills
+    assert len(kills) == 3, kills
     run([*sweep, *AT_THE_END, "--sweep-dir", whole], environment)
     for setting in settings:
         assert_same_run(sweep_dir / "runs" / setting, whole / "runs" / setting)
