@@ -109,24 +109,18 @@ def _compile_mode(request: pytest.FixtureRequest):
 
     previous = jax.config.values["jax_disable_most_optimizations"]
     jax.config.update("jax_disable_most_optimizations", previous and not optimized)
-    _forget_programs()  # compiled in the other mode: neither JAX's nor the drivers' caches
-    try:  # key on how a program was compiled
+    # The drivers' programs compiled in the other mode are dropped: the cache's keys do not
+    # name how a program was compiled. (JAX's in-memory caches are kept: emptied, every jitted
+    # function, jax.numpy's included, traced again in each later test.)
+    from jaxrl.training import programs
+
+    programs.clear()
+    try:
         with _compile_options({"xla_cpu_use_fusion_emitters": True}):
             yield
     finally:
         jax.config.update("jax_disable_most_optimizations", previous)
-        _forget_programs()
-
-
-def _forget_programs() -> None:
-    """Drop the programs this process compiled (JAX's in-memory caches and the drivers'):
-    the next call of each compiles it again, or loads it from the persistent cache."""
-    import jax
-
-    from jaxrl.training import programs
-
-    jax.clear_caches()
-    programs.clear()
+        programs.clear()
 
 
 @contextlib.contextmanager

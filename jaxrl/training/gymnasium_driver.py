@@ -11,16 +11,14 @@ single-seed run with seed ``seed + i`` (to float rounding). NPG/TRPO update on e
 rollout; DDPG keeps one jittable replay buffer per seed on the device and runs
 ``update_per_step`` updates per collected env step.
 
-Environments come from :func:`jaxrl.envs.make_host_env`: EnvPool for the ids it has when it is
-installed, gymnasium's vector env otherwise (``env_backend`` forces one). Both auto-reset in
-the same step and keep an ended episode's final observation for bootstrapping.
+Environments come from :func:`jaxrl.envs.make_host_env` (EnvPool or gymnasium).
 
 Observation normalization (Tianshou's MuJoCo setting) is :func:`jaxrl.core.normalize_observations`
 inside the jitted acting call, its statistics per seed in the :class:`HostCarry` (with the agent
 state and the replay buffer); evaluation uses them without updating them.
 
-:class:`HostLoop` is the driver cut at its evaluations (the :class:`jaxrl.training.loop.Loop`
-that :mod:`jaxrl.runs.runner` drives); :func:`train_gymnasium` runs it to the end.
+:class:`HostLoop` is the driver cut at its evaluations; :func:`train_gymnasium` runs it to
+the end.
 """
 
 from __future__ import annotations
@@ -113,9 +111,8 @@ def init_host_carry(
 
 
 # A collection of more vector steps than this reaches the learning program stacked on the host,
-# one argument per field (one per step and field costs ~15 ms more compile and 16 us more per
-# call for each step: 512 steps, 7.4 s and 8 ms). A shorter one (DDPG's: one step) goes as its
-# steps, not waited for: stacked on the host it cost 0.1-0.3 ms more per env step.
+# one argument per field (:func:`~jaxrl.training.env_step.stack_steps`); a shorter one (DDPG's:
+# one step) goes as its steps, not waited for (stacked, it cost 0.1-0.3 ms more per env step).
 STACK_ON_HOST_AFTER = 8
 
 
@@ -123,11 +120,9 @@ class _Programs:
     """The jitted, seed-vmapped programs of one run, for collections of ``num_steps`` vector
     steps: ``observe_and_act`` after each env step but the last, ``observe`` after the last,
     then ``learn``, which updates and acts on the last observations with the updated policy
-    (as in Tianshou and the jitted driver). Keys are arguments, not constants, and arrays are
-    placed alike in every call: the jitted programs are built once per process for an agent,
-    its updates per collection and the collection's length (the drivers' cache,
-    :func:`jaxrl.training.programs.compiled`), so that runs of other seeds, resumed runs and
-    later runs of the same agent trace and compile nothing again."""
+    (as in Tianshou and the jitted driver). Keys are arguments and arrays are placed alike in
+    every call; the programs are built once per process for what ``_jitted`` reads (the
+    drivers' cache), so later runs of the agent, other seeds or resumed, compile nothing."""
 
     def __init__(self, agent: Agent, seeds: list[int], num_updates: int, num_steps: int) -> None:
         _, explore_keys, learn_keys = host_seed_keys(seeds)
@@ -139,8 +134,7 @@ class _Programs:
         self.learn = functools.partial(learn, (explore_keys, learn_keys))
 
     def _jitted(self) -> tuple[Callable, Callable, Callable]:
-        """The programs ``observe_and_act``, ``observe`` and ``learn``, jitted, their keys
-        first. They read of this object only what their cache key names."""
+        """``observe_and_act``, ``observe``, ``learn``: jitted, reading only what the key names."""
         # Random numbers through bucketed keys: Threefry's numbers, fewer kernels on a CPU.
         act = jax.jit(bucketed_keys(self._observe_and_act), donate_argnums=1)
         on_device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])  # SeedPlacement's
@@ -381,13 +375,9 @@ class HostLoop:
         self._left = dataclasses.replace(settings.driver_settings, total_steps=remaining).layout
         self._train_seeds = self._seeds(offset=start_steps)
         num_envs = settings.num_envs
-        self.env = make_host_env(
-            self.env_id,
-            len(self._train_seeds) * num_envs,
-            seed_block(self._train_seeds, num_envs, _TRAIN_STREAM),
-            settings.env_backend,
-            self.env_kwargs,
-        )
+        first = seed_block(self._train_seeds, num_envs, _TRAIN_STREAM)
+        count = len(self._train_seeds) * num_envs
+        self.env = make_host_env(self.env_id, count, first, settings.env_backend, self.env_kwargs)
         steps_per_collect = self.layout.steps_per_collect
         num_updates = updates_per_collect(self.agent, steps_per_collect) if self.off_policy else 1
         self._programs = _Programs(self.agent, self._train_seeds, num_updates, settings.num_steps)
@@ -396,9 +386,7 @@ class HostLoop:
         self._sample: Any = None
         self._obs: Any = None
         self._episode_return = np.zeros((settings.num_seeds, num_envs))
-        self._env_steps = start_steps
-        self._collections = 0
-        self._period = 0
+        self._env_steps, self._collections, self._period = start_steps, 0, 0
         return carry
 
     def run_period(
@@ -505,9 +493,8 @@ def _per_collection(rows: list[dict[str, Any]], count: int) -> dict[str, np.ndar
     """Per-seed metrics ``[S, C]`` of a period's collections: each collection joined as a
     one-collection period (:func:`join_periods`: stats NaN for collections that ran no
     update, DDPG's warm-up)."""
-    return join_periods(
-        [
-            {name: np.broadcast_to(np.asarray(v), (count,))[:, None] for name, v in row.items()}
-            for row in jax.device_get(rows)
-        ]
-    )
+
+    def per_seed(row: dict[str, Any]) -> dict[str, np.ndarray]:
+        return {name: np.broadcast_to(np.asarray(v), (count,))[:, None] for name, v in row.items()}
+
+    return join_periods([per_seed(row) for row in jax.device_get(rows)])

@@ -47,9 +47,9 @@ def compiled(key: Any, build: Callable[[], Any], args: Any = None) -> tuple[Call
 
 def clear() -> None:
     """Forget every program the cache holds: the next request builds and compiles it again
-    (or loads it from JAX's persistent compilation cache). Call it with ``jax.clear_caches()``
-    after a change to how XLA compiles (``jax_disable_most_optimizations``, compile
-    options), which neither this cache's keys nor JAX's in-memory caches name."""
+    (or loads it from JAX's persistent compilation cache). For a change to how XLA compiles
+    (``jax_disable_most_optimizations``, compile options), which the cache's keys do not
+    name (nor do JAX's in-memory caches: ``jax.clear_caches()``)."""
     _PROGRAMS.clear()
 
 
