@@ -23,7 +23,8 @@ from hypothesis import settings
 # (docs/benchmarks/speed.md, compile time). The subprocesses tests start (the command, benchmark
 # scripts' quick modes, notebooks) inherit this. Tests marked `learning` train to a return
 # threshold, so run time dominates them (2-3x slower without optimizations): they compile
-# fully optimized, as users' programs do (the `_compile_mode` fixture below).
+# fully optimized, as users' programs do (the `_compile_mode` fixture below), but for those
+# whose compile time dominates (marked `unoptimized`).
 _FLAG = "--xla_llvm_disable_expensive_passes=true"
 if _FLAG not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FLAG}".strip()
@@ -99,9 +100,11 @@ def optimized_programs() -> dict[str, str]:
 def _compile_mode(request: pytest.FixtureRequest):
     """Learning tests (``@pytest.mark.learning``), and tests whose run time dominates their
     compile time (``@pytest.mark.optimized``), compile with XLA's full optimizations and its
-    fusion emitters, as users' programs do; tests marked ``default_emitters`` unoptimized
+    fusion emitters, as users' programs do, but for learning tests whose compile time
+    dominates (``@pytest.mark.unoptimized``); tests marked ``default_emitters`` unoptimized
     with the fusion emitters."""
     optimized = any(request.node.get_closest_marker(n) for n in ("learning", "optimized"))
+    optimized = optimized and request.node.get_closest_marker("unoptimized") is None
     if not optimized and request.node.get_closest_marker("default_emitters") is None:
         yield
         return
