@@ -337,8 +337,8 @@ def tune(
 
     if study is not None and _begin(study, base, space, path, say, train, enqueue_base):
         return summary()
-    _run_batches(study, base, space, trials, batch, stop_after_batches, train, summary, say)
-    return summary()
+    last = _run_batches(study, base, space, trials, batch, stop_after_batches, train, summary, say)
+    return summary() if last is None else last
 
 
 def _check_request(
@@ -371,13 +371,14 @@ def _run_batches(
     batch: int,
     stop_after_batches: int | None,
     train: Callable[[Sequence[tuple[Any, Setting]]], bool],
-    summary: Callable[[], object],
+    summary: Callable[[], Any],
     say: Callable[[str], None],
-) -> None:
+) -> Any:
     """Batches asked (by process 0: ``study`` is None in the others, which train the
     batches it shares), trained and summarized, until the study has its ``trials``, a
-    ``stop`` ends a batch, or ``stop_after_batches``."""
-    batches = 0
+    ``stop`` ends a batch, or ``stop_after_batches``. Returns the last batch's summary
+    (None where no batch ran)."""
+    batches, last = 0, None
     while stop_after_batches is None or batches < stop_after_batches:
         asked = None
         if study is not None:
@@ -385,13 +386,14 @@ def _run_batches(
             asked = _ask(study, base, space, min(batch, trials - ended - running), say)
         asked = _shared_batch(asked, base)
         if asked is None:
-            return
+            return last
         batches += 1
         say(f"batch {batches}: trials {', '.join(s.name[6:] for _, s in asked)}")
         stopped = train(asked)
-        summary()
+        last = summary()
         if stopped:
-            return
+            return last
+    return last
 
 
 def _begin(
