@@ -35,13 +35,13 @@ class ActionSample(struct.PyTreeNode):
 # the registry are the only places that read ``learning_mode``).
 
 
-def learns_from_replay(agent: Any) -> bool:
+def learns_from_replay(agent: Agent) -> bool:
     """Whether the agent learns from a replay buffer (``init_training`` returns one, and
     off-policy updates follow each collection) rather than from each fresh rollout."""
     return agent.learning_mode == "off_policy"
 
 
-def evaluates_both_modes(agent: Any) -> bool:
+def evaluates_both_modes(agent: Agent) -> bool:
     """Whether the agent has a stochastic policy of its own besides the deterministic one
     (NPG/TRPO sample from their action distribution), so the final policy is evaluated in
     both modes and ``policy`` takes a traced ``deterministic`` flag; default: on-policy
@@ -49,14 +49,14 @@ def evaluates_both_modes(agent: Any) -> bool:
     return bool(getattr(agent, "evaluates_both_modes", agent.learning_mode == "on_policy"))
 
 
-def batches_seeds_on_cpu(agent: Any) -> bool:
+def batches_seeds_on_cpu(agent: Agent) -> bool:
     """Whether several seeds of the agent run faster batched (``jax.vmap``) than one after
     another on a CPU (:func:`jaxrl.training.over_seeds`); default: off-policy agents (NPG and
     TRPO's conjugate-gradient and line-search loops run slower batched)."""
     return bool(getattr(agent, "batches_seeds_on_cpu", agent.learning_mode == "off_policy"))
 
 
-def update_loops(agent: Any, batch: int) -> dict[str, int]:
+def update_loops(agent: Agent, batch: int) -> dict[str, int]:
     """The bounds of the loops one ``update`` runs one after another, by name, for a
     collected batch of ``batch`` transitions (NPG/TRPO: actor steps, conjugate-gradient and
     line-search iterations per actor step); empty for an agent that declares none. Under

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl.algorithms.protocol import Agent
 from jaxrl.config.run_config import RunConfig
 from jaxrl.core._checks import check_key
 from jaxrl.core.normalization import RunningMeanStd, normalize_observations
@@ -53,7 +54,7 @@ class Policy:
       observation_shape: the shape of one observation of the run's environment.
     """
 
-    agent: Any
+    agent: Agent
     state: Any
     obs_stats: RunningMeanStd | None
     config: RunConfig
@@ -127,7 +128,7 @@ class Policy:
 
 
 def _actions(
-    agent: Any, deterministic: bool, state: Any, stats: Any, obs: jax.Array, key: Any = None
+    agent: Agent, deterministic: bool, state: Any, stats: Any, obs: jax.Array, key: Any = None
 ) -> jax.Array:
     _, obs = normalize_observations(stats, obs, update=False)
     key = jax.random.key(0) if key is None else key
@@ -139,7 +140,7 @@ _act = jax.jit(_actions, static_argnums=(0, 1))
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
 def _act_seeds(
-    agent: Any, deterministic: bool, state: Any, stats: Any, obs: jax.Array, key: Any
+    agent: Agent, deterministic: bool, state: Any, stats: Any, obs: jax.Array, key: Any
 ) -> jax.Array:
     def one(state: Any, stats: Any) -> jax.Array:
         return _actions(agent, deterministic, state, stats, obs, key)
