@@ -425,7 +425,12 @@ def test_estimation_step_alias():
         ({"update_per_step": None}, TypeError, r"DDPG\.update_per_step must be a number"),
         ({"update_per_step": True}, TypeError, r"DDPG\.update_per_step must be a number"),
         ({"update_per_step": math.inf}, ValueError, r"DDPG\.update_per_step must be in \(0"),
-        ({"action_bound_method": "tanh"}, ValueError, r"DDPG\.action_bound_method"),
+        (
+            {"action_bound_method": "tanh"},
+            ValueError,
+            r"^DDPG\.action_bound_method must be one of 'clip', None, got 'tanh'$",
+        ),
+        ({"action_scaling": 1}, TypeError, r"^DDPG\.action_scaling must be a bool, got 1$"),
         ({"action_scaling": "yes"}, TypeError, r"DDPG\.action_scaling"),
         ({"hidden_sizes": [128, 0]}, ValueError, r"DDPG\.hidden_sizes"),
         ({"hidden_sizes": 64}, TypeError, r"DDPG\.hidden_sizes must be a list .*got 64"),

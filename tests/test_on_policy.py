@@ -207,6 +207,12 @@ def test_tianshou_1x_aliases():
         (jaxrl.NPG, "action_bound_method", "sigmoid", ValueError),
         (jaxrl.NPG, "activation", "swish2", ValueError),
         (jaxrl.TRPO, "action_scaling", "yes", TypeError),
+        # A static bool's string or int is refused, not read as truthy ("false" was True).
+        (jaxrl.TRPO, "return_scaling", "false", TypeError),
+        (jaxrl.NPG, "advantage_normalization", 0, TypeError),
+        (jaxrl.TRPO, "deterministic_eval", "yes", TypeError),
+        (jaxrl.NPG, "normalize_step", 1, TypeError),
+        (jaxrl.TRPO, "lr_schedule", 0.5, TypeError),
         (jaxrl.TRPO, "max_kl", 0.0, ValueError),
         (jaxrl.TRPO, "backtrack_coeff", 1.5, ValueError),
         (jaxrl.TRPO, "max_backtracks", 0, ValueError),

@@ -12,7 +12,7 @@ import types
 import typing
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -22,9 +22,9 @@ from flax import struct
 from flax.training.train_state import TrainState
 
 from jaxrl.core._checks import check_in_range
-from jaxrl.core.actions import BOUND_METHODS, map_action
+from jaxrl.core.actions import map_action
 from jaxrl.core.tree import all_finite, tree_select
-from jaxrl.networks import ACTIVATIONS, stable_apply
+from jaxrl.networks import stable_apply
 from jaxrl.spaces import SpaceSpec, describe_space
 
 Schedule = Callable[[jax.Array], jax.Array]
@@ -72,19 +72,26 @@ def hyperparameter(
 
 
 def check_bounds(algorithm: Any) -> None:
-    """Raise ``ValueError`` naming ``Class.field`` where a concrete field value is outside the
-    bounds its :func:`hyperparameter` declares (:func:`jaxrl.core._checks.check_in_range`);
-    ``TypeError`` where it is no number: a string, a field typed ``int`` (or ``int | None``)
-    that holds no int (or None), a static field that holds None or a bool. Traced leaves are
-    skipped, and so are the placeholders (None, ``object()``) JAX rebuilds pytrees with."""
+    """Raise naming ``Class.field`` where a concrete value is not what its
+    :func:`hyperparameter` field declares. ``ValueError``: outside its bounds
+    (:func:`jaxrl.core._checks.check_in_range`), or not one of the values of a static field
+    typed ``Literal[...]``. ``TypeError``: no number where bounds are declared (a field typed
+    ``int`` must hold an int, a static field no None or bool), no bool in a static field typed
+    ``bool``, nothing callable in one typed ``Callable``. None passes where the type allows
+    it. Traced leaves are skipped, and so are the placeholders (None, ``object()``) JAX
+    rebuilds pytrees with."""
     owner, hints = type(algorithm).__name__, _type_hints(type(algorithm))
     for field in dataclasses.fields(algorithm):
-        if "bounds" not in field.metadata:
+        if "help" not in field.metadata:
             continue
-        low, high, low_open, high_open = field.metadata["bounds"]
         value, hint = getattr(algorithm, field.name), hints[field.name]
         members = typing.get_args(hint) if typing.get_origin(hint) in _UNIONS else (hint,)
         name, leaf = f"{owner}.{field.name}", field.metadata["pytree_node"]
+        if not leaf:
+            _check_static_type(name, value, members)
+        if "bounds" not in field.metadata:
+            continue
+        low, high, low_open, high_open = field.metadata["bounds"]
         placeholder = value is None or type(value) is object
         if int in members:
             check_int_field(owner, field.name, value, low, allow_none=type(None) in members)
@@ -92,6 +99,23 @@ def check_bounds(algorithm: Any) -> None:
             raise TypeError(f"{name} must be a number, got {value!r}")
         elif not placeholder:
             check_in_range(name, value, low, high, low_open=low_open, high_open=high_open)
+
+
+def _check_static_type(name: str, value: Any, members: tuple[Any, ...]) -> None:
+    """A static field's value against its type: the union's ``members``, or the type."""
+    optional = type(None) in members
+    kinds = [m for m in members if m is not type(None)]
+    if (value is None and optional) or not kinds:
+        return
+    if all(typing.get_origin(m) is Literal for m in kinds):
+        allowed = [a for m in kinds for a in typing.get_args(m)] + [None] * optional
+        if not any(type(value) is type(a) and value == a for a in allowed):
+            names = ", ".join(map(repr, allowed))
+            raise ValueError(f"{name} must be one of {names}, got {value!r}")
+    elif kinds == [bool] and not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+    elif all(typing.get_origin(m) is Callable for m in kinds) and not callable(value):
+        raise TypeError(f"{name} must be callable, got {value!r}")
 
 
 _UNIONS = (typing.Union, types.UnionType)
@@ -211,12 +235,10 @@ def guarded_gradient_step(
 # ---------------------------------------------------------------------------------------------
 
 
-def check_structure(agent: Any, bound_methods: tuple[str | None, ...] = BOUND_METHODS) -> None:
-    """The checks of the structure fields NPG, TRPO and DDPG share, each naming its field:
-    ``hidden_sizes`` (a list becomes a tuple; positive ints), ``activation`` (a name in
-    :data:`jaxrl.networks.ACTIVATIONS`), ``action_bound_method`` (one of ``bound_methods``),
-    ``action_scaling`` (a bool) and every ``*lr_schedule`` field (None or callable). Call it
-    from ``__post_init__``."""
+def check_structure(agent: Any) -> None:
+    """The check of the ``hidden_sizes`` field NPG, TRPO and DDPG share: a list becomes a
+    tuple; positive ints, one per hidden layer (the other fields are checked against their
+    types: :func:`check_bounds`). Call it from ``__post_init__``."""
     owner = type(agent).__name__
     sizes = agent.hidden_sizes
     if isinstance(sizes, list):
@@ -226,21 +248,6 @@ def check_structure(agent: Any, bound_methods: tuple[str | None, ...] = BOUND_ME
             f"{owner}.hidden_sizes must be a list of positive ints, one per hidden layer "
             f"([64, 64]), got {sizes!r}"
         )
-    if agent.activation not in ACTIVATIONS:
-        raise ValueError(
-            f"{owner}.activation must be one of {sorted(ACTIVATIONS)}, got {agent.activation!r}"
-        )
-    if agent.action_bound_method not in bound_methods:
-        names = ", ".join(repr(m) for m in bound_methods)
-        raise ValueError(
-            f"{owner}.action_bound_method must be one of {names}, got {agent.action_bound_method!r}"
-        )
-    if not isinstance(agent.action_scaling, bool):
-        raise TypeError(f"{owner}.action_scaling must be a bool, got {agent.action_scaling!r}")
-    for field in dataclasses.fields(agent):
-        schedule = getattr(agent, field.name)
-        if field.name.endswith("lr_schedule") and schedule is not None and not callable(schedule):
-            raise TypeError(f"{owner}.{field.name} must be callable (update count -> factor)")
 
 
 def check_spaces(

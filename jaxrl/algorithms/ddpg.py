@@ -61,8 +61,6 @@ from jaxrl.spaces import SpaceSpec
 Array = jax.Array
 PyTree = Any
 
-DDPG_BOUND_METHODS: tuple[str | None, ...] = ("clip", None)
-
 
 def _resolve_noise(noise: Any) -> Noise | None:
     if isinstance(noise, str) and noise == "default":
@@ -215,7 +213,7 @@ class DDPG(struct.PyTreeNode):
     def __post_init__(self) -> None:
         object.__setattr__(self, "exploration_noise", _resolve_noise(self.exploration_noise))
         check_bounds(self)
-        check_structure(self, DDPG_BOUND_METHODS)
+        check_structure(self)
 
     # ------------------------------------------------------------------ construction
     def networks(self, action_dim: int) -> tuple[nn.Module, nn.Module]:
