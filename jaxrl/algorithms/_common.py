@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import numbers
 import textwrap
 import types
 import typing
@@ -75,11 +76,11 @@ def check_bounds(algorithm: Any) -> None:
     """Raise naming ``Class.field`` where a concrete value is not what its
     :func:`hyperparameter` field declares. ``ValueError``: outside its bounds
     (:func:`jaxrl.core._checks.check_in_range`), or not one of the values of a static field
-    typed ``Literal[...]``. ``TypeError``: no number where bounds are declared (a field typed
-    ``int`` must hold an int, a static field no None or bool), no bool in a static field typed
-    ``bool``, nothing callable in one typed ``Callable``. None passes where the type allows
-    it. Traced leaves are skipped, and so are the placeholders (None, ``object()``) JAX
-    rebuilds pytrees with."""
+    typed ``Literal[...]``. ``TypeError``: a static field's value not of its type (a bool for
+    ``bool``, an int for ``int``, a number but no bool for ``float``, a callable for
+    ``Callable``, an instance of any other class; None where the type allows it), or no
+    number in a field with bounds. Traced leaves are skipped, and so are the placeholders
+    (None, ``object()``) JAX rebuilds pytrees with."""
     owner, hints = type(algorithm).__name__, _type_hints(type(algorithm))
     for field in dataclasses.fields(algorithm):
         if "help" not in field.metadata:
@@ -104,7 +105,8 @@ def check_bounds(algorithm: Any) -> None:
 def _check_static_type(name: str, value: Any, members: tuple[Any, ...]) -> None:
     """A static field's value against its type: the union's ``members``, or the type."""
     optional = type(None) in members
-    kinds = [m for m in members if m is not type(None)]
+    kinds = [Callable if typing.get_origin(m) is Callable else m for m in members]
+    kinds = [m for m in kinds if m is not type(None)]
     if (value is None and optional) or not kinds:
         return
     if all(typing.get_origin(m) is Literal for m in kinds):
@@ -112,10 +114,16 @@ def _check_static_type(name: str, value: Any, members: tuple[Any, ...]) -> None:
         if not any(type(value) is type(a) and value == a for a in allowed):
             names = ", ".join(map(repr, allowed))
             raise ValueError(f"{name} must be one of {names}, got {value!r}")
-    elif kinds == [bool] and not isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name} must be a bool, got {value!r}")
-    elif all(typing.get_origin(m) is Callable for m in kinds) and not callable(value):
-        raise TypeError(f"{name} must be callable, got {value!r}")
+    elif all(isinstance(m, type) for m in kinds):
+        accepted = tuple(_INSTANCES.get(m, m) for m in kinds)
+        if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in kinds):
+            words = [_WORDS.get(m, f"a {m.__name__}") for m in kinds] + ["None"] * optional
+            raise TypeError(f"{name} must be {' or '.join(words)}, got {value!r}")
+
+
+# What a static field typed by one of these classes may hold, and how an error names it.
+_INSTANCES = {bool: (bool, np.bool_), int: numbers.Integral, float: numbers.Real}
+_WORDS = {bool: "a bool", int: "an int", float: "a number", Callable: "callable"}
 
 
 _UNIONS = (typing.Union, types.UnionType)
