@@ -86,13 +86,14 @@ def check_bounds(algorithm: Any) -> None:
         if "help" not in field.metadata:
             continue
         value, hint = getattr(algorithm, field.name), hints[field.name]
-        members = typing.get_args(hint) if typing.get_origin(hint) in _UNIONS else (hint,)
         name, leaf = f"{owner}.{field.name}", field.metadata["pytree_node"]
-        if not leaf:
-            _check_static_type(name, value, members)
+        rule = None if leaf else _static_rule(hint)
+        if rule is not None and not rule[0](value):
+            raise rule[2](f"{name} must be {rule[1]}, got {value!r}")
         if "bounds" not in field.metadata:
             continue
         low, high, low_open, high_open = field.metadata["bounds"]
+        members = typing.get_args(hint) if typing.get_origin(hint) in _UNIONS else (hint,)
         placeholder = value is None or type(value) is object
         if int in members:
             check_int_field(owner, field.name, value, low, allow_none=type(None) in members)
@@ -102,23 +103,28 @@ def check_bounds(algorithm: Any) -> None:
             check_in_range(name, value, low, high, low_open=low_open, high_open=high_open)
 
 
-def _check_static_type(name: str, value: Any, members: tuple[Any, ...]) -> None:
-    """A static field's value against its type: the union's ``members``, or the type."""
+@functools.cache
+def _static_rule(hint: Any) -> tuple[Callable[[Any], bool], str, type[Exception]] | None:
+    """``(accepts, words, error)`` for a static field typed ``hint`` (None: no rule), made
+    once per type: JAX rebuilds an algorithm, and so checks it, whenever it unflattens it."""
+    members = typing.get_args(hint) if typing.get_origin(hint) in _UNIONS else (hint,)
     optional = type(None) in members
     kinds = [Callable if typing.get_origin(m) is Callable else m for m in members]
     kinds = [m for m in kinds if m is not type(None)]
-    if (value is None and optional) or not kinds:
-        return
-    if all(typing.get_origin(m) is Literal for m in kinds):
+    if kinds and all(typing.get_origin(m) is Literal for m in kinds):
         allowed = [a for m in kinds for a in typing.get_args(m)] + [None] * optional
-        if not any(type(value) is type(a) and value == a for a in allowed):
-            names = ", ".join(map(repr, allowed))
-            raise ValueError(f"{name} must be one of {names}, got {value!r}")
-    elif all(isinstance(m, type) for m in kinds):
+        words = "one of " + ", ".join(map(repr, allowed))
+        return (lambda v: any(type(v) is type(a) and v == a for a in allowed)), words, ValueError
+    if kinds and all(isinstance(m, type) for m in kinds):
         accepted = tuple(_INSTANCES.get(m, m) for m in kinds)
-        if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in kinds):
-            words = [_WORDS.get(m, f"a {m.__name__}") for m in kinds] + ["None"] * optional
-            raise TypeError(f"{name} must be {' or '.join(words)}, got {value!r}")
+        words = " or ".join([_WORDS.get(m, f"a {m.__name__}") for m in kinds] + ["None"] * optional)
+
+        def accepts(v: Any) -> bool:
+            exact = bool in kinds or not isinstance(v, bool)  # a bool is an int to isinstance
+            return optional if v is None else isinstance(v, accepted) and exact
+
+        return accepts, words, TypeError
+    return None
 
 
 # What a static field typed by one of these classes may hold, and how an error names it.
