@@ -95,10 +95,14 @@ def resolve_backend(env: str, backend: str = "auto") -> Literal["jax", "gymnasiu
     gymnasium ids (or any id when ``backend="gymnasium"``).
 
     Raises:
-      ValueError: an id neither library knows, naming the closest known ids, a Brax id
-        Brax does not register, or a Brax id with ``backend="gymnasium"``.
+      ValueError: a ``backend`` other than ``"auto"``, ``"jax"`` or ``"gymnasium"``; an id
+        neither library knows, naming the closest known ids, a Brax id Brax does not
+        register, or a Brax id with ``backend="gymnasium"``.
     """
     import gymnasium as gym
+
+    if backend not in ("auto", "jax", "gymnasium"):
+        raise ValueError(f"backend must be 'auto', 'jax' or 'gymnasium', got {backend!r}")
 
     gymnax = import_gymnax()
     if is_brax_id(env):

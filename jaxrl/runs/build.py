@@ -102,10 +102,14 @@ def make_config(
         name: value for name, value in options.items() if name not in ("env", "backend", "preset")
     }
     settings.update(RunSettings.for_budget(defaults, given))
-    env_backend = settings["env_backend"]
-    backend = resolve_backend(
-        env, "gymnasium" if env_backend != "auto" else run.get("backend", "auto")
-    )
+    env_backend, backend = settings["env_backend"], run.get("backend", "auto")
+    if env_backend != "auto" and backend == "jax":
+        raise ValueError(
+            f"env_backend={env_backend!r} runs host environments: it cannot be combined with "
+            "backend='jax'"
+        )
+    host = env_backend != "auto" and backend == "auto"  # naming a host library chooses it
+    backend = resolve_backend(env, "gymnasium" if host else backend)
     settings.update(
         num_seeds=settings["num_seeds"] or DEFAULT_NUM_SEEDS[backend],
         env_backend=resolve_env_backend(env, env_backend) if backend == "gymnasium" else "auto",

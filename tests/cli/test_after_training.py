@@ -204,6 +204,13 @@ def test_make_config_is_the_run_the_command_trains(trpo_run, hopper_run):
         make_agent(config)
     with pytest.raises(TypeError, match=r"env must be an env id .*, got int"):
         make_config("trpo", 3)
+    # A driver is named exactly, and never overruled by the host library named beside it
+    # (both once chose the host driver without a word).
+    with pytest.raises(ValueError, match="backend must be 'auto', 'jax' or 'gymnasium', got 'JAX'"):
+        make_config("trpo", "Pendulum-v1", backend="JAX")
+    with pytest.raises(ValueError, match=r"env_backend='gymnasium' runs host .* backend='jax'"):
+        make_config("trpo", "Pendulum-v1", backend="jax", env_backend="gymnasium")
+    assert make_config("trpo", "Pendulum-v1", env_backend="gymnasium").backend == "gymnasium"
 
 
 # Cost: 2-3 s (a copy of a run directory, two restores, an evaluation of 1 episode per seed).
