@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -99,6 +100,8 @@ class Policy:
                 f"{', '.join(map(str, self.observation_shape))}] ({self.config.env}), got "
                 f"{list(obs.shape)}"
             )
+        if not isinstance(deterministic, bool | np.bool_):
+            raise TypeError(f"Policy.act: deterministic must be a bool, got {deterministic!r:.60}")
         if key is not None:
             check_key("Policy.act: key", key)
         elif not deterministic:
@@ -153,6 +156,10 @@ def _open(run_dir: str | Path | RunDir) -> RunDir:
     two levels below), an error naming some of its runs."""
     if isinstance(run_dir, RunDir):
         return run_dir
+    if not isinstance(run_dir, str | os.PathLike):
+        raise TypeError(
+            f"a run directory must be a path, got {type(run_dir).__name__} {run_dir!r:.60}"
+        )
     runs = nested_runs(run_dir)
     if runs:
         shown = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
@@ -298,10 +305,13 @@ def evaluate_policy(
         ``deterministic_eval``).
 
     Raises:
-      ValueError, TypeError: ``episodes`` not a positive int, ``seed`` no int.
+      ValueError, TypeError: ``episodes`` not a positive int, ``seed`` no int,
+        ``deterministic`` no bool (or None); ``policy`` neither a policy nor a path.
     """
     _check_int("episodes", episodes)
     _check_int("seed", seed)
+    if not isinstance(deterministic, bool | np.bool_ | None):
+        raise TypeError(f"deterministic must be a bool or None, got {deterministic!r:.60}")
     if not isinstance(policy, Policy):
         policy = load(policy, seed=None)
     if episodes < 1:

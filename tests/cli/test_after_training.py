@@ -130,6 +130,8 @@ def test_a_new_user_loads_acts_evaluates_and_exports(
         policy.act(obs, deterministic=False)
     with pytest.raises(TypeError, match=r"^Policy.act: key must be a PRNG key .*got int 0"):
         policy.act(obs, deterministic=False, key=0)
+    with pytest.raises(TypeError, match=r"^Policy.act: deterministic must be a bool, got 'no'"):
+        policy.act(obs, deterministic="no", key=jax.random.key(0))
     keys = jax.random.split(jax.random.key(0))
     samples = [policy.act(obs, deterministic=False, key=key) for key in keys]
     assert not np.array_equal(*samples) and not np.array_equal(samples[0], batch)
@@ -247,6 +249,12 @@ def test_best_loads_the_best_evaluation_s_checkpoint_or_says_it_is_not_kept(
         evaluate_policy(run_dir, episodes="2")
     with pytest.raises(TypeError, match=r"policy must be a jaxrl.Policy \(jaxrl.load"):
         export_policy(str(run_dir), tmp_path / "policy.onnx")
+    # Once Python's own "expected str, bytes or os.PathLike object, not int", and "yes" read
+    # as True.
+    with pytest.raises(TypeError, match="a run directory must be a path, got int 3"):
+        evaluate_policy(3, episodes=1)
+    with pytest.raises(TypeError, match="deterministic must be a bool or None, got 'yes'"):
+        evaluate_policy(run_dir, episodes=1, deterministic="yes")
 
 
 # Cost: 18 s measured on the 2-core CPU under a load of 6 from other jobs (a 5-period tiny
