@@ -365,7 +365,8 @@ def make_collector(
       normalize_obs: Tianshou's running observation normalization (module docstring).
 
     Raises:
-      TypeError: an off-policy agent, or an environment of an unknown kind.
+      TypeError: an off-policy agent, an environment of an unknown kind, or a
+        ``normalize_obs`` that is no bool.
       ValueError: bad ``num_steps``/``num_envs``, or a gymnasium vector env without
         same-step auto-reset.
     """
@@ -380,6 +381,8 @@ def make_collector(
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if not isinstance(normalize_obs, bool | np.bool_):
+        raise TypeError(f"normalize_obs must be True or False, got {normalize_obs!r:.60}")
     if isinstance(env, gym.Env | gym.vector.VectorEnv | GymnasiumVectorEnv | EnvPoolVectorEnv) or (
         is_envpool(env)
     ):

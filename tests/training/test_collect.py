@@ -313,6 +313,8 @@ def test_bad_arguments_are_named():
         make_collector(AGENT, "Pendulum-v1", 8)
     with pytest.raises(ValueError, match=r"^num_steps must be a positive int, got 0"):
         make_collector(AGENT, "Pendulum-v1", 0, num_envs=2)
+    with pytest.raises(TypeError, match=r"^normalize_obs must be True or False, got 'yes'"):
+        make_collector(AGENT, "Pendulum-v1", 8, num_envs=2, normalize_obs="yes")  # was truthy
     with pytest.raises(TypeError, match=r"^env: got a single gymnasium environment.*make_vec"):
         make_collector(AGENT, gym.make("Pendulum-v1"), 8)
 
