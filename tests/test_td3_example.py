@@ -106,6 +106,8 @@ def test_plugin_errors_are_one_line(tmp_path, capsys, monkeypatch):
         assert len(error.splitlines()) == 1
     with pytest.raises(plugins.PluginError, match="registered no algorithm"):
         jaxrl.load_plugin(tmp_path / "empty.py")
+    with pytest.raises(TypeError, match=r"a plug-in is a \.py file or a module name, got int 3"):
+        jaxrl.load_plugin(3)
     assert "--plugin needs" in _error(capsys, main, ["train", "ddpg", "--plugin"])
     monkeypatch.setenv("JAXRL_PLUGINS", "broken.py")  # a plug-in the user did not write here
     line = _error(capsys, main, ["train", "ddpg", "--plan"])

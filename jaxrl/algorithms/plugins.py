@@ -69,9 +69,14 @@ def load_plugin(spec: str | os.PathLike) -> tuple[str, ...]:
     Raises:
       jaxrl.algorithms.plugins.PluginError: naming ``spec``, when the file is missing,
         raises on import, or registers no algorithm.
+      TypeError: ``spec`` neither a path nor a str.
     """
     from jaxrl.algorithms import registry  # the built-in algorithms: JAX (not for plugins_from_env)
 
+    if not isinstance(spec, str | os.PathLike):
+        raise TypeError(
+            f"a plug-in is a .py file or a module name, got {type(spec).__name__} {spec!r:.60}"
+        )
     text = os.fspath(spec)
     is_file = isinstance(spec, os.PathLike) or _is_file(text)
     key = str(Path(text).resolve()) if is_file else text

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -120,7 +121,8 @@ def train_run(
     alone writes ``run_dir`` (see the module docstring).
 
     Raises:
-      ValueError, TypeError: invalid configuration (before anything is trained).
+      ValueError, TypeError: invalid configuration, ``resume`` or ``progress`` no bool,
+        ``run_dir`` no path (before anything is trained).
       RunDirError: a new run's path holds files already.
       KeyboardInterrupt: after finishing pending checkpoint writes.
     """
@@ -129,6 +131,11 @@ def train_run(
             f"config must be a RunConfig (jaxrl.make_config(algo, env, ...) makes one), got "
             f"{type(config).__name__} {config!r:.80}"
         )
+    for name, flag in (("resume", resume), ("progress", progress)):
+        if not isinstance(flag, bool | np.bool_):
+            raise TypeError(f"{name} must be True or False, got {flag!r:.60}")
+    if not isinstance(run_dir, RunDir | str | os.PathLike):
+        raise TypeError(f"run_dir must be a path, got {type(run_dir).__name__} {run_dir!r:.60}")
     agent = config.make_agent()
     if not isinstance(run_dir, RunDir):
         run_dir = _run_dir_at(Path(run_dir), resume)

@@ -202,6 +202,10 @@ def test_make_config_is_the_run_the_command_trains(trpo_run, hopper_run):
         make_config("trpo", "Pendulum-v1", total_steps="8k")
     with pytest.raises(TypeError, match=r"config must be a RunConfig .*, got str 'trpo'"):
         train_run("trpo", "runs/x")
+    with pytest.raises(TypeError, match="resume must be True or False, got 'yes'"):
+        train_run(config, "runs/x", resume="yes")  # was truthy
+    with pytest.raises(TypeError, match="run_dir must be a path, got int 3"):
+        train_run(config, 3)
     with pytest.raises(TypeError, match=r"algo must be .* got RunConfig; .* config.make_agent"):
         make_agent(config)
     with pytest.raises(TypeError, match=r"env must be an env id .*, got int"):
