@@ -87,7 +87,7 @@ def record_video(
         raise ValueError(f"record_video: episodes must be a positive integer, got {episodes}")
     policy = load(run_dir, seed=seed_index, checkpoint=checkpoint if step is None else step)
     config = policy.config
-    deterministic = policy.agent.evaluates_deterministically  # as the run's evaluations
+    deterministic = bool(policy.agent.evaluates_deterministically)  # as the run's evaluations
 
     def act(obs: Any, key: Any) -> np.ndarray:
         return policy.act(obs, deterministic=deterministic, key=key)
