@@ -86,6 +86,20 @@ def _run_dir_at(path: Path, resume: bool) -> RunDir:
     return RunDir(path)
 
 
+def _check_arguments(config: Any, run_dir: Any, **flags: Any) -> None:
+    """``TypeError`` naming the argument of :func:`train_run` that is not what it takes."""
+    if not isinstance(config, RunConfig):
+        raise TypeError(
+            f"config must be a RunConfig (jaxrl.make_config(algo, env, ...) makes one), got "
+            f"{type(config).__name__} {config!r:.80}"
+        )
+    for name, flag in flags.items():
+        if not isinstance(flag, bool | np.bool_):
+            raise TypeError(f"{name} must be True or False, got {flag!r:.60}")
+    if not isinstance(run_dir, RunDir | str | os.PathLike):
+        raise TypeError(f"run_dir must be a path, got {type(run_dir).__name__} {run_dir!r:.60}")
+
+
 def train_run(
     config: RunConfig,
     run_dir: RunDir | str | Path,
@@ -126,16 +140,7 @@ def train_run(
       RunDirError: a new run's path holds files already.
       KeyboardInterrupt: after finishing pending checkpoint writes.
     """
-    if not isinstance(config, RunConfig):
-        raise TypeError(
-            f"config must be a RunConfig (jaxrl.make_config(algo, env, ...) makes one), got "
-            f"{type(config).__name__} {config!r:.80}"
-        )
-    for name, flag in (("resume", resume), ("progress", progress)):
-        if not isinstance(flag, bool | np.bool_):
-            raise TypeError(f"{name} must be True or False, got {flag!r:.60}")
-    if not isinstance(run_dir, RunDir | str | os.PathLike):
-        raise TypeError(f"run_dir must be a path, got {type(run_dir).__name__} {run_dir!r:.60}")
+    _check_arguments(config, run_dir, resume=resume, progress=progress)
     agent = config.make_agent()
     if not isinstance(run_dir, RunDir):
         run_dir = _run_dir_at(Path(run_dir), resume)
