@@ -271,14 +271,26 @@ def resolve_settings(base: RunConfig, grid: Mapping[str, Sequence[Any]]) -> list
     settings and hyperparameters), each checked by building its agent.
 
     Raises:
-      SweepError: a field the grid cannot vary (:func:`check_field`), values that are no
-        list, or a combination that is not a valid run, naming the field and the value.
+      SweepError: a grid that is no dict, a field the grid cannot vary
+        (:func:`check_field`), values that are no list, an empty list, values that are one
+        setting (:func:`check_distinct`), or a combination that is not a valid run, naming
+        the field and the value.
     """
+    if not isinstance(grid, Mapping):
+        raise SweepError(
+            "grid must be a dict of field -> list of values ({'max_kl': [0.005, 0.01]}), got "
+            f"{type(grid).__name__} {grid!r:.60}"
+        )
     kinds = sweepable_fields(base.algo, base.preset)
     for name, values in grid.items():
         check_field(name, kinds, base.algo, "grid")
         if isinstance(values, str) or not isinstance(values, Sequence):
             raise SweepError(f"grid {name}: give a list of values, got {values!r}")
+        if not values:
+            raise SweepError(f"grid {name}: list at least one value")
+        written = [str(value) for value in values]
+        keys = [cell(value) for value in values]
+        check_distinct("grid", name, ",".join(written), written, keys, is_list(kinds[name]))
     settings = []
     for combination in itertools.product(*grid.values()):
         values = dict(zip(grid, combination, strict=True))

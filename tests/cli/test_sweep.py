@@ -353,5 +353,15 @@ def test_a_python_grid_is_checked_as_the_command_line_s(tmp_path):
         with pytest.raises(SweepError, match=message):
             sweep(base, {name: values}, tmp_path / name)
         assert not (tmp_path / name).exists()
+    # An empty list made an empty sweep, a value listed twice two settings in one directory
+    # (a RunDirError naming this very process), a list of pairs an AttributeError.
+    for grid, message in (
+        ({"max_kl": []}, r"^grid max_kl: list at least one value$"),
+        ({"max_kl": [0.01, 0.01]}, r"^grid max_kl=0.01,0.01: 0.01 is listed twice$"),
+        ([("max_kl", [0.01])], r"^grid must be a dict of field -> list of values .*got list"),
+    ):
+        with pytest.raises(SweepError, match=message):
+            sweep(base, grid, tmp_path / "bad")
+        assert not (tmp_path / "bad").exists()
     with pytest.raises(TypeError, match=r"^base must be a RunConfig .*got \{'algo': 'trpo'\}$"):
         sweep({"algo": "trpo"}, {"max_kl": [0.01]}, tmp_path / "dict")
