@@ -45,6 +45,25 @@ class Dimension:
     log: bool = False
     choices: tuple[Any, ...] = ()
 
+    def __post_init__(self) -> None:
+        """``TuneError`` naming the dimension where one built by hand is no search: a kind
+        other than the three, a range whose ``low`` is not below ``high`` (or not above 0 on
+        a log scale), fewer than two choices."""
+        if self.kind not in ("float", "int", "categorical"):
+            why = f"kind must be 'float', 'int' or 'categorical', got {self.kind!r}"
+        elif self.kind == "categorical":
+            why = (
+                None if len(self.choices) >= 2 else f"give at least two choices, got {self.choices}"
+            )
+        elif not self.low < self.high:
+            why = f"low must be below high, got {self.low} and {self.high}"
+        else:
+            why = (
+                f"a log range needs low > 0, got {self.low}" if self.log and self.low <= 0 else None
+            )
+        if why:
+            raise TuneError(f"Dimension {self.name}: {why}")
+
     def suggest(self, trial: Any) -> Any:
         """The trial's value (an Optuna trial's ``suggest_*``); a categorical value is asked
         by its label (Optuna's choices are numbers and strings) and returned as the value."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -256,6 +257,25 @@ def test_the_python_entry_point_returns_the_study(tmp_path):
     assert result.best is not None and result.best["objective"] == max(
         t.value for t in result.study.trials
     )
+
+
+def test_a_dimension_built_by_hand_is_checked_as_search_checks_one():
+    """Built without ``parse_search``, a range with ``low`` above ``high`` reached Optuna (its
+    own message, after the study's directory was made); each is refused naming it."""
+    from jaxrl.studies import TuneError
+    from jaxrl.studies.search_space import Dimension
+
+    cases = [
+        (("max_kl", "float", 0.05, 0.001), "low must be below high, got 0.05 and 0.001"),
+        (("max_kl", "float", 0.0, 0.05, True), "a log range needs low > 0, got 0.0"),
+        (("max_kl", "real", 0.001, 0.05), "kind must be 'float', 'int' or 'categorical'"),
+    ]
+    for args, message in cases:
+        with pytest.raises(TuneError, match=f"^Dimension max_kl: {re.escape(message)}"):
+            Dimension(*args)
+    with pytest.raises(TuneError, match=r"^Dimension repeat: give at least two choices"):
+        Dimension("repeat", "categorical", choices=(1,))
+    assert Dimension("max_kl", "float", 0.001, 0.05, True).describe() == "max_kl=0.001:0.05:log"
 
 
 def test_a_trial_of_a_worker_before_a_reboot_is_asked_again(tmp_path):
