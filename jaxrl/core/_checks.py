@@ -53,6 +53,16 @@ def check_in_range(
         raise ValueError(f"{name} must be in {left}{low}, {high}{right}, got {value!r}")
 
 
+def check_bool(name: str, value: Any, *, optional: bool = False) -> None:
+    """Raise ``TypeError`` naming ``name`` unless ``value`` is a Python or NumPy bool (or
+    ``None`` when ``optional``): a flag given as a string or a number is refused, not read by
+    its truthiness."""
+    if isinstance(value, bool | np.bool_) or (optional and value is None):
+        return
+    expected = "True, False or None" if optional else "True or False"
+    raise TypeError(f"{name} must be {expected}, got {value!r:.60}")
+
+
 def check_key(name: str, key: Any) -> None:
     """Raise ``TypeError`` naming ``name`` unless ``key`` is a JAX PRNG key, concrete or
     traced: a typed key (``jax.random.key(seed)``) or raw ``uint32`` key data

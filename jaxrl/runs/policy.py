@@ -24,7 +24,7 @@ import numpy as np
 
 from jaxrl.algorithms.protocol import Agent
 from jaxrl.config.run_config import RunConfig
-from jaxrl.core._checks import check_key
+from jaxrl.core._checks import check_bool, check_key
 from jaxrl.core.normalization import RunningMeanStd, normalize_observations
 from jaxrl.runs.bookkeeping import checkpoint_env_steps
 from jaxrl.runs.build import make_loop
@@ -100,8 +100,7 @@ class Policy:
                 f"{', '.join(map(str, self.observation_shape))}] ({self.config.env}), got "
                 f"{list(obs.shape)}"
             )
-        if not isinstance(deterministic, bool | np.bool_):
-            raise TypeError(f"Policy.act: deterministic must be a bool, got {deterministic!r:.60}")
+        check_bool("Policy.act: deterministic", deterministic)
         if key is not None:
             check_key("Policy.act: key", key)
         elif not deterministic:
@@ -310,8 +309,7 @@ def evaluate_policy(
     """
     _check_int("episodes", episodes)
     _check_int("seed", seed)
-    if not isinstance(deterministic, bool | np.bool_ | None):
-        raise TypeError(f"deterministic must be a bool or None, got {deterministic!r:.60}")
+    check_bool("deterministic", deterministic, optional=True)
     if not isinstance(policy, Policy):
         policy = load(policy, seed=None)
     if episodes < 1:

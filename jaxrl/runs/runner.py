@@ -33,6 +33,7 @@ import numpy as np
 
 from jaxrl.algorithms.protocol import Agent
 from jaxrl.config.run_config import RunConfig
+from jaxrl.core._checks import check_bool
 from jaxrl.runs.bookkeeping import RunBook, TrainResult, best_checkpoint
 from jaxrl.runs.build import make_loop
 from jaxrl.runs.checkpoints import CheckpointError, CheckpointStore
@@ -94,8 +95,7 @@ def _check_arguments(config: Any, run_dir: Any, **flags: Any) -> None:
             f"{type(config).__name__} {config!r:.80}"
         )
     for name, flag in flags.items():
-        if not isinstance(flag, bool | np.bool_):
-            raise TypeError(f"{name} must be True or False, got {flag!r:.60}")
+        check_bool(name, flag)
     if not isinstance(run_dir, RunDir | str | os.PathLike):
         raise TypeError(f"run_dir must be a path, got {type(run_dir).__name__} {run_dir!r:.60}")
 

@@ -62,6 +62,7 @@ import numpy as np
 from jax import lax
 
 from jaxrl.algorithms.protocol import Agent, learns_from_replay
+from jaxrl.core._checks import check_bool
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.envs.host import EnvPoolVectorEnv, GymnasiumVectorEnv, host_vector_env, is_envpool
 from jaxrl.envs.jax_envs import make_env
@@ -381,8 +382,7 @@ def make_collector(
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if not isinstance(normalize_obs, bool | np.bool_):
-        raise TypeError(f"normalize_obs must be True or False, got {normalize_obs!r:.60}")
+    check_bool("normalize_obs", normalize_obs)
     if isinstance(env, gym.Env | gym.vector.VectorEnv | GymnasiumVectorEnv | EnvPoolVectorEnv) or (
         is_envpool(env)
     ):

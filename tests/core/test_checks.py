@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from jaxrl.core._checks import (
+    check_bool,
     check_in_range,
     check_key,
     check_min_rank,
@@ -129,3 +130,25 @@ def test_check_key_refuses_a_traced_integer():
         TypeError, match=re.escape("key must be a PRNG key (jax.random.key(seed)), got int32[]")
     ):
         jax.jit(lambda k: check_key("key", k) or 0)(0)
+
+
+@pytest.mark.parametrize("value", [True, False, np.bool_(True), np.array(False)[()]])
+def test_check_bool_accepts_python_and_numpy_bools(value):
+    check_bool("flag", value)
+    check_bool("flag", value, optional=True)
+
+
+@pytest.mark.parametrize(
+    "value,optional,message",
+    [
+        ("yes", False, "flag must be True or False, got 'yes'"),
+        (1, False, "flag must be True or False, got 1"),
+        (None, False, "flag must be True or False, got None"),
+        (0, True, "flag must be True, False or None, got 0"),
+        ("x" * 100, False, f"flag must be True or False, got {('x' * 100)!r:.60}"),
+    ],
+)
+def test_check_bool_refuses_truthy_values_by_name(value, optional, message):
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        check_bool("flag", value, optional=optional)
+    check_bool("flag", None, optional=True)
