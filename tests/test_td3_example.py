@@ -247,7 +247,9 @@ def test_td3_solves_pendulum_with_four_seeds(td3):
     policy (the last evaluation, 10 episodes per seed) is judged.
 
     Measured final returns: seeds 0-3 -151.7, -143.0, -138.6, -193.9 (mean -156.8 +- 21.9);
-    seeds 4-7 -177, -221, -189, -164; seeds 100-107 -187 +- 32, worst -228. With Tianshou's
+    seeds 4-7 -177, -221, -189, -164; seeds 100-107 -187 +- 32, worst -228. CPUs round
+    differently: on a 2-core AMD EPYC without AVX-512 seeds 0-3 end at -357.7, -129.9,
+    -144.6, -175.0 (mean -201.8 +- 91.5). With Tianshou's
     TD3-test actor lr 1e-4 (DDPG's preset value) seeds 0-7 end at -219 +- 124: seed 1 stalls
     (-539 at 50,000 steps, -875 at 100,000), which is why the plug-in sets its own."""
     from jaxrl.config import RunConfig
