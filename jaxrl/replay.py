@@ -34,11 +34,10 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxrl.core._checks import concrete_value
+from jaxrl.core._checks import check_int, concrete_value
 
 Array = jax.Array
 
@@ -111,10 +110,7 @@ class ReplayBuffer(struct.PyTreeNode):
           example: one :class:`Transition` of ``N`` environments (values ignored; shapes and
             dtypes used). ``terminated``/``truncated`` are stored as bool, rewards as float32.
         """
-        if isinstance(capacity, bool) or not isinstance(capacity, int | np.integer):
-            raise TypeError(f"ReplayBuffer capacity must be an int, got {capacity!r}")
-        if capacity < 1:
-            raise ValueError(f"ReplayBuffer capacity must be >= 1, got {capacity}")
+        check_int("ReplayBuffer capacity", capacity, low=1)
         example = _normalize(Transition(*example))
         _check_transition(example)
         data = jax.tree_util.tree_map(
@@ -181,9 +177,8 @@ class ReplayBuffer(struct.PyTreeNode):
         Returns:
           An :class:`NStepBatch` (window axis first for the ``[n, B]`` fields).
         """
-        for name, value in (("batch_size", batch_size), ("horizon", horizon)):
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                raise ValueError(f"ReplayBuffer.sample {name} must be an int >= 1, got {value!r}")
+        check_int("ReplayBuffer.sample batch_size", batch_size, low=1)
+        check_int("ReplayBuffer.sample horizon", horizon, low=1)
         size = concrete_value(self.size)
         if size is not None and size == 0:
             raise ValueError("cannot sample from an empty ReplayBuffer; add transitions first")

@@ -3,7 +3,6 @@ The package imports each on first use (lazy_loader reads this file).
 """
 
 from ._common import check_bounds as check_bounds
-from ._common import check_int_field as check_int_field
 from ._common import document_fields as document_fields
 from ._common import hyperparameter as hyperparameter
 from .ddpg import DDPG as DDPG

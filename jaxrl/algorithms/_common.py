@@ -22,23 +22,13 @@ import optax
 from flax import struct
 from flax.training.train_state import TrainState
 
-from jaxrl.core._checks import check_in_range
+from jaxrl.core._checks import check_in_range, check_int
 from jaxrl.core.actions import map_action
 from jaxrl.core.tree import all_finite, tree_select
 from jaxrl.networks import stable_apply
 from jaxrl.spaces import SpaceSpec, describe_space
 
 Schedule = Callable[[jax.Array], jax.Array]
-
-
-def check_int_field(owner: str, name: str, value: Any, low: int, allow_none: bool = False) -> None:
-    """Raise unless ``value`` is an int ``>= low`` (or None when allowed), naming the field."""
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{owner}.{name} must be an int, got {value!r}")
-    if value < low:
-        raise ValueError(f"{owner}.{name} must be >= {low}, got {value!r}")
 
 
 @functools.cache
@@ -96,7 +86,7 @@ def check_bounds(algorithm: Any) -> None:
         members = typing.get_args(hint) if typing.get_origin(hint) in _UNIONS else (hint,)
         placeholder = value is None or type(value) is object
         if int in members:
-            check_int_field(owner, field.name, value, low, allow_none=type(None) in members)
+            check_int(name, value, low=low, optional=type(None) in members)
         elif isinstance(value, str) or (not leaf and (placeholder or isinstance(value, bool))):
             raise TypeError(f"{name} must be a number, got {value!r}")
         elif not placeholder:

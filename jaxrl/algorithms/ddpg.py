@@ -41,7 +41,6 @@ from jaxrl.algorithms._common import (
     accept_aliases,
     action_bounds,
     check_bounds,
-    check_int_field,
     check_spaces,
     check_state,
     check_structure,
@@ -53,7 +52,7 @@ from jaxrl.algorithms._common import (
 )
 from jaxrl.algorithms.noise import GaussianNoise, Noise, OUNoise
 from jaxrl.algorithms.protocol import ActionSample, LearningMode
-from jaxrl.core._checks import check_key
+from jaxrl.core._checks import check_int, check_key
 from jaxrl.networks import Activation, DeterministicActor, QCritic
 from jaxrl.replay import NStepBatch, ReplayBuffer, Transition
 from jaxrl.spaces import SpaceSpec
@@ -251,7 +250,7 @@ class DDPG(struct.PyTreeNode):
         obs_space, act_space = check_spaces(
             observation_space, action_space, type(self).__name__, discrete=False
         )
-        check_int_field("DDPG.init", "num_envs", num_envs, 1, allow_none=True)
+        check_int("DDPG.init num_envs", num_envs, low=1, optional=True)
         low, high = action_bounds(act_space, self.action_scaling)
         action_dim = act_space.shape[0]
         actor_module, critic_module = self.networks(action_dim)
@@ -279,7 +278,7 @@ class DDPG(struct.PyTreeNode):
     def init_buffer(self, state: DDPGState, num_envs: int) -> ReplayBuffer:
         """An empty :class:`jaxrl.replay.ReplayBuffer` for ``num_envs`` environments holding
         ``buffer_size // num_envs`` steps each (Tianshou's ``VectorReplayBuffer``)."""
-        check_int_field("DDPG.init_buffer", "num_envs", num_envs, 1)
+        check_int("DDPG.init_buffer num_envs", num_envs, low=1)
         capacity = self.buffer_size // num_envs
         if capacity < 1:
             raise ValueError(

@@ -37,6 +37,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from jaxrl.core._checks import check_bool, check_int, integer_words
+
 MIN_EVALUATIONS = 10
 # Seeds a run trains when ``num_seeds`` is not given, by backend. 8 on JAX environments (one
 # vmapped program): a verdict over 4 seeds flipped with a CPU's float rounding
@@ -105,6 +107,19 @@ class SettingError(ValueError):
         return f"{spell(self.field)} must be {expected}, got {self.value!r}"
 
 
+def _passes(check: Callable[..., None], **options: Any) -> Callable[[Any], bool]:
+    """Whether a value passes one of core's checks (``check_bool``, ``check_int``)."""
+
+    def accepts(value: Any) -> bool:
+        try:
+            check("value", value, **options)
+        except (TypeError, ValueError):
+            return False
+        return True
+
+    return accepts
+
+
 def _expected(hint: Any, minimum: int | None) -> tuple[Callable[[Any], bool], str]:
     """``(accepts, words)`` for a field's type hint: whether a value is allowed, and what
     an error says it must be."""
@@ -118,17 +133,9 @@ def _expected(hint: Any, minimum: int | None) -> tuple[Callable[[Any], bool], st
     if hint is str:
         return (lambda v: isinstance(v, str)), "a string"
     if hint is bool:
-        return (lambda v: isinstance(v, bool | np.bool_)), "True or False"
+        return _passes(check_bool), "True or False"
     if hint is int:
-        low = -math.inf if minimum is None else minimum
-
-        def accepts(value: Any) -> bool:
-            integral = isinstance(value, int | np.integer) and not isinstance(value, bool)
-            return integral and value >= low
-
-        if minimum is None:
-            return accepts, "an integer"
-        return accepts, "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        return _passes(check_int, low=minimum), integer_words(minimum)
     raise TypeError(f"no rule for a run setting of type {hint!r}")
 
 

@@ -9,6 +9,7 @@ that owns it, before tracing.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,6 +62,31 @@ def check_bool(name: str, value: Any, *, optional: bool = False) -> None:
         return
     expected = "True, False or None" if optional else "True or False"
     raise TypeError(f"{name} must be {expected}, got {value!r:.60}")
+
+
+def integer_words(low: int | None) -> str:
+    """How an error names an integer ``>= low``: "an integer", "a positive integer" (``low``
+    1) or "an integer >= low"."""
+    if low is None:
+        return "an integer"
+    return "a positive integer" if low == 1 else f"an integer >= {low}"
+
+
+def check_int(name: str, value: Any, *, low: int | None = None, optional: bool = False) -> None:
+    """Raise naming ``name`` unless ``value`` is an integer (a Python or NumPy integer, or a
+    0-d integer array; no bool) ``>= low`` (or ``None`` when ``optional``): ``TypeError`` for
+    no integer, ``ValueError`` for one below ``low``."""
+    if value is None and optional:
+        return
+    words = integer_words(low) + (" or None" if optional else "")
+    try:
+        integral = not isinstance(value, bool | np.bool_) and operator.index(value) is not None
+    except TypeError:
+        integral = False
+    if not integral:
+        raise TypeError(f"{name} must be {words}, got {value!r:.60}")
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be {words}, got {value!r}")
 
 
 def check_key(name: str, key: Any) -> None:

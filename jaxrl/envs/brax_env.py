@@ -48,6 +48,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxrl.core._checks import check_int
 from jaxrl.core.tree import apply_if, strong_types
 
 BRAX_PREFIX = "brax:"
@@ -138,11 +139,7 @@ class Solver:
         if self.kind not in (None, *SOLVERS):
             raise ValueError(f"solver must be one of {', '.join(SOLVERS)}, got {self.kind!r}")
         for name in ("iterations", "ls_iterations"):
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
-            ):
-                raise ValueError(f"solver_{name} must be a positive int, got {value!r}")
+            check_int(f"solver_{name}", getattr(self, name), low=1, optional=True)
 
     @property
     def is_default(self) -> bool:
@@ -228,12 +225,8 @@ class BraxEnv:
             raise ValueError(
                 f"brax_backend must be one of {', '.join(BRAX_BACKENDS)}, got {backend!r}"
             )
-        if isinstance(episode_length, bool) or not isinstance(episode_length, int):
-            raise ValueError(f"episode_length must be a positive int, got {episode_length!r}")
-        if episode_length < 1:
-            raise ValueError(f"episode_length must be a positive int, got {episode_length!r}")
-        if isinstance(starts_every, bool) or not isinstance(starts_every, int) or starts_every < 1:
-            raise ValueError(f"starts_every must be a positive int, got {starts_every!r}")
+        check_int("episode_length", episode_length, low=1)
+        check_int("starts_every", starts_every, low=1)
         if not solver.is_default and backend != "mjx":
             raise ValueError(
                 "solver settings (solver, solver_iterations, solver_ls_iterations) are MJX's: "

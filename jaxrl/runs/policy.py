@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import operator
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -24,7 +23,7 @@ import numpy as np
 
 from jaxrl.algorithms.protocol import Agent
 from jaxrl.config.run_config import RunConfig
-from jaxrl.core._checks import check_bool, check_key
+from jaxrl.core._checks import check_bool, check_int, check_key
 from jaxrl.core.normalization import RunningMeanStd, normalize_observations
 from jaxrl.runs.bookkeeping import checkpoint_env_steps
 from jaxrl.runs.build import make_loop
@@ -229,7 +228,7 @@ def load(
         does not restore.
       ValueError, TypeError: ``seed`` outside the run's seeds, or no int.
     """
-    _check_int("seed", seed, allow_none=True)
+    check_int("seed", seed, optional=True)
     run_dir = _open(run_dir)
     config = RunConfig.load(run_dir.config)
     if seed is not None and not 0 <= seed < config.num_seeds:
@@ -244,21 +243,6 @@ def load(
         state, stats = jax.tree_util.tree_map(lambda x: x[seed], (state, stats))
     shape = _spaces(config)[0].shape
     return Policy(loaded.agent, state, stats, config, seed, step, loaded.metadata, shape)
-
-
-def _check_int(name: str, value: Any, allow_none: bool = False) -> None:
-    """``TypeError`` naming ``name`` unless ``value`` is an integer (an int, a NumPy or JAX
-    integer scalar; or, if allowed, None)."""
-    if value is None and allow_none:
-        return
-    try:
-        operator.index(value)
-        integral = not isinstance(value, bool)
-    except TypeError:
-        integral = False
-    if not integral:
-        expected = "an int or None" if allow_none else "an int"
-        raise TypeError(f"{name} must be {expected}, got {value!r}")
 
 
 def _spaces(config: RunConfig) -> tuple[SpaceSpec, SpaceSpec]:
@@ -307,13 +291,11 @@ def evaluate_policy(
       ValueError, TypeError: ``episodes`` not a positive int, ``seed`` no int,
         ``deterministic`` no bool (or None); ``policy`` neither a policy nor a path.
     """
-    _check_int("episodes", episodes)
-    _check_int("seed", seed)
+    check_int("episodes", episodes, low=1)
+    check_int("seed", seed)
     check_bool("deterministic", deterministic, optional=True)
     if not isinstance(policy, Policy):
         policy = load(policy, seed=None)
-    if episodes < 1:
-        raise ValueError(f"episodes must be a positive integer, got {episodes}")
     config, state, stats = policy.config, policy.state, policy.obs_stats
     if env is not None and env != config.env:
         from jaxrl.envs import resolve_backend

@@ -25,6 +25,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxrl.core._checks import check_int
 from jaxrl.runs.policy import Checkpoint, load
 
 # gymnax task -> how a gymnax state is drawn by gymnasium's renderer of the same task.
@@ -83,8 +84,7 @@ def record_video(
     path = Path(path)
     if path.suffix.lower() not in (".gif", ".mp4"):
         raise ValueError(f"record_video path {path}: write a .gif or an .mp4 file")
-    if episodes < 1:
-        raise ValueError(f"record_video: episodes must be a positive integer, got {episodes}")
+    check_int("record_video: episodes", episodes, low=1)
     policy = load(run_dir, seed=seed_index, checkpoint=checkpoint if step is None else step)
     config = policy.config
     deterministic = bool(policy.agent.evaluates_deterministically)  # as the run's evaluations

@@ -62,7 +62,7 @@ import numpy as np
 from jax import lax
 
 from jaxrl.algorithms.protocol import Agent, learns_from_replay
-from jaxrl.core._checks import check_bool
+from jaxrl.core._checks import check_bool, check_int
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.envs.host import EnvPoolVectorEnv, GymnasiumVectorEnv, host_vector_env, is_envpool
 from jaxrl.envs.jax_envs import make_env
@@ -377,11 +377,8 @@ def make_collector(
             f"NPG/TRPO), got {type(agent).__name__} with learning_mode 'off_policy', whose "
             "exploration state (noise) changes as it acts: use its training drivers"
         )
-    for name, value in (("num_steps", num_steps), ("num_envs", num_envs)):
-        if value is None and name == "num_envs":
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    check_int("num_steps", num_steps, low=1)
+    check_int("num_envs", num_envs, low=1, optional=True)
     check_bool("normalize_obs", normalize_obs)
     if isinstance(env, gym.Env | gym.vector.VectorEnv | GymnasiumVectorEnv | EnvPoolVectorEnv) or (
         is_envpool(env)

@@ -34,6 +34,7 @@ import numpy as np
 
 from jaxrl.algorithms.protocol import Agent, check_agent, learns_from_replay
 from jaxrl.config.settings import RunSettings, SettingError
+from jaxrl.core._checks import check_int
 from jaxrl.core.normalization import RunningMeanStd
 from jaxrl.core.prng import bucketed_keys
 from jaxrl.envs.host import EnvironmentError_, make_host_env, seed_block
@@ -267,8 +268,7 @@ def train_gymnasium(
       and per-evaluation arrays ``eval/env_steps``, ``eval/return``.
     """
     check_agent(agent)
-    if num_seeds is not None and (type(num_seeds) is not int or num_seeds < 1):
-        raise ValueError(f"num_seeds must be a positive int or None, got {num_seeds!r}")
+    check_int("num_seeds", num_seeds, low=1, optional=True)
     unknown = sorted(set(shape) - set(_SHAPE_FIELDS))
     if unknown:
         raise TypeError(

@@ -248,9 +248,9 @@ def test_best_loads_the_best_evaluation_s_checkpoint_or_says_it_is_not_kept(
         load(run_dir, checkpoint=3)
     with pytest.raises(ValueError, match="one of the run's 2 seeds"):
         load(run_dir, seed=2)
-    with pytest.raises(TypeError, match="seed must be an int or None, got '0'"):
+    with pytest.raises(TypeError, match="seed must be an integer or None, got '0'"):
         load(run_dir, seed="0")
-    with pytest.raises(TypeError, match="episodes must be an int, got '2'"):
+    with pytest.raises(TypeError, match="episodes must be a positive integer, got '2'"):
         evaluate_policy(run_dir, episodes="2")
     with pytest.raises(TypeError, match=r"policy must be a jaxrl.Policy \(jaxrl.load"):
         export_policy(str(run_dir), tmp_path / "policy.onnx")

@@ -67,7 +67,7 @@ def test_name_flags_rewrites_field_names_only():
         (["train", "trpo", "--max-kl", "-1"], "--max-kl must be in (0.0, inf), got -1.0"),
         (
             ["train", "ddpg", "--batch-size", "0"],
-            "--batch-size must be >= 1, got 0",
+            "--batch-size must be a positive integer, got 0",
         ),
         (
             ["train", "trpo", "--total-steps", "100"],

@@ -16,6 +16,7 @@ import pytest
 from jaxrl.core._checks import (
     check_bool,
     check_in_range,
+    check_int,
     check_key,
     check_min_rank,
     check_same_shape,
@@ -152,3 +153,33 @@ def test_check_bool_refuses_truthy_values_by_name(value, optional, message):
     with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
         check_bool("flag", value, optional=optional)
     check_bool("flag", None, optional=True)
+
+
+@pytest.mark.parametrize("value", [0, 7, np.int64(3), np.uint8(2), np.array(4), jnp.int32(5)])
+def test_check_int_accepts_python_numpy_and_0d_integers(value):
+    check_int("n", value)
+    check_int("n", value, low=0, optional=True)
+
+
+@pytest.mark.parametrize(
+    "value,low,optional,error,message",
+    [
+        (True, None, False, TypeError, "n must be an integer, got True"),
+        (np.bool_(False), None, False, TypeError, "n must be an integer, got np.False_"),
+        (2.0, None, False, TypeError, "n must be an integer, got 2.0"),
+        ("3", 1, False, TypeError, "n must be a positive integer, got '3'"),
+        (np.arange(2), None, False, TypeError, "n must be an integer, got array([0, 1])"),
+        (None, 1, False, TypeError, "n must be a positive integer, got None"),
+        ("x", 1, True, TypeError, "n must be a positive integer or None, got 'x'"),
+        (0, 1, False, ValueError, "n must be a positive integer, got 0"),
+        (-1, 0, True, ValueError, "n must be an integer >= 0 or None, got -1"),
+        (np.int64(2), 3, False, ValueError, "n must be an integer >= 3, got np.int64(2)"),
+    ],
+)
+def test_check_int_refuses_by_name(value, low, optional, error, message):
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        check_int("n", value, low=low, optional=optional)
+
+
+def test_check_int_allows_none_only_when_optional():
+    check_int("n", None, low=1, optional=True)

@@ -205,7 +205,8 @@ def test_mjx_solver_settings_replace_the_tasks_and_are_refused_elsewhere():
         BraxEnv("inverted_pendulum", backend="positional", solver=Solver(iterations=2))
     with pytest.raises(ValueError, match="solver settings are for Brax ids"):
         make_env("Pendulum-v1", brax_solver=Solver(iterations=2))
-    with pytest.raises(ValueError, match="solver_ls_iterations must be a positive int, got 0"):
+    message = "solver_ls_iterations must be a positive integer or None, got 0"
+    with pytest.raises(ValueError, match=message):
         Solver(ls_iterations=0)
     with pytest.raises(ValueError, match="solver must be one of cg, newton, got 'pgs'"):
         Solver("pgs")

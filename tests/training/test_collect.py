@@ -311,7 +311,7 @@ def test_bad_arguments_are_named():
         make_collector(jaxrl.DDPG(), "Pendulum-v1", 8, num_envs=2)
     with pytest.raises(ValueError, match=r"^num_envs must be given for a JAX environment"):
         make_collector(AGENT, "Pendulum-v1", 8)
-    with pytest.raises(ValueError, match=r"^num_steps must be a positive int, got 0"):
+    with pytest.raises(ValueError, match=r"^num_steps must be a positive integer, got 0"):
         make_collector(AGENT, "Pendulum-v1", 0, num_envs=2)
     with pytest.raises(TypeError, match=r"^normalize_obs must be True or False, got 'yes'"):
         make_collector(AGENT, "Pendulum-v1", 8, num_envs=2, normalize_obs="yes")  # was truthy

@@ -127,7 +127,7 @@ def test_off_policy_carry_holds_one_buffer_per_seed():
 
 
 def test_num_seeds_must_be_positive():
-    with pytest.raises(ValueError, match="num_seeds must be a positive int"):
+    with pytest.raises(ValueError, match="num_seeds must be a positive integer or None"):
         train_gymnasium(jaxrl.TRPO(), "Pendulum-v1", num_seeds=0, **ON_POLICY)
 
 
