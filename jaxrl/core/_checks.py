@@ -9,7 +9,6 @@ that owns it, before tracing.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -78,12 +77,8 @@ def check_int(name: str, value: Any, *, low: int | None = None, optional: bool =
     no integer, ``ValueError`` for one below ``low``."""
     if value is None and optional:
         return
-    words = integer_words(low) + (" or None" if optional else "")
-    try:
-        integral = not isinstance(value, bool | np.bool_) and operator.index(value) is not None
-    except TypeError:
-        integral = False
-    if not integral:
+    words, concrete = integer_words(low) + " or None" * optional, concrete_value(value)
+    if concrete is None or concrete.ndim or concrete.dtype.kind not in "iu":
         raise TypeError(f"{name} must be {words}, got {value!r:.60}")
     if low is not None and value < low:
         raise ValueError(f"{name} must be {words}, got {value!r}")
