@@ -60,10 +60,12 @@ DRAWS = {
 
 @pytest.mark.parametrize("draw", list(DRAWS))
 def test_same_numbers_as_threefry(variant, draw):
+    """Each shape drawn eagerly (a program per shape), or all of them in one jitted program
+    (one compilation per key type, not one per shape)."""
     threefry, bucketed = pair(123_456_789)
-    for shape in SHAPES:
-        fn = jax.jit(DRAWS[draw], static_argnums=1) if variant is jax.jit else DRAWS[draw]
-        same(fn(threefry, shape), fn(bucketed, shape))
+    draws = variant(lambda key: [DRAWS[draw](key, shape) for shape in SHAPES])
+    for a, b in zip(draws(threefry), draws(bucketed), strict=True):
+        same(a, b)
 
 
 def test_same_64_bit_numbers_and_fold_ins(variant):
