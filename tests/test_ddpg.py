@@ -430,7 +430,7 @@ def test_estimation_step_alias():
             ValueError,
             r"^DDPG\.action_bound_method must be one of 'clip', None, got 'tanh'$",
         ),
-        ({"action_scaling": 1}, TypeError, r"^DDPG\.action_scaling must be a bool, got 1$"),
+        ({"action_scaling": 1}, TypeError, r"^DDPG\.action_scaling must be True or False, got 1$"),
         ({"action_scaling": "yes"}, TypeError, r"DDPG\.action_scaling"),
         ({"hidden_sizes": [128, 0]}, ValueError, r"DDPG\.hidden_sizes"),
         ({"hidden_sizes": 64}, TypeError, r"DDPG\.hidden_sizes must be a list .*got 64"),

@@ -55,7 +55,7 @@ def hyperparameter(
     read by :func:`document_fields` (and by the command line, whose help is its first
     sentence: :func:`jaxrl.config.hyperparameters`). ``low`` and ``high`` bound its value,
     excluded where ``low_open``, ``high_open`` (:func:`~jaxrl.algorithms.check_bounds`; a
-    field typed ``int`` must be an int ``>= low``)."""
+    field typed ``int`` must be an integer ``>= low``)."""
     metadata: dict[str, Any] = {"help": help}
     if low is not None:
         metadata["bounds"] = (low, high, low_open, high_open)
@@ -107,7 +107,8 @@ def _static_rule(hint: Any) -> tuple[Callable[[Any], bool], str, type[Exception]
         return (lambda v: any(type(v) is type(a) and v == a for a in allowed)), words, ValueError
     if kinds and all(isinstance(m, type) for m in kinds):
         accepted = tuple(_INSTANCES.get(m, m) for m in kinds)
-        words = " or ".join([_WORDS.get(m, f"a {m.__name__}") for m in kinds] + ["None"] * optional)
+        parts = [w for m in kinds for w in _WORDS.get(m, [f"a {m.__name__}"])] + ["None"] * optional
+        words = " or ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
 
         def accepts(v: Any) -> bool:
             exact = bool in kinds or not isinstance(v, bool)  # a bool is an int to isinstance
@@ -119,7 +120,8 @@ def _static_rule(hint: Any) -> tuple[Callable[[Any], bool], str, type[Exception]
 
 # What a static field typed by one of these classes may hold, and how an error names it.
 _INSTANCES = {bool: (bool, np.bool_), int: numbers.Integral, float: numbers.Real}
-_WORDS = {bool: "a bool", int: "an int", float: "a number", Callable: "callable"}
+# (in the words of jaxrl.core._checks: check_bool's, check_int's, check_in_range's)
+_WORDS = {bool: ["True", "False"], int: ["an integer"], float: ["a number"], Callable: ["callable"]}
 
 
 _UNIONS = (typing.Union, types.UnionType)
@@ -249,7 +251,7 @@ def check_structure(agent: Any) -> None:
         object.__setattr__(agent, "hidden_sizes", sizes := tuple(sizes))
     if not isinstance(sizes, tuple) or not all(type(h) is int and h > 0 for h in sizes):
         raise (ValueError if isinstance(sizes, tuple) else TypeError)(
-            f"{owner}.hidden_sizes must be a list of positive ints, one per hidden layer "
+            f"{owner}.hidden_sizes must be a list of positive integers, one per hidden layer "
             f"([64, 64]), got {sizes!r}"
         )
 

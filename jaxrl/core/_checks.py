@@ -66,9 +66,7 @@ def check_bool(name: str, value: Any, *, optional: bool = False) -> None:
 def integer_words(low: int | None) -> str:
     """How an error names an integer ``>= low``: "an integer", "a positive integer" (``low``
     1) or "an integer >= low"."""
-    if low is None:
-        return "an integer"
-    return "a positive integer" if low == 1 else f"an integer >= {low}"
+    return {None: "an integer", 1: "a positive integer"}.get(low, f"an integer >= {low}")
 
 
 def check_int(name: str, value: Any, *, low: int | None = None, optional: bool = False) -> None:
