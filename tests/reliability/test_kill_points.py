@@ -116,7 +116,10 @@ def kill_chain(
         # The point is in this call's own training: past the target, and past where the
         # call started (a resumed call first trims what came after its checkpoint).
         start = progress()
-        while process.poll() is None and not (progress() >= target and progress() > start):
+        while process.poll() is None:
+            now = progress()  # once a poll: reading the logs is the poll's cost
+            if now >= target and now > start:
+                break
             assert time.monotonic() < deadline, f"kill point {target} not reached"
             time.sleep(0.002)
         time.sleep(delay)
