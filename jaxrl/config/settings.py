@@ -411,7 +411,7 @@ class RunLayout:
         """The layout of a request (see the module docstring for the rule).
 
         Raises:
-          SettingError: naming the field, for a value that is not a positive int, or a
+          SettingError: naming the field, for a value that is not a positive integer, or a
             budget shorter than one collection (:meth:`RunSettings.validate`).
         """
         shape = dict(num_envs=num_envs, num_steps=num_steps, total_steps=total_steps)
